@@ -1,0 +1,63 @@
+// Attention description and plan entry points.
+#include "capi/abi_guard.hpp"
+#include "capi/versioned_struct.hpp"
+#include "lib/attention/plan.hpp"
+
+using fp8attn::capi::guarded;
+using fp8attn::capi::read_struct;
+using fp8attn::require;
+
+namespace {
+
+fp8attn_attention_desc default_desc() {
+  fp8attn_attention_desc d{};
+  d.struct_size = sizeof d;
+  fp8attn::default_attention_desc(&d);
+  return d;
+}
+
+}  // namespace
+
+extern "C" {
+
+int32_t fp8attn_attention_desc_init(fp8attn_attention_desc* desc) {
+  return guarded(nullptr, [&] {
+    require(desc != nullptr, FP8ATTN_STATUS_NULL_POINTER, "desc is NULL");
+    const size_t size = desc->struct_size == 0 ? sizeof(fp8attn_attention_desc)
+                                               : std::min(desc->struct_size, sizeof(fp8attn_attention_desc));
+    const fp8attn_attention_desc d = default_desc();
+    std::memcpy(static_cast<void*>(desc), &d, size);
+    desc->struct_size = size;
+  });
+}
+
+int32_t fp8attn_plan_create(fp8attn_context ctx, const fp8attn_attention_desc* desc, fp8attn_plan* out,
+                            fp8attn_error* err) {
+  return guarded(err, [&] {
+    require(ctx != nullptr, FP8ATTN_STATUS_BAD_HANDLE, "ctx is NULL");
+    require(out != nullptr, FP8ATTN_STATUS_NULL_POINTER, "out (fp8attn_plan*) is NULL");
+    const fp8attn_attention_desc d =
+        read_struct(desc, "fp8attn_attention_desc", FP8ATTN_LAYOUT_THROUGH(fp8attn_attention_desc, telemetry), default_desc());
+    const fp8attn::AttentionConfig config = fp8attn::make_attention_config(d);
+    ctx->impl.log().debug("plan: {} heads_q={} heads_kv={} head_dim={} block {}x{} kv_order={} p_scale_log2={}",
+                          d.input_dtype == FP8ATTN_DTYPE_E4M3 ? "E4M3" : "BF16", config.num_heads_q, config.num_heads_kv,
+                          config.head_dim, config.tile.block_m, config.tile.block_n, config.kv_order, config.p_scale_log2);
+    *out = new fp8attn_plan_t{&ctx->impl, config};
+  });
+}
+
+void fp8attn_plan_destroy(fp8attn_plan plan) { delete plan; }
+
+int32_t fp8attn_plan_workspace_size(fp8attn_plan plan, int64_t batch, int64_t max_seqlen_q, int64_t max_seqlen_k,
+                                    size_t* bytes, fp8attn_error* err) {
+  return guarded(err, [&] {
+    require(plan != nullptr, FP8ATTN_STATUS_BAD_HANDLE, "plan is NULL");
+    require(bytes != nullptr, FP8ATTN_STATUS_NULL_POINTER, "bytes (size_t*) is NULL");
+    require(batch > 0 && max_seqlen_q > 0 && max_seqlen_k > 0, FP8ATTN_STATUS_BAD_SHAPE,
+            "batch, max_seqlen_q and max_seqlen_k must be positive, got " + std::to_string(batch) + ", " +
+                std::to_string(max_seqlen_q) + ", " + std::to_string(max_seqlen_k));
+    *bytes = plan->context->backend().attention_workspace_size(plan->config, batch, max_seqlen_q, max_seqlen_k);
+  });
+}
+
+}  // extern "C"

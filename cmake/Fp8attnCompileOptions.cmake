@@ -1,0 +1,17 @@
+# Compile options shared by every C++ target of the project: warnings, the vector ISA of the
+# CPU engine, and the sanitizers chosen with FP8ATTN_SANITIZE.
+add_library(fp8attn_options INTERFACE)
+target_compile_options(fp8attn_options INTERFACE
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter>)
+if(FP8ATTN_NATIVE)
+  # NOTE: the engine's tiles vectorize over columns; -march=native lets the compiler use the
+  # machine's widest vectors. Results do not depend on it: products of FP8/BF16 values are
+  # exact in FP32, so FMA contraction changes no bit (see lib/attention/tile_math.hpp).
+  target_compile_options(fp8attn_options INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-march=native>)
+endif()
+# Keep IEEE semantics: the engine must round exactly like the kernel.
+target_compile_options(fp8attn_options INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-fno-fast-math -ffp-contract=off>)
+if(FP8ATTN_SANITIZE)
+  target_compile_options(fp8attn_options INTERFACE -fsanitize=${FP8ATTN_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  target_link_options(fp8attn_options INTERFACE -fsanitize=${FP8ATTN_SANITIZE})
+endif()

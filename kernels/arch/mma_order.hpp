@@ -1,0 +1,59 @@
+// The order in which an emulated wgmma adds its products, written once for the emulator and the
+// CPU tile engine (which must be bit-equal to kernels run under the emulator).
+//
+// NOTE: the tensor core's internal summation order is not public. This is the emulator's
+// documented order: one wgmma instruction of depth K (32 for E4M3, 16 for BF16) computes, per
+// output element, chunk = Σ_k a[k]·b[k] in FP32 with k ascending from +0.0f, then adds chunk
+// into the accumulator with one FP32 add (scale-d = 0 means acc = chunk, i.e. 0 + chunk).
+// Products of E4M3 or BF16 values are exact in FP32 (at most 8 + 8 significant bits), so only
+// the additions round, and an FMA gives the same bits as a multiply then an add.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#if defined(__CUDACC__)
+#define FP8ATTN_MMA_HD __host__ __device__
+#else
+#define FP8ATTN_MMA_HD
+#endif
+
+namespace fp8attn::arch {
+
+inline constexpr int kMmaKFp8 = 32;   ///< K of one E4M3/E5M2 wgmma (m64nNk32)
+inline constexpr int kMmaKBf16 = 16;  ///< K of one BF16 wgmma (m64nNk16)
+inline constexpr int kFp32MantissaBits = 23;
+
+/// The accumulator-precision model: each instruction's chunk sum is truncated toward zero to
+/// `chunk_mantissa_bits` explicit mantissa bits before it is added. 23 (the default) is full
+/// FP32, i.e. the model is off. NOTE: Hopper's FP8 wgmma is reported to keep about 22 bits
+/// (SageAttention2; the hpc-ops FP8 kernel); DeepSeek-V3 reports about 14 effective bits on H800.
+struct MmaPrecisionModel {
+  int chunk_mantissa_bits = kFp32MantissaBits;
+};
+
+/// Truncates x toward zero to `bits` explicit mantissa bits (0 ≤ bits ≤ 23).
+FP8ATTN_MMA_HD inline float truncate_mantissa(float x, int bits) {
+  if (bits >= kFp32MantissaBits || bits < 0) return x;
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  u &= ~((1u << (kFp32MantissaBits - bits)) - 1u);
+  float y;
+  std::memcpy(&y, &u, sizeof y);
+  return y;
+}
+
+/// chunk = Σ_{k<k_len} a(k)·b(k), k ascending from +0.0f.
+template <class A, class B>
+FP8ATTN_MMA_HD inline float mma_chunk(int k_len, A&& a, B&& b) {
+  float chunk = 0.0f;
+  for (int k = 0; k < k_len; ++k) chunk = chunk + a(k) * b(k);
+  return chunk;
+}
+
+/// acc + chunk, with the chunk truncated by the precision model first.
+FP8ATTN_MMA_HD inline float mma_chunk_accumulate(float acc, float chunk, MmaPrecisionModel model = {}) {
+  return acc + truncate_mantissa(chunk, model.chunk_mantissa_bits);
+}
+
+}  // namespace fp8attn::arch

@@ -1,0 +1,69 @@
+// Causal and sliding-window masks, FlashAttention ≥ 2.1 convention (aligned bottom-right), and
+// the range of KV blocks a query tile must visit. Shared by the kernel, the CPU engine and the
+// oracle, so all three agree on which keys a row sees.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/sm90/tile_config.hpp"
+
+namespace fp8attn::sm90 {
+
+struct MaskParams {
+  bool causal;
+  int64_t window_left;   ///< −1 = unbounded
+  int64_t window_right;  ///< −1 = unbounded
+  int64_t seqlen_q;
+  int64_t seqlen_k;
+};
+
+/// Visible keys of one query row: [first, last], empty when first > last.
+struct KeyRange {
+  int64_t first;
+  int64_t last;
+  FP8ATTN_HOST_DEVICE constexpr bool empty() const { return first > last; }
+};
+
+/// Query i sees key j iff  diag − left ≤ j ≤ diag + right, with diag = i + Sk − Sq; causal
+/// means right = 0 (or less, when a window asks for less).
+FP8ATTN_HOST_DEVICE constexpr KeyRange visible_keys(const MaskParams& m, int64_t row) {
+  const int64_t diag = row + m.seqlen_k - m.seqlen_q;
+  int64_t right = m.window_right;
+  if (m.causal && (right < 0 || right > 0)) right = 0;
+  int64_t first = m.window_left < 0 ? 0 : diag - m.window_left;
+  int64_t last = right < 0 ? m.seqlen_k - 1 : diag + right;
+  if (first < 0) first = 0;
+  if (last > m.seqlen_k - 1) last = m.seqlen_k - 1;
+  return {first, last};
+}
+
+/// KV blocks [first, end) that hold a visible key of any row in [row_begin, row_end).
+/// The keys seen by row i are monotone in i at both ends, so the first and last rows bound it.
+struct BlockRange {
+  int64_t first;
+  int64_t end;
+  FP8ATTN_HOST_DEVICE constexpr int64_t count() const { return end > first ? end - first : 0; }
+};
+
+FP8ATTN_HOST_DEVICE constexpr BlockRange kv_block_range(const MaskParams& m, int64_t row_begin, int64_t row_end,
+                                                        int block_n) {
+  const KeyRange top = visible_keys(m, row_begin);
+  const KeyRange bottom = visible_keys(m, row_end - 1);
+  const int64_t first_key = top.first;
+  const int64_t last_key = bottom.last;
+  if (first_key > last_key) return {0, 0};
+  return {first_key / block_n, last_key / block_n + 1};
+}
+
+/// True when every key of block [key_begin, key_end) is visible to every row in the tile, so
+/// the block needs no element mask.
+FP8ATTN_HOST_DEVICE constexpr bool block_fully_visible(const MaskParams& m, int64_t row_begin, int64_t row_end,
+                                                       int64_t key_begin, int64_t key_end) {
+  const KeyRange top = visible_keys(m, row_begin);
+  const KeyRange bottom = visible_keys(m, row_end - 1);
+  // Row ranges move right with the row: the tightest left bound is the bottom row's first key,
+  // the tightest right bound is the top row's last key.
+  return bottom.first <= key_begin && top.last >= key_end - 1 && !top.empty() && !bottom.empty();
+}
+
+}  // namespace fp8attn::sm90

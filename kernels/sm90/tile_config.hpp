@@ -1,0 +1,42 @@
+// Tile sizes of the attention forward, one function per head dimension and input type.
+//
+// The Hopper kernel, the CPU tile engine and the dispatcher all read these numbers, so the
+// engine visits exactly the tiles the kernel visits: same BlockM × BlockN, same block
+// boundaries (aligned at key 0), same KV order. Changing a number here changes results bit for
+// bit in both, together.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define FP8ATTN_HOST_DEVICE __host__ __device__
+#else
+#define FP8ATTN_HOST_DEVICE
+#endif
+
+namespace fp8attn::sm90 {
+
+struct AttentionTile {
+  int block_m;        ///< query rows per CTA tile (64 per consumer warpgroup)
+  int block_n;        ///< keys per KV block
+  int mma_k_qk;       ///< K of one wgmma for S = Q·Kᵀ: 32 for E4M3, 16 for BF16
+  int mma_k_pv;       ///< K of one wgmma for O += P·V (runs over the block's keys)
+  int consumer_warpgroups;
+  int stages;         ///< K/V pipeline depth
+};
+
+/// NOTE: the sizes follow FlashAttention-3's sm90 choices for the same head dims (hopper/
+/// tile_size.h): larger BlockN for FP8, since its operands are half the bytes. BlockN must be a
+/// multiple of mma_k_pv, because the block's keys are the K dimension of the PV wgmma.
+FP8ATTN_HOST_DEVICE constexpr AttentionTile attention_tile(int head_dim, bool fp8) {
+  if (fp8) {
+    if (head_dim <= 64) return {192, 160, 32, 32, 3, 2};
+    if (head_dim <= 128) return {128, 224, 32, 32, 2, 2};
+    return {128, 128, 32, 32, 2, 2};
+  }
+  if (head_dim <= 64) return {192, 128, 16, 16, 3, 2};
+  if (head_dim <= 128) return {128, 176, 16, 16, 2, 2};
+  return {128, 80, 16, 16, 2, 2};
+}
+
+}  // namespace fp8attn::sm90

@@ -1,0 +1,94 @@
+#include "lib/attention/attention_config.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "lib/core/error.hpp"
+
+namespace fp8attn {
+
+void default_attention_desc(fp8attn_attention_desc* d) {
+  d->next = nullptr;
+  d->input_dtype = FP8ATTN_DTYPE_E4M3;
+  d->output_dtype = FP8ATTN_DTYPE_BF16;
+  d->head_dim = 128;
+  d->head_dim_v = 0;
+  d->num_heads_q = 1;
+  d->num_heads_kv = 1;
+  d->causal = 0;
+  d->window_left = -1;
+  d->window_right = -1;
+  d->softmax_scale = 0.0f;
+  d->kv_order = FP8ATTN_KV_ORDER_REVERSE;
+  d->p_scale_log2 = 8;
+  d->pv_promote_interval = 0;
+  d->softmax_variant = FP8ATTN_SOFTMAX_STANDARD;
+  d->stabilized_beta = 2.0f;      // NOTE: the authors' current code; the paper used 7.
+  d->stabilized_tie_tol = 1e-3f;  // natural logit units
+  d->telemetry = 0;
+  d->stabilized_shift_cap_log2 = 16.0f;
+}
+
+AttentionConfig make_attention_config(const fp8attn_attention_desc& d) {
+  AttentionConfig c{};
+  require(d.input_dtype == FP8ATTN_DTYPE_E4M3 || d.input_dtype == FP8ATTN_DTYPE_BF16, FP8ATTN_STATUS_BAD_DTYPE,
+          "desc.input_dtype must be FP8ATTN_DTYPE_E4M3 or FP8ATTN_DTYPE_BF16, got " + std::to_string(d.input_dtype));
+  require(d.output_dtype == FP8ATTN_DTYPE_BF16 || d.output_dtype == FP8ATTN_DTYPE_F32, FP8ATTN_STATUS_BAD_DTYPE,
+          "desc.output_dtype must be FP8ATTN_DTYPE_BF16 or FP8ATTN_DTYPE_F32, got " + std::to_string(d.output_dtype));
+  require(d.head_dim == 64 || d.head_dim == 128 || d.head_dim == 256, FP8ATTN_STATUS_UNSUPPORTED_HEAD_DIM,
+          "desc.head_dim must be 64, 128 or 256, got " + std::to_string(d.head_dim));
+  const int head_dim_v = d.head_dim_v == 0 ? d.head_dim : d.head_dim_v;
+  require(head_dim_v == d.head_dim, FP8ATTN_STATUS_UNSUPPORTED_HEAD_DIM,
+          "desc.head_dim_v must be 0 or equal to head_dim (" + std::to_string(d.head_dim) + "), got " +
+              std::to_string(d.head_dim_v));
+  require(d.num_heads_q > 0 && d.num_heads_kv > 0, FP8ATTN_STATUS_BAD_HEADS,
+          "desc.num_heads_q and num_heads_kv must be positive, got " + std::to_string(d.num_heads_q) + " and " +
+              std::to_string(d.num_heads_kv));
+  require(d.num_heads_q % d.num_heads_kv == 0, FP8ATTN_STATUS_BAD_HEADS,
+          "desc.num_heads_q (" + std::to_string(d.num_heads_q) + ") must be a multiple of num_heads_kv (" +
+              std::to_string(d.num_heads_kv) + ")");
+  require(d.causal <= 1, FP8ATTN_STATUS_BAD_OPTION, "desc.causal must be 0 or 1");
+  require(d.window_left >= -1 && d.window_right >= -1, FP8ATTN_STATUS_BAD_OPTION,
+          "desc.window_left and window_right must be ≥ −1 (−1 = unbounded)");
+  require(std::isfinite(d.softmax_scale) && d.softmax_scale >= 0.0f, FP8ATTN_STATUS_BAD_SCALE,
+          "desc.softmax_scale must be finite and ≥ 0 (0 = 1/sqrt(head_dim)), got " + std::to_string(d.softmax_scale));
+  require(d.kv_order == FP8ATTN_KV_ORDER_REVERSE || d.kv_order == FP8ATTN_KV_ORDER_FORWARD, FP8ATTN_STATUS_BAD_OPTION,
+          "desc.kv_order must be FP8ATTN_KV_ORDER_REVERSE or FP8ATTN_KV_ORDER_FORWARD, got " + std::to_string(d.kv_order));
+  require(d.p_scale_log2 >= 0 && d.p_scale_log2 <= 8, FP8ATTN_STATUS_BAD_OPTION,
+          "desc.p_scale_log2 must be in 0..8, got " + std::to_string(d.p_scale_log2));
+  require(d.pv_promote_interval >= 0, FP8ATTN_STATUS_BAD_OPTION, "desc.pv_promote_interval must be ≥ 0");
+  require(d.softmax_variant == FP8ATTN_SOFTMAX_STANDARD || d.softmax_variant == FP8ATTN_SOFTMAX_STABILIZED,
+          FP8ATTN_STATUS_BAD_OPTION, "desc.softmax_variant must be STANDARD or STABILIZED, got " +
+                                         std::to_string(d.softmax_variant));
+  require(std::isfinite(d.stabilized_beta) && d.stabilized_beta >= 1.0f, FP8ATTN_STATUS_BAD_SCALE,
+          "desc.stabilized_beta must be finite and ≥ 1, got " + std::to_string(d.stabilized_beta));
+  require(std::isfinite(d.stabilized_tie_tol) && d.stabilized_tie_tol >= 0.0f, FP8ATTN_STATUS_BAD_SCALE,
+          "desc.stabilized_tie_tol must be finite and ≥ 0");
+  require(std::isfinite(d.stabilized_shift_cap_log2) && d.stabilized_shift_cap_log2 > 0.0f, FP8ATTN_STATUS_BAD_SCALE,
+          "desc.stabilized_shift_cap_log2 must be finite and > 0");
+  require(d.telemetry <= 1, FP8ATTN_STATUS_BAD_OPTION, "desc.telemetry must be 0 or 1");
+
+  c.input_dtype = d.input_dtype;
+  c.output_dtype = d.output_dtype;
+  c.head_dim = d.head_dim;
+  c.head_dim_v = head_dim_v;
+  c.num_heads_q = d.num_heads_q;
+  c.num_heads_kv = d.num_heads_kv;
+  c.causal = d.causal != 0;
+  c.window_left = d.window_left;
+  c.window_right = d.window_right;
+  c.softmax_scale = d.softmax_scale == 0.0f ? 1.0f / std::sqrt(static_cast<float>(d.head_dim)) : d.softmax_scale;
+  c.kv_order = d.kv_order;
+  // NOTE: BF16 P has 8 exponent bits; it needs no offset, so S_p = 1 for BF16 inputs.
+  c.p_scale_log2 = d.input_dtype == FP8ATTN_DTYPE_E4M3 ? d.p_scale_log2 : 0;
+  c.pv_promote_interval = d.pv_promote_interval;
+  c.softmax_variant = d.softmax_variant;
+  c.stabilized_beta = d.stabilized_beta;
+  c.stabilized_tie_tol = d.stabilized_tie_tol;
+  c.stabilized_shift_cap_log2 = d.stabilized_shift_cap_log2;
+  c.telemetry = d.telemetry != 0;
+  c.tile = sm90::attention_tile(d.head_dim, c.fp8());
+  return c;
+}
+
+}  // namespace fp8attn

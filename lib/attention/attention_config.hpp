@@ -1,0 +1,44 @@
+// A validated attention description: what fp8attn_plan_create() checked, with every default
+// resolved. Plans hold one; the backends read only this, never the caller's struct.
+#pragma once
+
+#include <cstdint>
+
+#include "fp8attn/fp8attn.h"
+#include "kernels/sm90/tile_config.hpp"
+
+namespace fp8attn {
+
+struct AttentionConfig {
+  int32_t input_dtype;   ///< FP8ATTN_DTYPE_E4M3 or FP8ATTN_DTYPE_BF16
+  int32_t output_dtype;  ///< FP8ATTN_DTYPE_BF16 or FP8ATTN_DTYPE_F32
+  int head_dim;
+  int head_dim_v;
+  int num_heads_q;
+  int num_heads_kv;
+  bool causal;
+  int64_t window_left;   ///< −1 = unbounded
+  int64_t window_right;  ///< −1 = unbounded
+  float softmax_scale;   ///< resolved: 0 in the description becomes 1/√head_dim
+  int32_t kv_order;
+  int p_scale_log2;      ///< resolved: 0 for BF16 inputs
+  int pv_promote_interval;
+  int32_t softmax_variant;
+  float stabilized_beta;
+  float stabilized_tie_tol;
+  float stabilized_shift_cap_log2;
+  bool telemetry;
+  sm90::AttentionTile tile;
+
+  bool fp8() const { return input_dtype == FP8ATTN_DTYPE_E4M3; }
+  int heads_per_kv() const { return num_heads_q / num_heads_kv; }
+};
+
+/// Fills the defaults of fp8attn_attention_desc_init().
+void default_attention_desc(fp8attn_attention_desc* desc);
+
+/// Checks a full-size description and resolves its defaults. Throws Error with the status of
+/// the first bad field.
+AttentionConfig make_attention_config(const fp8attn_attention_desc& desc);
+
+}  // namespace fp8attn

@@ -1,0 +1,137 @@
+#include "lib/attention/attention_problem.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "lib/core/error.hpp"
+#include "lib/core/tensor.hpp"
+
+namespace fp8attn {
+namespace {
+
+SeqTensor padded_view(const fp8attn_tensor& t) {
+  return {t.data, t.dtype, t.stride[0], t.stride[1], t.stride[2], t.stride[3]};
+}
+
+SeqTensor packed_view(const fp8attn_tensor& t) { return {t.data, t.dtype, 0, t.stride[0], t.stride[1], t.stride[2]}; }
+
+/// Checks a descale tensor: F32 [batch, heads_kv], finite and positive values (host only).
+Descale read_descale(const fp8attn_tensor& t, const std::string& what, int64_t batch, int heads_kv, int32_t device) {
+  if (!check_tensor(t, what, {2, FP8ATTN_DTYPE_F32, device, true})) return {};
+  require_extent(t, what, 0, batch, "batch");
+  require_extent(t, what, 1, heads_kv, "num_heads_kv");
+  Descale d{static_cast<const float*>(t.data), t.stride[0], t.stride[1]};
+  if (device == FP8ATTN_DEVICE_HOST) {
+    for (int64_t b = 0; b < batch; ++b)
+      for (int h = 0; h < heads_kv; ++h) {
+        const float x = d.at(b, h);
+        require(std::isfinite(x) && x > 0.0f, FP8ATTN_STATUS_BAD_SCALE,
+                what + "[" + std::to_string(b) + ", " + std::to_string(h) + "] must be finite and > 0, got " +
+                    std::to_string(x));
+      }
+  }
+  return d;
+}
+
+/// Checks cu_seqlens: I32 [batch+1], starts at 0, non-decreasing, ends at `total`.
+const int32_t* read_cu_seqlens(const fp8attn_tensor& t, const std::string& what, int64_t total, int64_t* batch,
+                               int64_t* max_len) {
+  check_tensor(t, what, {1, FP8ATTN_DTYPE_I32, FP8ATTN_DEVICE_HOST, false});
+  require(t.shape[0] >= 2, FP8ATTN_STATUS_BAD_SHAPE, what + " needs batch + 1 ≥ 2 entries");
+  const int32_t* c = static_cast<const int32_t*>(t.data);
+  const int64_t s = t.stride[0];
+  require(s == 1, FP8ATTN_STATUS_BAD_STRIDE, what + " must be contiguous (stride 1)");
+  require(c[0] == 0, FP8ATTN_STATUS_BAD_SEQLENS, what + "[0] must be 0, got " + std::to_string(c[0]));
+  *max_len = 0;
+  for (int64_t i = 1; i < t.shape[0]; ++i) {
+    require(c[i] >= c[i - 1], FP8ATTN_STATUS_BAD_SEQLENS,
+            what + " must be non-decreasing: [" + std::to_string(i - 1) + "] = " + std::to_string(c[i - 1]) + " > [" +
+                std::to_string(i) + "] = " + std::to_string(c[i]));
+    *max_len = std::max<int64_t>(*max_len, c[i] - c[i - 1]);
+  }
+  require(c[t.shape[0] - 1] == total, FP8ATTN_STATUS_BAD_SEQLENS,
+          what + " ends at " + std::to_string(c[t.shape[0] - 1]) + " but the packed tensor holds " +
+              std::to_string(total) + " rows");
+  *batch = t.shape[0] - 1;
+  return c;
+}
+
+}  // namespace
+
+AttentionProblem make_attention_problem(const AttentionConfig& cfg, const fp8attn_attention_args& a, int32_t device) {
+  AttentionProblem p;
+  const int32_t in = cfg.input_dtype;
+  check_tensor(a.q, "args.q", {0, in, device, false});
+  const bool varlen = a.q.rank == 3;
+  require(a.q.rank == 3 || a.q.rank == 4, FP8ATTN_STATUS_BAD_SHAPE,
+          "args.q must have rank 4 [batch, seqlen, heads, dim] or 3 [total, heads, dim], got rank " +
+              std::to_string(a.q.rank));
+  const int32_t rank = a.q.rank;
+  check_tensor(a.k, "args.k", {rank, in, device, false});
+  check_tensor(a.v, "args.v", {rank, in, device, false});
+  check_tensor(a.out, "args.out", {rank, cfg.output_dtype, device, false});
+  const int hd = varlen ? 1 : 2;  // index of the head dimension
+  require_extent(a.q, "args.q", hd, cfg.num_heads_q, "num_heads_q");
+  require_extent(a.q, "args.q", hd + 1, cfg.head_dim, "head_dim");
+  require_extent(a.k, "args.k", hd, cfg.num_heads_kv, "num_heads_kv");
+  require_extent(a.k, "args.k", hd + 1, cfg.head_dim, "head_dim");
+  require_extent(a.v, "args.v", hd, cfg.num_heads_kv, "num_heads_kv");
+  require_extent(a.v, "args.v", hd + 1, cfg.head_dim_v, "head_dim_v");
+  require_extent(a.v, "args.v", hd - 1, a.k.shape[hd - 1], "args.k's sequence extent");
+  require_extent(a.out, "args.out", hd - 1, a.q.shape[hd - 1], "args.q's sequence extent");
+  require_extent(a.out, "args.out", hd, cfg.num_heads_q, "num_heads_q");
+  require_extent(a.out, "args.out", hd + 1, cfg.head_dim_v, "head_dim_v");
+
+  p.varlen = varlen;
+  if (varlen) {
+    int64_t batch_q = 0, batch_k = 0;
+    p.cu_seqlens_q = read_cu_seqlens(a.cu_seqlens_q, "args.cu_seqlens_q", a.q.shape[0], &batch_q, &p.max_seqlen_q);
+    p.cu_seqlens_k = read_cu_seqlens(a.cu_seqlens_k, "args.cu_seqlens_k", a.k.shape[0], &batch_k, &p.max_seqlen_k);
+    require(batch_q == batch_k, FP8ATTN_STATUS_BAD_SHAPE,
+            "args.cu_seqlens_q and cu_seqlens_k describe " + std::to_string(batch_q) + " and " +
+                std::to_string(batch_k) + " sequences");
+    p.batch = batch_q;
+    p.q = packed_view(a.q);
+    p.k = packed_view(a.k);
+    p.v = packed_view(a.v);
+    p.out = packed_view(a.out);
+  } else {
+    require(a.cu_seqlens_q.data == nullptr && a.cu_seqlens_k.data == nullptr, FP8ATTN_STATUS_BAD_SHAPE,
+            "args.cu_seqlens_q/k are only for rank-3 packed tensors");
+    p.batch = a.q.shape[0];
+    require_extent(a.k, "args.k", 0, p.batch, "batch");
+    require_extent(a.v, "args.v", 0, p.batch, "batch");
+    require_extent(a.out, "args.out", 0, p.batch, "batch");
+    p.padded_seqlen_q = p.max_seqlen_q = a.q.shape[1];
+    p.padded_seqlen_k = p.max_seqlen_k = a.k.shape[1];
+    p.q = padded_view(a.q);
+    p.k = padded_view(a.k);
+    p.v = padded_view(a.v);
+    p.out = padded_view(a.out);
+  }
+
+  if (check_tensor(a.lse, "args.lse", {varlen ? 2 : 3, FP8ATTN_DTYPE_F32, device, true})) {
+    if (varlen) {
+      require_extent(a.lse, "args.lse", 0, cfg.num_heads_q, "num_heads_q");
+      require_extent(a.lse, "args.lse", 1, a.q.shape[0], "total_q");
+      p.lse = {a.lse.data, a.lse.dtype, 0, a.lse.stride[1], a.lse.stride[0], 0};
+    } else {
+      require_extent(a.lse, "args.lse", 0, p.batch, "batch");
+      require_extent(a.lse, "args.lse", 1, cfg.num_heads_q, "num_heads_q");
+      require_extent(a.lse, "args.lse", 2, p.padded_seqlen_q, "seqlen_q");
+      p.lse = {a.lse.data, a.lse.dtype, a.lse.stride[0], a.lse.stride[2], a.lse.stride[1], 0};
+    }
+  }
+  p.q_descale = read_descale(a.q_descale, "args.q_descale", p.batch, cfg.num_heads_kv, device);
+  p.k_descale = read_descale(a.k_descale, "args.k_descale", p.batch, cfg.num_heads_kv, device);
+  p.v_descale = read_descale(a.v_descale, "args.v_descale", p.batch, cfg.num_heads_kv, device);
+  if (cfg.telemetry && a.telemetry) {
+    require(a.telemetry->struct_size >= sizeof(fp8attn_telemetry), FP8ATTN_STATUS_BAD_STRUCT_SIZE,
+            "args.telemetry->struct_size is " + std::to_string(a.telemetry->struct_size) + ", expected " +
+                std::to_string(sizeof(fp8attn_telemetry)));
+    p.telemetry = a.telemetry;
+  }
+  return p;
+}
+
+}  // namespace fp8attn

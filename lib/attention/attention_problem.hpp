@@ -1,0 +1,63 @@
+// One forward call's tensors after validation: the "device parameters" built from the
+// caller's fp8attn_attention_args in one place (make_attention_problem), where every shape,
+// stride, sequence length and descale is checked. Backends read only this.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "fp8attn/fp8attn.h"
+#include "lib/attention/attention_config.hpp"
+
+namespace fp8attn {
+
+/// A [batch, seq, head, dim] view. Padded layouts use batch_stride; packed (varlen) layouts
+/// have batch_stride 0 and take the sequence's first row from cu_seqlens.
+struct SeqTensor {
+  void* data = nullptr;
+  int32_t dtype = 0;
+  int64_t batch_stride = 0, seq_stride = 0, head_stride = 0, dim_stride = 0;  // elements
+};
+
+/// A [batch, heads_kv] F32 descale; absent means 1.
+struct Descale {
+  const float* data = nullptr;
+  int64_t batch_stride = 0, head_stride = 0;
+  float at(int64_t b, int64_t h) const { return data ? data[b * batch_stride + h * head_stride] : 1.0f; }
+};
+
+/// Where sequence b's rows start and how many there are.
+struct SeqSpan {
+  int64_t q_offset, seqlen_q, k_offset, seqlen_k;
+};
+
+struct AttentionProblem {
+  int64_t batch = 0;
+  bool varlen = false;
+  int64_t max_seqlen_q = 0, max_seqlen_k = 0;
+  SeqTensor q, k, v, out;
+  SeqTensor lse;  ///< dims used: batch, seq, head (dim_stride unused); data NULL when absent
+  Descale q_descale, k_descale, v_descale;
+  const int32_t* cu_seqlens_q = nullptr;  ///< varlen only
+  const int32_t* cu_seqlens_k = nullptr;
+  int64_t padded_seqlen_q = 0, padded_seqlen_k = 0;  ///< padded only
+  fp8attn_telemetry* telemetry = nullptr;  ///< when the plan asks for telemetry and one is given
+
+  SeqSpan span(int64_t b) const {
+    if (!varlen) return {0, padded_seqlen_q, 0, padded_seqlen_k};
+    return {cu_seqlens_q[b], cu_seqlens_q[b + 1] - cu_seqlens_q[b], cu_seqlens_k[b],
+            cu_seqlens_k[b + 1] - cu_seqlens_k[b]};
+  }
+};
+
+/// Element offset (in elements) of [b, offset + s, h, d] in t.
+inline int64_t element_offset(const SeqTensor& t, int64_t b, int64_t row, int64_t h, int64_t d) {
+  return b * t.batch_stride + row * t.seq_stride + h * t.head_stride + d * t.dim_stride;
+}
+
+/// Validates args against the config for a backend whose tensors live on `device`.
+/// Throws Error with the status of the first problem found.
+AttentionProblem make_attention_problem(const AttentionConfig& config, const fp8attn_attention_args& args,
+                                        int32_t device);
+
+}  // namespace fp8attn

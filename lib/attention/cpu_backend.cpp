@@ -1,0 +1,33 @@
+#include "lib/attention/cpu_backend.hpp"
+
+#include "lib/attention/engine/tile_engine.hpp"
+#include "lib/core/context.hpp"
+
+namespace fp8attn {
+namespace {
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(Context& context) : context_(context) {}
+  int32_t kind() const override { return FP8ATTN_BACKEND_CPU; }
+  int32_t tensor_device() const override { return FP8ATTN_DEVICE_HOST; }
+
+  size_t attention_workspace_size(const AttentionConfig& config, int64_t, int64_t, int64_t) const override {
+    // NOTE: the engine keeps one query tile's buffers per worker, whatever the problem size.
+    return engine::tile_engine_workspace_size(config, context_.num_threads());
+  }
+
+  void attention_forward(const AttentionConfig& config, const AttentionProblem& problem, void* workspace, size_t,
+                         CUstream_st*) override {
+    engine::tile_engine_forward(config, problem, context_.pool(), workspace);
+  }
+
+ private:
+  Context& context_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend(Context& context) { return std::make_unique<CpuBackend>(context); }
+
+}  // namespace fp8attn

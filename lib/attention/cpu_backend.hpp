@@ -1,0 +1,14 @@
+// The CPU backend: runs attention on the kernel-faithful tile engine over the context's
+// workers. The embedded default wherever no GPU is present.
+#pragma once
+
+#include <memory>
+
+#include "lib/backend/backend.hpp"
+
+namespace fp8attn {
+
+class Context;
+std::unique_ptr<Backend> make_cpu_backend(Context& context);
+
+}  // namespace fp8attn

@@ -1,0 +1,221 @@
+#include "lib/attention/engine/query_tile.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/sm90/mask.hpp"
+#include "kernels/sm90/softmax_math.hpp"
+#include "lib/attention/engine/tile_ops.hpp"
+#include "lib/numerics/bfloat16.hpp"
+#include "lib/numerics/element_io.hpp"
+#include "lib/numerics/float8.hpp"
+
+namespace fp8attn::engine {
+namespace {
+
+/// The tile's buffers, carved from the worker's scratch.
+struct TileBuffers {
+  float* q;        // [block_m][head_dim]
+  float* kt;       // [head_dim][block_n]     K block, transposed so S vectorizes over keys
+  float* v;        // [block_n][head_dim_v]
+  float* s;        // [block_m][block_n]      logits, then P cast to E4M3/BF16
+  float* o;        // [block_m][head_dim_v]   output accumulator
+  float* o_fresh;  // [block_m][head_dim_v]   PV accumulator between promotions
+  float* row_max;  // [block_m]               running max, raw S units
+  float* row_sum;  // [block_m][4]            per-quad-thread partial sums of P̃
+};
+
+struct TileLayout {
+  size_t q, kt, v, s, o, o_fresh, row_max, row_sum, total;
+};
+
+TileLayout tile_layout(const AttentionConfig& c) {
+  const size_t bm = c.tile.block_m, bn = c.tile.block_n, d = c.head_dim, dv = c.head_dim_v;
+  TileLayout l{};
+  size_t at = 0;
+  auto take = [&](size_t floats) {
+    const size_t here = at;
+    at += (floats * sizeof(float) + 63) / 64 * 64;
+    return here;
+  };
+  l.q = take(bm * d);
+  l.kt = take(d * bn);
+  l.v = take(bn * dv);
+  l.s = take(bm * bn);
+  l.o = take(bm * dv);
+  l.o_fresh = take(bm * dv);
+  l.row_max = take(bm);
+  l.row_sum = take(bm * 4);
+  l.total = at;
+  return l;
+}
+
+TileBuffers carve(void* scratch, const TileLayout& l) {
+  auto* base = static_cast<unsigned char*>(scratch);
+  auto f = [&](size_t off) { return reinterpret_cast<float*>(base + off); };
+  return {f(l.q), f(l.kt), f(l.v), f(l.s), f(l.o), f(l.o_fresh), f(l.row_max), f(l.row_sum)};
+}
+
+/// The cast of P̃ before the PV product: E4M3 for FP8 inputs, BF16 otherwise.
+inline float cast_p(float p, bool fp8) {
+  return fp8 ? num::e4m3_to_float(num::float_to_e4m3(p)) : num::round_to_bf16(p);
+}
+
+/// Decoding table for E4M3 inputs (256 entries), built once.
+const float* e4m3_table() {
+  static const auto table = [] {
+    struct T {
+      float v[256];
+    } t{};
+    for (int i = 0; i < 256; ++i) t.v[i] = num::e4m3_to_float(static_cast<uint8_t>(i));
+    return t;
+  }();
+  return table.v;
+}
+
+/// Loads element (b, row, head, e) of an input tensor as float.
+inline float load_input(const SeqTensor& t, int64_t b, int64_t row, int64_t head, int64_t e, const float* lut) {
+  const int64_t off = element_offset(t, b, row, head, e);
+  if (t.dtype == FP8ATTN_DTYPE_E4M3) return lut[static_cast<const uint8_t*>(t.data)[off]];
+  return num::bf16_to_float(static_cast<const uint16_t*>(t.data)[off]);
+}
+
+}  // namespace
+
+size_t query_tile_scratch_bytes(const AttentionConfig& c) { return tile_layout(c).total; }
+
+void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const QueryTileCoord& at, void* scratch,
+                    TileTelemetry& telemetry, const EngineHooks& hooks) {
+  const TileBuffers t = carve(scratch, tile_layout(c));
+  const SeqSpan span = p.span(at.batch);
+  const int d = c.head_dim, dv = c.head_dim_v, bn = c.tile.block_n;
+  const int rows = static_cast<int>(std::min<int64_t>(c.tile.block_m, span.seqlen_q - at.row_begin));
+  const int head_kv = at.head / c.heads_per_kv();
+  const bool fp8 = c.fp8();
+  const float* lut = e4m3_table();
+
+  // Host arguments folded once, as the kernel's Params are.
+  const float q_descale = p.q_descale.at(at.batch, head_kv);
+  const float k_descale = p.k_descale.at(at.batch, head_kv);
+  const float v_descale = p.v_descale.at(at.batch, head_kv);
+  const float scale_log2 = sm90::logit_scale_log2(c.softmax_scale, q_descale, k_descale);
+  const float p_scale_log2 = static_cast<float>(c.p_scale_log2);
+  const float natural_scale = c.softmax_scale * q_descale * k_descale;
+  // The tie tolerance τ is in natural logit units; in raw S units it is τ / natural_scale.
+  const float tie_tol_raw = c.stabilized_tie_tol / natural_scale;
+  const bool stabilized = c.softmax_variant == FP8ATTN_SOFTMAX_STABILIZED;
+  const bool promote = c.pv_promote_interval > 0;
+  float* pv_acc = promote ? t.o_fresh : t.o;
+
+  for (int r = 0; r < rows; ++r)
+    for (int e = 0; e < d; ++e) t.q[r * d + e] = load_input(p.q, at.batch, span.q_offset + at.row_begin + r, at.head, e, lut);
+  std::fill(t.o, t.o + static_cast<size_t>(rows) * dv, 0.0f);
+  if (promote) std::fill(t.o_fresh, t.o_fresh + static_cast<size_t>(rows) * dv, 0.0f);
+  std::fill(t.row_max, t.row_max + rows, sm90::kNegInf);
+  std::fill(t.row_sum, t.row_sum + static_cast<size_t>(rows) * 4, 0.0f);
+
+  const sm90::MaskParams mask{c.causal, c.window_left, c.window_right, span.seqlen_q, span.seqlen_k};
+  const int64_t row0 = at.row_begin, row1 = at.row_begin + rows;
+  const sm90::BlockRange blocks = sm90::kv_block_range(mask, row0, row1, bn);
+  float tile_max_abs_logit = 0.0f;
+
+  for (int64_t step = 0; step < blocks.count(); ++step) {
+    // NOTE: reverse order (the default) visits the last block first, so a sink at the start of
+    // the sequence is met last and cannot flush earlier blocks' P̃ to zero (P-cast paper).
+    const int64_t n = c.kv_order == FP8ATTN_KV_ORDER_REVERSE ? blocks.end - 1 - step : blocks.first + step;
+    const int64_t key0 = n * bn;
+    const int keys = static_cast<int>(std::min<int64_t>(bn, span.seqlen_k - key0));
+
+    for (int j = 0; j < keys; ++j)
+      for (int e = 0; e < d; ++e)
+        t.kt[e * bn + j] = load_input(p.k, at.batch, span.k_offset + key0 + j, head_kv, e, lut);
+    for (int j = 0; j < keys; ++j)
+      for (int e = 0; e < dv; ++e)
+        t.v[j * dv + e] = load_input(p.v, at.batch, span.k_offset + key0 + j, head_kv, e, lut);
+
+    // S = Q·Kᵀ
+    mm_qkt(t.q, t.kt, t.s, rows, keys, d, bn, bn, c.tile.mma_k_qk, hooks.mma_model);
+
+    const bool full = sm90::block_fully_visible(mask, row0, row1, key0, key0 + keys);
+    for (int r = 0; r < rows; ++r) {
+      float* s = t.s + static_cast<int64_t>(r) * bn;
+      if (!full) {
+        const sm90::KeyRange vis = sm90::visible_keys(mask, row0 + r);
+        for (int j = 0; j < keys; ++j)
+          if (key0 + j < vis.first || key0 + j > vis.last) s[j] = sm90::kNegInf;
+      }
+      // Online softmax for this row (kernels/sm90/softmax_math.hpp).
+      float block_max = sm90::kNegInf;
+      for (int j = 0; j < keys; ++j) block_max = std::max(block_max, s[j]);
+      if (c.telemetry) {
+        float max_abs = 0.0f;
+        for (int j = 0; j < keys; ++j)
+          if (s[j] != sm90::kNegInf) max_abs = std::max(max_abs, std::fabs(s[j]));
+        tile_max_abs_logit = std::max(tile_max_abs_logit, max_abs);
+      }
+      if (stabilized && block_max != sm90::kNegInf) {
+        int ties = 0;
+        for (int j = 0; j < keys; ++j) ties += (block_max - s[j] <= tie_tol_raw) ? 1 : 0;
+        block_max = sm90::stabilized_block_max(block_max, ties, c.stabilized_beta, c.stabilized_shift_cap_log2,
+                                               scale_log2);
+      }
+      const float old_max = t.row_max[r];
+      const float new_max = std::max(old_max, block_max);
+      const float rescale = sm90::rescale_factor(old_max, new_max, scale_log2);
+      const float subtrahend = sm90::max_scaled(new_max, scale_log2, p_scale_log2);
+      t.row_max[r] = new_max;
+
+      float* partial = t.row_sum + static_cast<int64_t>(r) * 4;
+      for (int q = 0; q < 4; ++q) partial[q] *= rescale;
+      uint64_t positive = 0, underflow = 0;
+      for (int j = 0; j < keys; ++j) {
+        const float pt = sm90::p_tilde(s[j], scale_log2, subtrahend);
+        partial[sm90::quad_partial_of_column(j)] += pt;  // NOTE: the row sum uses FP32 P̃, before the cast (FA3).
+        const float pc = cast_p(pt, fp8);
+        positive += pt > 0.0f;
+        underflow += (pt > 0.0f && pc == 0.0f);
+        s[j] = pc;
+      }
+      telemetry.p_positive += positive;
+      telemetry.p_underflow += underflow;
+      if (hooks.on_p_cast) hooks.on_p_cast(at.batch, at.head, row0 + r, key0, s, keys);
+
+      float* orow = t.o + static_cast<int64_t>(r) * dv;
+      for (int e = 0; e < dv; ++e) orow[e] *= rescale;
+      if (promote) {
+        float* frow = t.o_fresh + static_cast<int64_t>(r) * dv;
+        for (int e = 0; e < dv; ++e) frow[e] *= rescale;
+      }
+    }
+
+    // O += P·V  (into the fresh tile when promotion is on)
+    mma_pv(t.s, t.v, pv_acc, rows, keys, dv, bn, c.tile.mma_k_pv, hooks.mma_model);
+    // NOTE: two-level accumulation guards against the FP8 tensor core's accumulator keeping
+    // fewer bits than FP32 (DESIGN §3): the fresh tile is added into O every N blocks.
+    if (promote && ((step + 1) % c.pv_promote_interval == 0 || step + 1 == blocks.count())) {
+      for (int64_t i = 0; i < static_cast<int64_t>(rows) * dv; ++i) {
+        t.o[i] += t.o_fresh[i];
+        t.o_fresh[i] = 0.0f;
+      }
+    }
+  }
+  telemetry.max_abs_scaled_logit = std::max(telemetry.max_abs_scaled_logit, tile_max_abs_logit * natural_scale);
+
+  // Epilogue: O · v_descale / l, and the LSE.
+  for (int r = 0; r < rows; ++r) {
+    const float* partial = t.row_sum + static_cast<int64_t>(r) * 4;
+    const float l = sm90::quad_sum(partial[0], partial[1], partial[2], partial[3]);
+    const float factor = sm90::output_factor(l, v_descale);
+    const int64_t row = span.q_offset + row0 + r;
+    const float* orow = t.o + static_cast<int64_t>(r) * dv;
+    for (int e = 0; e < dv; ++e)
+      num::store_from_float(p.out.data, p.out.dtype, element_offset(p.out, at.batch, row, at.head, e), orow[e] * factor);
+    if (p.lse.data) {
+      const float lse = sm90::row_lse(t.row_max[r], l, scale_log2, p_scale_log2);
+      static_cast<float*>(p.lse.data)[at.batch * p.lse.batch_stride + row * p.lse.seq_stride +
+                                      at.head * p.lse.head_stride] = lse;
+    }
+  }
+}
+
+}  // namespace fp8attn::engine

@@ -1,0 +1,33 @@
+// The CPU tile engine: FP8 (or BF16) attention forward computed exactly as the Hopper kernel
+// computes it (DESIGN §3): the same BlockM × BlockN tiles, KV blocks in the same order, the
+// same online-softmax arithmetic (kernels/sm90/softmax_math.hpp), the same casts of P̃ and the
+// same MMA summation order. Work runs over (sequence, query head, query tile) on all workers;
+// each tile is computed by one worker, so results do not depend on the thread count.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+
+#include "kernels/arch/mma_order.hpp"
+#include "lib/attention/attention_config.hpp"
+#include "lib/attention/attention_problem.hpp"
+#include "lib/core/thread_pool.hpp"
+
+namespace fp8attn::engine {
+
+/// Options that only tests and studies set.
+struct EngineHooks {
+  arch::MmaPrecisionModel mma_model{};
+  /// Called for each (query tile row, KV block) with the cast P values that enter the PV
+  /// product (keys [key_begin, key_begin + count)). Used by tests of the stabilized softmax.
+  std::function<void(int64_t b, int head, int64_t row, int64_t key_begin, const float* p_cast, int count)> on_p_cast;
+};
+
+/// Bytes of workspace for `workers` workers.
+size_t tile_engine_workspace_size(const AttentionConfig& config, int workers);
+
+/// Runs the forward; writes problem.out, problem.lse and problem.telemetry.
+void tile_engine_forward(const AttentionConfig& config, const AttentionProblem& problem, ThreadPool& pool,
+                         void* workspace, const EngineHooks& hooks = {});
+
+}  // namespace fp8attn::engine

@@ -1,0 +1,31 @@
+// What a backend does for the core: size workspaces and run operations on validated inputs.
+// The CPU engine, the FP64 reference and the CUDA library each implement it; the context owns
+// exactly one.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "lib/attention/attention_config.hpp"
+#include "lib/attention/attention_problem.hpp"
+
+struct CUstream_st;
+
+namespace fp8attn {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  /// FP8ATTN_BACKEND_CPU, _CUDA or _REFERENCE.
+  virtual int32_t kind() const = 0;
+  /// FP8ATTN_DEVICE_HOST or FP8ATTN_DEVICE_CUDA: where this backend's tensors live.
+  virtual int32_t tensor_device() const = 0;
+  virtual size_t attention_workspace_size(const AttentionConfig& config, int64_t batch, int64_t max_seqlen_q,
+                                          int64_t max_seqlen_k) const = 0;
+  /// Runs the forward. The workspace has at least attention_workspace_size() bytes for the
+  /// problem's sizes (checked by the caller).
+  virtual void attention_forward(const AttentionConfig& config, const AttentionProblem& problem, void* workspace,
+                                 size_t workspace_bytes, CUstream_st* stream) = 0;
+};
+
+}  // namespace fp8attn

@@ -1,0 +1,53 @@
+#include "lib/core/context.hpp"
+
+#include <thread>
+
+#include "lib/attention/cpu_backend.hpp"
+#include "lib/attention/reference_backend.hpp"
+#include "lib/backend/cuda_backend_loader.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/logging.hpp"
+
+namespace fp8attn {
+namespace {
+
+int resolve_threads(int32_t requested) {
+  if (requested > 0) return requested;
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw == 0 ? 1 : static_cast<int>(hw);
+}
+
+}  // namespace
+
+Context::Context(const fp8attn_context_options& o)
+    : logger_(make_logger(o.log_level, o.log_callback, o.log_user_data)), pool_(resolve_threads(o.num_threads)) {
+  switch (o.backend) {
+    case FP8ATTN_BACKEND_CPU:
+      backend_ = make_cpu_backend(*this);
+      break;
+    case FP8ATTN_BACKEND_REFERENCE:
+      backend_ = make_reference_backend(*this);
+      break;
+    case FP8ATTN_BACKEND_CUDA:
+      backend_ = load_cuda_backend(o.device_ordinal);
+      break;
+    case FP8ATTN_BACKEND_AUTO:
+      try {
+        backend_ = load_cuda_backend(o.device_ordinal);
+        logger_->info("backend AUTO: using CUDA device {}", o.device_ordinal);
+      } catch (const Error& e) {
+        logger_->info("backend AUTO: falling back to the CPU backend because the CUDA backend is not usable "
+                      "(status {}: {})",
+                      fp8attn_status_name(e.status()), e.what());
+        backend_ = make_cpu_backend(*this);
+      }
+      break;
+    default:
+      throw Error(FP8ATTN_STATUS_BAD_OPTION, "unknown backend " + std::to_string(o.backend));
+  }
+  logger_->debug("context created: backend {}, {} CPU threads", backend_->kind(), pool_.size());
+}
+
+Context::~Context() = default;
+
+}  // namespace fp8attn

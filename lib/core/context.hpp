@@ -1,0 +1,40 @@
+// A context: the chosen backend, the CPU worker threads and the logger. Created from
+// fp8attn_context_options by the one constructor that resolves AUTO.
+#pragma once
+
+#include <memory>
+
+#include <spdlog/spdlog.h>
+
+#include "fp8attn/fp8attn.h"
+#include "lib/backend/backend.hpp"
+#include "lib/core/thread_pool.hpp"
+
+namespace fp8attn {
+
+class Context {
+ public:
+  /// `options` is a full-size, checked copy. Throws Error (4xxx when CUDA was asked for and
+  /// cannot be had).
+  explicit Context(const fp8attn_context_options& options);
+  ~Context();
+
+  Backend& backend() { return *backend_; }
+  const Backend& backend() const { return *backend_; }
+  ThreadPool& pool() { return pool_; }
+  spdlog::logger& log() { return *logger_; }
+  int num_threads() const { return pool_.size(); }
+
+ private:
+  std::shared_ptr<spdlog::logger> logger_;
+  ThreadPool pool_;
+  std::unique_ptr<Backend> backend_;
+};
+
+}  // namespace fp8attn
+
+/// The ABI's opaque handle type.
+struct fp8attn_context_t {
+  fp8attn::Context impl;
+  explicit fp8attn_context_t(const fp8attn_context_options& options) : impl(options) {}
+};

@@ -1,0 +1,71 @@
+#include "lib/core/tensor.hpp"
+
+#include "lib/core/error.hpp"
+
+namespace fp8attn {
+
+size_t dtype_size(int32_t dtype, const std::string& what) {
+  switch (dtype) {
+    case FP8ATTN_DTYPE_F32: return 4;
+    case FP8ATTN_DTYPE_F64: return 8;
+    case FP8ATTN_DTYPE_BF16: return 2;
+    case FP8ATTN_DTYPE_F16: return 2;
+    case FP8ATTN_DTYPE_E4M3: return 1;
+    case FP8ATTN_DTYPE_E5M2: return 1;
+    case FP8ATTN_DTYPE_I32: return 4;
+    default: throw Error(FP8ATTN_STATUS_BAD_DTYPE, what + ": unknown dtype " + std::to_string(dtype));
+  }
+}
+
+std::string dtype_name(int32_t dtype) {
+  switch (dtype) {
+    case FP8ATTN_DTYPE_F32: return "F32";
+    case FP8ATTN_DTYPE_F64: return "F64";
+    case FP8ATTN_DTYPE_BF16: return "BF16";
+    case FP8ATTN_DTYPE_F16: return "F16";
+    case FP8ATTN_DTYPE_E4M3: return "E4M3";
+    case FP8ATTN_DTYPE_E5M2: return "E5M2";
+    case FP8ATTN_DTYPE_I32: return "I32";
+    default: return "unknown(" + std::to_string(dtype) + ")";
+  }
+}
+
+bool check_tensor(const fp8attn_tensor& t, const std::string& what, const TensorCheck& check) {
+  if (t.data == nullptr) {
+    require(check.optional, FP8ATTN_STATUS_NULL_POINTER, what + ".data is NULL");
+    return false;
+  }
+  require(t.struct_size >= sizeof(fp8attn_tensor), FP8ATTN_STATUS_BAD_STRUCT_SIZE,
+          what + ".struct_size is " + std::to_string(t.struct_size) + ", expected at least " +
+              std::to_string(sizeof(fp8attn_tensor)));
+  require(t.next == nullptr, FP8ATTN_STATUS_BAD_EXTENSION, what + ".next must be NULL");
+  dtype_size(t.dtype, what);
+  require(check.dtype == 0 || t.dtype == check.dtype, FP8ATTN_STATUS_BAD_DTYPE,
+          what + " has dtype " + dtype_name(t.dtype) + ", expected " + dtype_name(check.dtype));
+  require(t.device == FP8ATTN_DEVICE_HOST || t.device == FP8ATTN_DEVICE_CUDA, FP8ATTN_STATUS_BAD_DEVICE,
+          what + ".device is unknown: " + std::to_string(t.device));
+  require(t.device == check.device, FP8ATTN_STATUS_BAD_DEVICE,
+          what + std::string(" lives on the ") + (t.device == FP8ATTN_DEVICE_HOST ? "host" : "CUDA device") +
+              ", but this backend needs " + (check.device == FP8ATTN_DEVICE_HOST ? "host" : "CUDA device") +
+              " memory");
+  require(t.rank >= 1 && t.rank <= FP8ATTN_MAX_RANK, FP8ATTN_STATUS_BAD_SHAPE,
+          what + ".rank must be in 1..8, got " + std::to_string(t.rank));
+  require(check.rank == 0 || t.rank == check.rank, FP8ATTN_STATUS_BAD_SHAPE,
+          what + ".rank is " + std::to_string(t.rank) + ", expected " + std::to_string(check.rank));
+  for (int i = 0; i < t.rank; ++i) {
+    require(t.shape[i] >= 0, FP8ATTN_STATUS_BAD_SHAPE,
+            what + ".shape[" + std::to_string(i) + "] is negative: " + std::to_string(t.shape[i]));
+    require(t.stride[i] >= 0, FP8ATTN_STATUS_BAD_STRIDE,
+            what + ".stride[" + std::to_string(i) + "] is negative: " + std::to_string(t.stride[i]));
+  }
+  return true;
+}
+
+void require_extent(const fp8attn_tensor& t, const std::string& what, int dim, int64_t extent,
+                    const std::string& extent_name) {
+  require(t.shape[dim] == extent, FP8ATTN_STATUS_BAD_SHAPE,
+          what + ".shape[" + std::to_string(dim) + "] is " + std::to_string(t.shape[dim]) + ", expected " +
+              extent_name + " = " + std::to_string(extent));
+}
+
+}  // namespace fp8attn

@@ -1,0 +1,34 @@
+// Helpers for the ABI's fp8attn_tensor: dtype sizes, names, and the checks every entry point
+// makes on a tensor before reading it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "fp8attn/fp8attn.h"
+
+namespace fp8attn {
+
+/// Bytes per element; throws BAD_DTYPE for an unknown dtype.
+size_t dtype_size(int32_t dtype, const std::string& what);
+
+/// "E4M3", "BF16", ...; "unknown(<n>)" for other values.
+std::string dtype_name(int32_t dtype);
+
+/// Reads a tensor struct the caller passed by value inside another struct: checks struct_size,
+/// next, device, rank, dtype, extents ≥ 0 and strides ≥ 0. `present` is false when data is NULL
+/// and the tensor is optional. Throws Error naming `what`.
+struct TensorCheck {
+  int32_t rank = 0;          ///< required rank (0 = any of 1..8)
+  int32_t dtype = 0;         ///< required dtype (0 = any known)
+  int32_t device = FP8ATTN_DEVICE_HOST;
+  bool optional = false;
+};
+bool check_tensor(const fp8attn_tensor& t, const std::string& what, const TensorCheck& check);
+
+/// Requires t.shape[dim] == extent, with a message naming both.
+void require_extent(const fp8attn_tensor& t, const std::string& what, int dim, int64_t extent,
+                    const std::string& extent_name);
+
+}  // namespace fp8attn

@@ -1,0 +1,52 @@
+// A fixed set of worker threads that runs one parallel loop at a time.
+//
+// NOTE: a context owns one pool, created with the context, so an execute call starts no thread
+// and allocates nothing. Calls from several host threads are serialized on the pool (each call
+// still uses every worker). Work items are independent and each is computed by exactly one
+// worker, so results do not depend on the number of threads.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace fp8attn {
+
+class ThreadPool {
+ public:
+  /// `num_threads` ≥ 1; the calling thread counts as one of them.
+  explicit ThreadPool(int num_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return num_threads_; }
+
+  /// Runs body(item, worker) for item in [0, num_items), worker in [0, size()). Items are handed
+  /// out dynamically. Blocks until all are done. The first exception thrown by a body is
+  /// rethrown here after every worker has stopped.
+  void parallel_for(int64_t num_items, const std::function<void(int64_t item, int worker)>& body);
+
+ private:
+  void worker_main(int worker);
+  void run_items(int worker);
+
+  int num_threads_;
+  std::vector<std::thread> threads_;
+  std::mutex call_mutex_;  // one parallel_for at a time
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable done_;
+  const std::function<void(int64_t, int)>* body_ = nullptr;
+  int64_t num_items_ = 0;
+  int64_t next_item_ = 0;
+  uint64_t generation_ = 0;
+  int busy_workers_ = 0;
+  bool stopping_ = false;
+  std::exception_ptr first_error_;
+};
+
+}  // namespace fp8attn

@@ -1,0 +1,93 @@
+// FP8 converters (OCP E4M3 "e4m3fn" and E5M2), bit-exact to CUDA's cuda_fp8.h host code with
+// __NV_SATFINITE: round to nearest even; |x| above the largest finite value, and ±inf, go to
+// ±max; NaN stays NaN. Header-only and constexpr-free on purpose: the SIMT emulator's cvt, the
+// CPU engine and the tests all call these same functions, so "bit-exact" holds by construction.
+#pragma once
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+
+namespace fp8attn::num {
+
+/// Parameters of one FP8 format.
+struct Fp8Format {
+  int exponent_bits;
+  int mantissa_bits;
+  int bias;
+  uint8_t max_finite_bits;  // magnitude bits of the largest finite value
+  uint8_t nan_bits;         // magnitude bits of the canonical NaN
+  bool has_infinity;
+};
+
+inline constexpr Fp8Format kE4M3{4, 3, 7, 0x7E, 0x7F, false};
+inline constexpr Fp8Format kE5M2{5, 2, 15, 0x7B, 0x7F, true};
+
+namespace detail {
+
+/// Decodes FP8 bits of format F to float (exact: every FP8 value is a float).
+inline float fp8_to_float(uint8_t bits, const Fp8Format& f) {
+  const bool negative = bits & 0x80;
+  const uint32_t mag = bits & 0x7F;
+  const uint32_t exp_field = mag >> f.mantissa_bits;
+  const uint32_t man = mag & ((1u << f.mantissa_bits) - 1);
+  const uint32_t exp_all_ones = (1u << f.exponent_bits) - 1;
+  float value;
+  if (!f.has_infinity && mag == f.nan_bits) {
+    value = std::numeric_limits<float>::quiet_NaN();
+  } else if (f.has_infinity && exp_field == exp_all_ones) {
+    value = man == 0 ? std::numeric_limits<float>::infinity() : std::numeric_limits<float>::quiet_NaN();
+  } else if (exp_field == 0) {
+    value = std::ldexp(static_cast<float>(man), 1 - f.bias - f.mantissa_bits);
+  } else {
+    value = std::ldexp(static_cast<float>(man | (1u << f.mantissa_bits)),
+                       static_cast<int>(exp_field) - f.bias - f.mantissa_bits);
+  }
+  return negative ? -value : value;
+}
+
+/// Encodes float to FP8 of format F, round-to-nearest-even, saturating to finite.
+inline uint8_t float_to_fp8(float x, const Fp8Format& f) {
+  const uint32_t u = std::bit_cast<uint32_t>(x);
+  const uint8_t sign = static_cast<uint8_t>((u >> 24) & 0x80);
+  // NOTE: cuda_fp8.h returns the positive canonical NaN whatever the input's sign.
+  if (std::isnan(x)) return f.nan_bits;
+  const float a = std::fabs(x);
+  const float max_finite = fp8_to_float(f.max_finite_bits, f);
+  if (a >= max_finite) return static_cast<uint8_t>(sign | f.max_finite_bits);
+  const int min_normal_exp = 1 - f.bias;
+  int e = std::ilogb(a);  // floor(log2 a) for finite nonzero a
+  if (a == 0.0f || e < min_normal_exp) e = min_normal_exp;  // subnormal: fixed quantum
+  // NOTE: a / quantum is exact (power-of-two scaling) and nearbyint rounds half to even in the
+  // default rounding mode, so this is a single correctly rounded step.
+  const float q = std::nearbyint(std::ldexp(a, f.mantissa_bits - e));
+  uint32_t mag;
+  if (q == 0.0f) {
+    mag = 0;
+  } else if (e == min_normal_exp && q < static_cast<float>(1u << f.mantissa_bits)) {
+    mag = static_cast<uint32_t>(q);  // subnormal
+  } else {
+    uint32_t qi = static_cast<uint32_t>(q);
+    if (qi == (2u << f.mantissa_bits)) {  // rounded up to the next binade
+      qi >>= 1;
+      ++e;
+    }
+    mag = (static_cast<uint32_t>(e + f.bias) << f.mantissa_bits) | (qi & ((1u << f.mantissa_bits) - 1));
+  }
+  if (mag > f.max_finite_bits) mag = f.max_finite_bits;  // satfinite after rounding up
+  return static_cast<uint8_t>(sign | mag);
+}
+
+}  // namespace detail
+
+inline uint8_t float_to_e4m3(float x) { return detail::float_to_fp8(x, kE4M3); }
+inline float e4m3_to_float(uint8_t bits) { return detail::fp8_to_float(bits, kE4M3); }
+inline uint8_t float_to_e5m2(float x) { return detail::float_to_fp8(x, kE5M2); }
+inline float e5m2_to_float(uint8_t bits) { return detail::fp8_to_float(bits, kE5M2); }
+
+/// Largest finite E4M3 value.
+inline constexpr float kE4M3Max = 448.0f;
+/// Largest finite E5M2 value.
+inline constexpr float kE5M2Max = 57344.0f;
+
+}  // namespace fp8attn::num
