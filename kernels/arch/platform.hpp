@@ -1,0 +1,31 @@
+// The one switch between the two builds of kernel source: nvcc for sm_90a (the device build) and
+// the host C++ compiler for the SIMT emulator in kernels/emu (the emulator build). Everything in
+// kernels/arch keys off FP8ATTN_DEVICE_BUILD; kernel code above this layer never tests
+// __CUDA_ARCH__ or __CUDACC__ itself (DESIGN.md §1: only kernels/arch differs between builds).
+#pragma once
+
+// NOTE: the switch is __CUDACC__, not __CUDA_ARCH__. nvcc parses a .cu file twice; in its host
+// pass __CUDA_ARCH__ is undefined but __device__ function bodies are only parsed, never emitted,
+// so both passes take the inline-PTX branch and the emulator headers never enter an nvcc build.
+#if defined(__CUDACC__)
+#define FP8ATTN_DEVICE_BUILD 1
+#else
+#define FP8ATTN_DEVICE_BUILD 0
+#endif
+
+#if FP8ATTN_DEVICE_BUILD
+// Functions of the arch layer: forced-inline device functions under nvcc.
+#define FP8ATTN_ARCH_FN __device__ __forceinline__
+// Kernel-side helpers (index math, small structs) usable from host and device code.
+#define FP8ATTN_HOST_DEVICE __host__ __device__ __forceinline__
+// A kernel entry point. Under the emulator it is an ordinary host function run by emu::launch.
+#define FP8ATTN_KERNEL __global__
+#else
+#define FP8ATTN_ARCH_FN inline
+#define FP8ATTN_HOST_DEVICE inline
+#define FP8ATTN_KERNEL
+#endif
+
+#if !FP8ATTN_DEVICE_BUILD
+#include "kernels/emu/runtime.hpp"
+#endif

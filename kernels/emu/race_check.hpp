@@ -1,0 +1,73 @@
+// Shared-memory race check of one CTA: FastTrack-style epochs (Flanagan & Freund, PLDI 2009)
+// over vector clocks. A conflict is a write and another access to the same byte by different
+// threads (or async agents) with no happens-before edge between them; edges come only from the
+// synchronization primitives: barrier arrive -> barrier completion -> waiters, and mbarrier
+// arrive / complete_tx -> phase completion -> successful try_wait.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace fp8attn::emu {
+
+// Vector clocks are indexed by "slot": slot t < threads is thread t; slot threads + t is the async
+// agent of thread t (the TMA / wgmma accesses it issued).
+using VectorClock = std::vector<uint32_t>;
+
+struct RaceConflict {
+  size_t offset = 0;        // byte offset in shared memory
+  unsigned earlier_slot = 0;
+  bool earlier_is_write = false;
+  unsigned later_slot = 0;
+  bool later_is_write = false;
+};
+
+class RaceCheck {
+ public:
+  // Forgets all history; every slot starts at clock 1 with no knowledge of the others.
+  void reset(size_t smem_bytes, unsigned threads);
+
+  unsigned threads() const { return threads_; }
+  unsigned slots() const { return 2 * threads_; }
+  unsigned agent_slot(unsigned thread) const { return threads_ + thread; }
+  uint32_t clock_of(unsigned slot, unsigned about) const { return row(slot)[about]; }
+
+  // Checks and records an access of [offset, offset + bytes) by `slot`; the first conflicting byte
+  // is returned (and the history left as it was for that byte).
+  std::optional<RaceConflict> access(unsigned slot, size_t offset, size_t bytes, bool is_write);
+
+  // Release: into |= clock(slot), then slot's clock advances (its later accesses are new epochs).
+  void release(unsigned slot, VectorClock& into);
+  // Acquire: clock(slot) |= from.
+  void acquire(unsigned slot, const VectorClock& from);
+  // The async agent of `thread` is ordered after everything the thread did so far.
+  void order_agent_after_thread(unsigned thread);
+  VectorClock empty_clock() const { return VectorClock(slots(), 0); }
+
+ private:
+  static constexpr uint16_t kSharedReads = 0xffff;  // several unordered reads: see shared_reads_
+  // NOTE: 12 bytes per shared-memory byte: 227 KB of shared memory need 2.7 MB of shadow, which
+  // is reset per CTA; a full vector clock per byte would need 1000x more.
+  struct Shadow {
+    uint32_t write_clock = 0;  // 0 = never written
+    uint16_t write_slot = 0;
+    uint16_t read_slot = 0;
+    uint32_t read_clock = 0;  // 0 = never read since the last write
+  };
+  uint32_t* row(unsigned slot) { return clocks_.data() + size_t{slot} * slots(); }
+  const uint32_t* row(unsigned slot) const { return clocks_.data() + size_t{slot} * slots(); }
+  std::optional<RaceConflict> read_byte(unsigned slot, size_t offset);
+  std::optional<RaceConflict> write_byte(unsigned slot, size_t offset);
+
+  unsigned threads_ = 0;
+  std::vector<uint32_t> clocks_;  // slots() x slots(), row = one slot's vector clock
+  std::vector<Shadow> shadow_;
+  // Bytes read by several threads with no order among the reads: (slot, clock) of each reader.
+  std::unordered_map<size_t, std::vector<std::pair<uint16_t, uint32_t>>> shared_reads_;
+};
+
+}  // namespace fp8attn::emu

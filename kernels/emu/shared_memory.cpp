@@ -1,0 +1,63 @@
+// The CTA's dynamic shared memory: bounds checks and the race check's records of each access.
+#include "kernels/emu/cta.hpp"
+
+namespace fp8attn::emu {
+
+void* dynamic_smem() { return current_cta().smem(); }
+
+size_t dynamic_smem_size() { return current_cta().smem_size(); }
+
+void check_smem_access(const void* addr, size_t bytes, bool is_write) {
+  Cta& cta = current_cta();
+  const size_t offset =
+      cta.smem_offset(addr, bytes, is_write ? "shared memory write" : "shared memory read");
+  if (RaceCheck* race = cta.race()) {
+    if (auto conflict = race->access(cta.current_thread(), offset, bytes, is_write)) {
+      cta.report_race(*conflict);
+    }
+  }
+  // A write may be what a polling thread waits for (a flag in shared memory).
+  if (is_write) cta.note_progress();
+}
+
+void record_async_smem_access(const void* addr, size_t bytes, bool is_write,
+                              const void* completing_mbarrier) {
+  Cta& cta = current_cta();
+  const size_t offset = cta.smem_offset(addr, bytes,
+                                        is_write ? "async-proxy shared memory write (TMA)"
+                                                 : "async-proxy shared memory read (wgmma/TMA store)");
+  if (completing_mbarrier != nullptr) {
+    const size_t bar = cta.smem_offset(completing_mbarrier, 8, "completing mbarrier of an async copy");
+    auto it = cta.mbarriers().by_offset.find(bar);
+    if (it == cta.mbarriers().by_offset.end() || !it->second.live) {
+      cta.fail(cta.describe_thread(cta.current_thread()) +
+               ": async copy completing on the mbarrier at shared memory offset " +
+               std::to_string(bar) + ", which is not initialized");
+    }
+  }
+  if (RaceCheck* race = cta.race()) {
+    const unsigned me = cta.current_thread();
+    race->order_agent_after_thread(me);
+    if (auto conflict = race->access(race->agent_slot(me), offset, bytes, is_write)) {
+      cta.report_race(*conflict);
+    }
+  }
+  if (is_write) cta.note_progress();
+}
+
+void acquire_async_accesses(Group group) {
+  Cta& cta = current_cta();
+  RaceCheck* race = cta.race();
+  if (race == nullptr) return;
+  const ThreadContext& me = cta.context(cta.current_thread());
+  const unsigned size = group == Group::Warp ? 32 : 128;
+  const unsigned first = (me.linear_tid / size) * size;
+  const unsigned last = std::min(first + size, cta.thread_count());
+  VectorClock agents = race->empty_clock();
+  for (unsigned t = first; t < last; ++t) race->release(race->agent_slot(t), agents);
+  race->acquire(me.linear_tid, agents);
+}
+
+void yield() { current_cta().yield_now(/*spinning=*/true); }
+
+}  // namespace fp8attn::emu

@@ -1,0 +1,143 @@
+// The emulator's execution model: thread identity per fiber, 384-thread CTAs, grids spread over
+// host threads, deterministic schedules per seed, and kernel failures surfacing as KernelError.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <numeric>
+#include <random>
+#include <set>
+#include <stdexcept>
+#include <vector>
+
+#include "emu_test_support.hpp"
+#include "kernels/arch/barrier.hpp"
+#include "kernels/arch/shared_memory.hpp"
+#include "kernels/arch/thread_index.hpp"
+
+namespace fp8attn::emu {
+namespace {
+
+using testing::Schedule;
+
+constexpr unsigned kIdentityFields = 12;
+
+// Each thread writes what the arch layer tells it about itself, after a barrier so that the
+// values are read again after every fiber has been suspended and resumed at least once.
+void identity_kernel(uint32_t* out) {
+  const auto t = arch::thread_idx();
+  arch::syncthreads();
+  const auto b = arch::block_idx(), bd = arch::block_dim(), gd = arch::grid_dim();
+  const unsigned cta = b.x + gd.x * (b.y + gd.y * b.z);
+  const unsigned threads = bd.x * bd.y * bd.z;
+  uint32_t* mine = out + (size_t{cta} * threads + arch::thread_rank()) * kIdentityFields;
+  const uint32_t fields[kIdentityFields] = {t.x, t.y, t.z, b.x, b.y, b.z, bd.x, bd.y,
+                                            gd.x, arch::warp_idx(), arch::lane_idx(),
+                                            arch::warpgroup_idx()};
+  std::copy(fields, fields + kIdentityFields, mine);
+}
+
+TEST(EmuRuntime, ThreadIdentityFor384ThreadCtasOverAGrid) {
+  const Dim3 grid{3, 2, 2}, block{32, 3, 4};  // 384 threads = 3 warpgroups per CTA
+  const size_t threads = block.volume(), ctas = grid.volume();
+  for (const Schedule& s : testing::schedules()) {
+    std::vector<uint32_t> out(ctas * threads * kIdentityFields, 0xdeadbeefu);  // poison
+    LaunchConfig c = testing::config(grid, block, 0, s);
+    c.host_threads = 2;
+    launch(c, &identity_kernel, out.data());
+    size_t mismatches = 0;
+    for (unsigned bz = 0; bz < grid.z; ++bz)
+      for (unsigned by = 0; by < grid.y; ++by)
+        for (unsigned bx = 0; bx < grid.x; ++bx)
+          for (unsigned tz = 0; tz < block.z; ++tz)
+            for (unsigned ty = 0; ty < block.y; ++ty)
+              for (unsigned tx = 0; tx < block.x; ++tx) {
+                const unsigned cta = bx + grid.x * (by + grid.y * bz);
+                const unsigned tid = tx + block.x * (ty + block.y * tz);
+                const uint32_t want[kIdentityFields] = {tx, ty, tz, bx, by, bz, block.x, block.y,
+                                                        grid.x, tid / 32, tid % 32, tid / 128};
+                const uint32_t* got = &out[(size_t{cta} * threads + tid) * kIdentityFields];
+                if (!std::equal(want, want + kIdentityFields, got)) ++mismatches;
+              }
+    std::printf("%s: %zu threads checked, %zu with a wrong identity\n",
+                testing::schedule_name(s).c_str(), ctas * threads, mismatches);
+    EXPECT_EQ(mismatches, 0u) << testing::schedule_name(s);
+  }
+}
+
+// Order in which the threads of one CTA pass the point after a barrier.
+void order_kernel(unsigned* order, unsigned* next) {
+  arch::syncthreads();
+  order[(*next)++] = arch::thread_rank();  // one CTA, one host thread: fibers never overlap
+}
+
+std::vector<unsigned> pass_order(const Schedule& s, unsigned threads) {
+  std::vector<unsigned> order(threads, ~0u);
+  unsigned next = 0;
+  launch(testing::config({1, 1, 1}, {threads, 1, 1}, 0, s), &order_kernel, order.data(), &next);
+  return order;
+}
+
+TEST(EmuRuntime, ScheduleIsDeterministicPerSeedAndShuffledAcrossSeeds) {
+  constexpr unsigned kThreads = 128;
+  std::vector<unsigned> identity(kThreads);
+  std::iota(identity.begin(), identity.end(), 0u);
+  // Round-robin: the last thread to arrive completes the barrier and runs on; the waiters then
+  // resume in thread order.
+  std::vector<unsigned> round_robin{kThreads - 1};
+  round_robin.insert(round_robin.end(), identity.begin(), identity.end() - 1);
+  EXPECT_EQ(pass_order({false, 0}, kThreads), round_robin);
+
+  std::set<std::vector<unsigned>> distinct;
+  for (uint64_t seed : {1, 2, 3, 4}) {
+    const auto first = pass_order({true, seed}, kThreads);
+    const auto again = pass_order({true, seed}, kThreads);
+    EXPECT_EQ(first, again) << "shuffled schedule, seed " << seed << " is not reproducible";
+    auto sorted = first;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(sorted, identity) << "every thread passes exactly once";
+    distinct.insert(first);
+  }
+  std::printf("4 shuffle seeds gave %zu distinct orders of %u threads\n", distinct.size(), kThreads);
+  EXPECT_EQ(distinct.size(), 4u);
+}
+
+void throwing_kernel(int bad_thread) {
+  if (static_cast<int>(arch::thread_rank()) == bad_thread) throw std::runtime_error("bad input");
+  arch::syncthreads();
+}
+
+TEST(EmuRuntime, ExceptionInKernelBecomesKernelErrorNamingCtaAndThread) {
+  for (const Schedule& s : testing::schedules()) {
+    const std::string message = testing::kernel_error_of([&] {
+      launch(testing::config({2, 1, 1}, {64, 1, 1}, 0, s), &throwing_kernel, 37);
+    });
+    std::printf("%s: %s\n", testing::schedule_name(s).c_str(), message.c_str());
+    EXPECT_NE(message.find("CTA (0,0,0)"), std::string::npos) << message;
+    EXPECT_NE(message.find("tid 37"), std::string::npos) << message;
+    EXPECT_NE(message.find("bad input"), std::string::npos) << message;
+  }
+}
+
+void empty_kernel() {}
+
+TEST(EmuRuntime, LaunchRejectsConfigurationsBeyondHopperLimits) {
+  LaunchConfig too_many_threads;
+  too_many_threads.block = {1025, 1, 1};
+  EXPECT_THROW(launch(too_many_threads, &empty_kernel), KernelError);
+  LaunchConfig too_much_smem;
+  too_much_smem.dynamic_smem_bytes = 227 * 1024 + 1;
+  EXPECT_THROW(launch(too_much_smem, &empty_kernel), KernelError);
+  LaunchConfig empty_grid;
+  empty_grid.grid = {0, 1, 1};
+  EXPECT_THROW(launch(empty_grid, &empty_kernel), KernelError);
+}
+
+TEST(EmuRuntime, ThisThreadOutsideAKernelIsAnError) {
+  EXPECT_THROW(this_thread(), KernelError);
+  EXPECT_THROW(dynamic_smem(), KernelError);
+}
+
+}  // namespace
+}  // namespace fp8attn::emu
