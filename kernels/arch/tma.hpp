@@ -1,0 +1,98 @@
+// TMA tiled copies (PTX ISA 9.0 §9.7.9.25.5 cp.async.bulk.tensor), the kernel-facing API. One
+// thread issues each copy. Loads complete on an mbarrier with complete_tx of the box's bytes;
+// stores are tracked by bulk groups (commit, then wait until their shared-memory reads finished).
+// Semantics of the emulated copies: kernels/emu/tma.hpp.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/arch/platform.hpp"
+#include "kernels/arch/tma_tensor_map.hpp"
+#include "kernels/arch/wgmma_descriptor.hpp"
+
+#if !FP8ATTN_DEVICE_BUILD
+#include "kernels/emu/tma.hpp"
+#endif
+
+namespace fp8attn::arch {
+
+/// cp.async.bulk.tensor.Nd.shared::cluster.global.tile.mbarrier::complete_tx::bytes: loads the
+/// box at `coords` (innermost first; may be negative or past the end: such elements read as 0).
+template <int kRank>
+FP8ATTN_ARCH_FN void tma_load(void* smem_dst, const TensorMap& map, uint64_t* mbar, const int32_t (&coords)[kRank]) {
+  static_assert(kRank >= 2 && kRank <= 5, "tiled TMA copies are 2D..5D here");
+#if FP8ATTN_DEVICE_BUILD
+  const uint32_t dst = smem_address(smem_dst), bar = smem_address(mbar);
+  const uint64_t map_ptr = reinterpret_cast<uint64_t>(&map);
+  if constexpr (kRank == 2)
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];"
+                 ::"r"(dst), "l"(map_ptr), "r"(bar), "r"(coords[0]), "r"(coords[1]) : "memory");
+  else if constexpr (kRank == 3)
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];"
+                 ::"r"(dst), "l"(map_ptr), "r"(bar), "r"(coords[0]), "r"(coords[1]), "r"(coords[2]) : "memory");
+  else if constexpr (kRank == 4)
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], [%2];"
+                 ::"r"(dst), "l"(map_ptr), "r"(bar), "r"(coords[0]), "r"(coords[1]), "r"(coords[2]), "r"(coords[3]) : "memory");
+  else
+    asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6, %7}], [%2];"
+                 ::"r"(dst), "l"(map_ptr), "r"(bar), "r"(coords[0]), "r"(coords[1]), "r"(coords[2]), "r"(coords[3]), "r"(coords[4])
+                 : "memory");
+#else
+  emu::tma_load_tile(smem_dst, map.spec, mbar, coords, kRank);
+#endif
+}
+
+/// cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group: stores the box at `coords`
+/// (non-negative; elements past the end are not written). Make the box's generic-proxy writes
+/// visible first with fence.proxy.async.shared::cta.
+template <int kRank>
+FP8ATTN_ARCH_FN void tma_store(const TensorMap& map, const void* smem_src, const int32_t (&coords)[kRank]) {
+  static_assert(kRank >= 2 && kRank <= 5, "tiled TMA copies are 2D..5D here");
+#if FP8ATTN_DEVICE_BUILD
+  const uint32_t src = smem_address(smem_src);
+  const uint64_t map_ptr = reinterpret_cast<uint64_t>(&map);
+  if constexpr (kRank == 2)
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%2, %3}], [%1];"
+                 ::"l"(map_ptr), "r"(src), "r"(coords[0]), "r"(coords[1]) : "memory");
+  else if constexpr (kRank == 3)
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4}], [%1];"
+                 ::"l"(map_ptr), "r"(src), "r"(coords[0]), "r"(coords[1]), "r"(coords[2]) : "memory");
+  else if constexpr (kRank == 4)
+    asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
+                 ::"l"(map_ptr), "r"(src), "r"(coords[0]), "r"(coords[1]), "r"(coords[2]), "r"(coords[3]) : "memory");
+  else
+    asm volatile("cp.async.bulk.tensor.5d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
+                 ::"l"(map_ptr), "r"(src), "r"(coords[0]), "r"(coords[1]), "r"(coords[2]), "r"(coords[3]), "r"(coords[4])
+                 : "memory");
+#else
+  emu::tma_store_tile(map.spec, smem_src, coords, kRank);
+#endif
+}
+
+/// cp.async.bulk.commit_group (PTX ISA 9.0 §9.7.9.25.6.1): closes this thread's pending stores.
+FP8ATTN_ARCH_FN void tma_store_commit_group() {
+#if FP8ATTN_DEVICE_BUILD
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+#endif
+}
+
+/// cp.async.bulk.wait_group.read N (§9.7.9.25.6.2): waits until at most kPending groups still
+/// read shared memory, so their source buffers may be reused. The emulator's stores complete at
+/// issue, so there is nothing to wait for on the host.
+template <int kPending>
+FP8ATTN_ARCH_FN void tma_store_wait_read() {
+#if FP8ATTN_DEVICE_BUILD
+  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(kPending) : "memory");
+#endif
+}
+
+/// prefetch.tensormap (§9.7.9.26): a performance hint; nothing on the host.
+FP8ATTN_ARCH_FN void tma_prefetch_descriptor(const TensorMap& map) {
+#if FP8ATTN_DEVICE_BUILD
+  asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&map)) : "memory");
+#else
+  (void)map;
+#endif
+}
+
+}  // namespace fp8attn::arch

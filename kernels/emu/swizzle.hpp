@@ -1,0 +1,24 @@
+// Shared-memory swizzle patterns of TMA and wgmma (PTX ISA 9.0 §5.5.7 "Swizzling Modes"; CuTe
+// Swizzle<B,4,3>). The XOR acts on the absolute .shared address, not on an offset inside a
+// tile: bits [4, 4+B) ^= bits [7, 7+B), i.e. the 16-byte chunk index inside a 128-byte line is
+// XORed with the line index modulo 2 / 4 / 8 for the 32B / 64B / 128B modes.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/arch/wgmma_descriptor.hpp"
+
+namespace fp8attn::emu {
+
+/// Physical .shared address of the logical address `address` under swizzle mode `s`.
+constexpr uint32_t swizzle_address(uint32_t address, arch::Swizzle s) {
+  switch (s) {
+    case arch::Swizzle::B32: return address ^ ((address >> 3) & 0x10u);
+    case arch::Swizzle::B64: return address ^ ((address >> 3) & 0x30u);
+    case arch::Swizzle::B128: return address ^ ((address >> 3) & 0x70u);
+    case arch::Swizzle::None: break;
+  }
+  return address;
+}
+
+}  // namespace fp8attn::emu

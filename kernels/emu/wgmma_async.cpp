@@ -1,0 +1,211 @@
+// The asynchronous side of the emulated wgmma: pending groups per warpgroup, the checks listed
+// in wgmma.hpp, and execution at wait_group.
+#include <atomic>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "kernels/emu/runtime.hpp"
+#include "kernels/emu/wgmma.hpp"
+
+namespace fp8attn::emu {
+namespace {
+
+std::atomic<int> g_chunk_mantissa_bits{arch::kFp32MantissaBits};
+
+/// One recorded mma with the accumulator bits each thread held when it was issued.
+struct PendingMma {
+  WgmmaOperation op;
+  std::vector<float> snapshot;  // 128 x n/2, thread-major
+};
+
+struct WarpgroupMmaState {
+  std::vector<std::shared_ptr<PendingMma>> uncommitted;
+  std::deque<std::vector<std::shared_ptr<PendingMma>>> groups;  // oldest first
+  bool fenced = false;  // a wgmma.fence since the last wait_group (or since the start)
+};
+
+/// Per-CTA, per-warpgroup state, keyed by the CTA object, its linear index and the warpgroup.
+/// NOTE: the runtime has no CTA-exit hook, so an entry outlives its CTA. A correct kernel leaves
+/// it empty (every group waited on); a kernel that exits with mmas still pending leaves them in
+/// the entry, and a later CTA with the same key would inherit them. Known limitation.
+WarpgroupMmaState& warpgroup_state() {
+  static std::mutex mutex;
+  static std::map<std::tuple<const void*, unsigned, unsigned>, WarpgroupMmaState> states;
+  const ThreadContext& self = this_thread();
+  std::lock_guard<std::mutex> lock(mutex);
+  return states[{self.cta, self.linear_cta, self.warpgroup}];
+}
+
+[[noreturn]] void fail(const std::string& what) {
+  const ThreadContext& self = this_thread();
+  std::ostringstream s;
+  s << "wgmma: CTA " << self.linear_cta << " warpgroup " << self.warpgroup << ": " << what;
+  throw KernelError(s.str());
+}
+
+/// Reads operand bytes from the CTA's shared memory (the .shared address is the offset from the
+/// base of the dynamic shared memory, which is where the arch layer's smem_address() counts from).
+const uint8_t* smem_bytes(uint32_t address, uint32_t bytes) {
+  if (static_cast<size_t>(address) + bytes > dynamic_smem_size()) {
+    std::ostringstream s;
+    s << "operand byte at .shared address " << address << " is outside the CTA's " << dynamic_smem_size()
+      << " bytes of shared memory";
+    fail(s.str());
+  }
+  return static_cast<const uint8_t*>(dynamic_smem()) + address;
+}
+
+/// Records the operand's shared-memory reads as async-proxy accesses of the calling thread
+/// (ordered for other threads by wait_group: PTX ISA 9.0 §9.7.15.7.3).
+void record_operand_reads(uint64_t desc, OperandMajor major, MmaInputType type, int rows) {
+  const auto f = arch::decode_wgmma_descriptor(desc);
+  const uint32_t e = mma_input_bytes(type);
+  const int k_len = mma_instruction_k(type);
+  if (major == OperandMajor::K) {
+    // A row's K elements sit in two 16-byte chunks, each contiguous under every swizzle.
+    for (int r = 0; r < rows; ++r)
+      for (int chunk = 0; chunk < 2; ++chunk) {
+        const uint32_t a = wgmma_operand_address(f, major, e, r, chunk * (16 / e));
+        record_async_smem_access(smem_bytes(a, 16), 16, false, nullptr);
+      }
+    return;
+  }
+  for (int r = 0; r < rows; ++r)
+    for (int k = 0; k < k_len; ++k) {
+      const uint32_t a = wgmma_operand_address(f, major, e, r, k);
+      record_async_smem_access(smem_bytes(a, e), e, false, nullptr);
+    }
+}
+
+std::vector<float> snapshot_accumulators(const WgmmaOperation& op) {
+  const int regs = op.n / 2;
+  std::vector<float> s(static_cast<size_t>(arch::kWarpgroupThreads) * regs);
+  for (int t = 0; t < arch::kWarpgroupThreads; ++t) std::memcpy(&s[t * regs], op.accumulators[t], regs * sizeof(float));
+  return s;
+}
+
+void check_snapshot(const PendingMma& p) {
+  const int regs = p.op.n / 2;
+  for (int t = 0; t < arch::kWarpgroupThreads; ++t)
+    if (std::memcmp(&p.snapshot[t * regs], p.op.accumulators[t], regs * sizeof(float)) != 0) {
+      for (int i = 0; i < regs; ++i)
+        if (std::memcmp(&p.snapshot[t * regs + i], &p.op.accumulators[t][i], sizeof(float)) != 0) {
+          std::ostringstream s;
+          s << "thread " << t << " of the warpgroup changed accumulator register " << i
+            << " of a pending wgmma.mma_async before the wgmma.wait_group covering it (PTX ISA 9.0 §9.7.15.7.3)";
+          fail(s.str());
+        }
+    }
+}
+
+/// Runs one group's mmas in issue order, then refreshes the snapshots of later mmas on the same
+/// accumulators (their legitimate old value has just changed).
+void retire_group(WarpgroupMmaState& state, std::vector<std::shared_ptr<PendingMma>>& group) {
+  const auto model = wgmma_precision_model();
+  for (auto& pending : group) {
+    check_snapshot(*pending);
+    execute_wgmma(pending->op, smem_bytes, model);
+    auto refresh = [&](std::vector<std::shared_ptr<PendingMma>>& later) {
+      for (auto& p : later)
+        if (p != pending && p->op.accumulators[0] == pending->op.accumulators[0]) p->snapshot = snapshot_accumulators(p->op);
+    };
+    refresh(group);
+    for (auto& g : state.groups) refresh(g);
+    refresh(state.uncommitted);
+  }
+}
+
+WgmmaOperation gather_operation(std::span<void* const> members) {
+  const auto& first = *static_cast<const WgmmaIssue*>(members[0]);
+  WgmmaOperation op;
+  op.n = first.n;
+  op.type_a = op.type_b = first.type;
+  op.a_from_registers = first.a_from_registers;
+  op.major_a = first.major_a;
+  op.major_b = first.major_b;
+  op.scale_d = first.scale_d;
+  op.desc_a = first.desc_a;
+  op.desc_b = first.desc_b;
+  for (size_t t = 0; t < members.size(); ++t) {
+    const auto& m = *static_cast<const WgmmaIssue*>(members[t]);
+    // PTX ISA 9.0 §9.7.15.5.2: the descriptors "must be same across all the warps in the
+    // warpgroup"; .aligned makes every other operand uniform as well.
+    if (m.n != first.n || m.type != first.type || m.a_from_registers != first.a_from_registers ||
+        m.major_a != first.major_a || m.major_b != first.major_b || m.scale_d != first.scale_d ||
+        (!first.a_from_registers && m.desc_a != first.desc_a) || m.desc_b != first.desc_b)
+      fail("thread " + std::to_string(t) + " issued a wgmma.mma_async whose shape, types, descriptors or scale-d "
+           "differ from thread 0's (PTX ISA 9.0 §9.7.15.5.2)");
+    if (m.a_from_registers)
+      for (int r = 0; r < 4; ++r) op.a_registers[t][r] = m.a_registers[r];
+    op.accumulators[t] = m.accumulators;
+  }
+  return op;
+}
+
+}  // namespace
+
+void set_wgmma_precision_model(arch::MmaPrecisionModel model) { g_chunk_mantissa_bits = model.chunk_mantissa_bits; }
+
+arch::MmaPrecisionModel wgmma_precision_model() { return arch::MmaPrecisionModel{g_chunk_mantissa_bits.load()}; }
+
+void wgmma_mma_async(const WgmmaIssue& issue) {
+  WgmmaIssue mine = issue;
+  collective(Group::Warpgroup, &mine, [](std::span<void* const> members) {
+    WarpgroupMmaState& state = warpgroup_state();
+    if (!state.fenced)
+      fail("wgmma.mma_async issued without a wgmma.fence since the warpgroup's last wgmma.wait_group "
+           "(PTX ISA 9.0 §9.7.15.7.1)");
+    auto pending = std::make_shared<PendingMma>();
+    pending->op = gather_operation(members);
+    try {
+      validate_wgmma_operation(pending->op);
+    } catch (const std::invalid_argument& e) {
+      fail(e.what());
+    }
+    if (!pending->op.a_from_registers) record_operand_reads(pending->op.desc_a, pending->op.major_a, pending->op.type_a, arch::kWgmmaM);
+    record_operand_reads(pending->op.desc_b, pending->op.major_b, pending->op.type_b, pending->op.n);
+    pending->snapshot = snapshot_accumulators(pending->op);
+    state.uncommitted.push_back(std::move(pending));
+  });
+}
+
+void wgmma_fence() {
+  int unused = 0;
+  collective(Group::Warpgroup, &unused, [](std::span<void* const>) {
+    WarpgroupMmaState& state = warpgroup_state();
+    state.fenced = true;
+  });
+}
+
+void wgmma_commit_group() {
+  int unused = 0;
+  collective(Group::Warpgroup, &unused, [](std::span<void* const>) {
+    WarpgroupMmaState& state = warpgroup_state();
+    state.groups.push_back(std::move(state.uncommitted));  // an empty group is legal (§9.7.15.7.2)
+    state.uncommitted.clear();
+  });
+}
+
+void wgmma_wait_group(int pending) {
+  int unused = 0;
+  collective(Group::Warpgroup, &unused, [pending](std::span<void* const>) {
+    WarpgroupMmaState& state = warpgroup_state();
+    while (static_cast<int>(state.groups.size()) > pending) {
+      auto group = std::move(state.groups.front());
+      state.groups.pop_front();
+      retire_group(state, group);
+    }
+    state.fenced = false;
+  });
+  // The completed mmas' shared-memory reads happen-before this thread's later accesses.
+  acquire_async_accesses(Group::Warpgroup);
+}
+
+}  // namespace fp8attn::emu
