@@ -38,6 +38,9 @@
 extern "C" {
 #endif
 
+/** @def FP8ATTN_API
+ * Marks an exported function: default visibility while the library itself is built, empty for
+ * callers. */
 #if defined(FP8ATTN_BUILDING_LIBRARY)
 #define FP8ATTN_API __attribute__((visibility("default")))
 #else
@@ -116,6 +119,7 @@ typedef struct fp8attn_error {
 
 /**
  * Returns the library version as major·10000 + minor·100 + patch.
+ * @return The version number.
  * Thread-safe; never fails.
  */
 FP8ATTN_API int32_t fp8attn_get_version(void);
@@ -123,6 +127,8 @@ FP8ATTN_API int32_t fp8attn_get_version(void);
 /**
  * Returns the name of a status code, such as "FP8ATTN_STATUS_BAD_SHAPE", as a static string.
  * Unknown codes give "FP8ATTN_STATUS_UNKNOWN". Thread-safe; never fails; never NULL.
+ * @param status Any value.
+ * @return A static NUL-terminated string; the caller must not free it.
  */
 FP8ATTN_API const char* fp8attn_status_name(int32_t status);
 
@@ -260,11 +266,15 @@ FP8ATTN_API int32_t fp8attn_context_create(const fp8attn_context_options* option
 /**
  * Destroys a context. NULL is allowed. Every plan and scale state created from it must be
  * destroyed first. Not thread-safe with respect to other calls on the same context.
+ * @param ctx The context to destroy, or NULL.
  */
 FP8ATTN_API void fp8attn_context_destroy(fp8attn_context ctx);
 
 /**
  * Reports the backend the context runs on (never ::FP8ATTN_BACKEND_AUTO).
+ * @param ctx     The context.
+ * @param backend Out: an ::fp8attn_backend; written only on success.
+ * @param err     Optional error detail.
  * @retval FP8ATTN_OK
  * @retval FP8ATTN_STATUS_BAD_HANDLE   `ctx` is NULL.
  * @retval FP8ATTN_STATUS_NULL_POINTER `backend` is NULL.
@@ -315,6 +325,7 @@ typedef struct fp8attn_attention_desc {
  * Fills `desc` with defaults, including `struct_size`. Fields beyond the caller's
  * `struct_size` are not written when `desc->struct_size` is already set to a smaller nonzero
  * value; a zero `struct_size` is treated as sizeof(fp8attn_attention_desc).
+ * @param desc In/out: the description to fill; caller-owned.
  * @retval FP8ATTN_OK
  * @retval FP8ATTN_STATUS_NULL_POINTER `desc` is NULL.
  * Thread-safe.
@@ -329,6 +340,7 @@ typedef struct fp8attn_plan_t* fp8attn_plan;
  * @param ctx  The context; it must outlive the plan.
  * @param desc Borrowed for the call.
  * @param out  Out: the plan; written only on success.
+ * @param err  Optional error detail.
  * @retval FP8ATTN_OK
  * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER, FP8ATTN_STATUS_BAD_STRUCT_SIZE,
  *         FP8ATTN_STATUS_BAD_EXTENSION
@@ -342,12 +354,18 @@ typedef struct fp8attn_plan_t* fp8attn_plan;
 FP8ATTN_API int32_t fp8attn_plan_create(fp8attn_context ctx, const fp8attn_attention_desc* desc,
                                         fp8attn_plan* out, fp8attn_error* err);
 
-/** Destroys a plan. NULL is allowed. No forward call may be running on it. */
+/** Destroys a plan. NULL is allowed. No forward call may be running on it.
+ * @param plan The plan to destroy, or NULL. */
 FP8ATTN_API void fp8attn_plan_destroy(fp8attn_plan plan);
 
 /**
  * Workspace bytes a forward call needs for problems up to these sizes.
+ * @param plan  The plan.
+ * @param batch Number of sequences, > 0.
+ * @param max_seqlen_q Longest query sequence, > 0.
+ * @param max_seqlen_k Longest key sequence, > 0.
  * @param bytes Out: the size; written only on success. May be 0.
+ * @param err   Optional error detail.
  * @retval FP8ATTN_OK
  * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER
  * @retval FP8ATTN_STATUS_BAD_SHAPE  a size that is not positive.
@@ -409,6 +427,7 @@ typedef struct fp8attn_attention_args {
  * @param workspace Caller-owned scratch of at least the queried size; may be NULL if that is 0.
  * @param workspace_bytes Its size.
  * @param stream    CUDA stream; must be NULL on CPU backends.
+ * @param err       Optional error detail.
  * @retval FP8ATTN_OK
  * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER, FP8ATTN_STATUS_BAD_STRUCT_SIZE,
  *         FP8ATTN_STATUS_BAD_EXTENSION
@@ -451,11 +470,13 @@ typedef struct fp8attn_sink_model {
 
 /**
  * Predicts the fraction of non-sink P̃ whose E4M3 cast underflows to zero.
+ * @param model         The sink model; borrowed for the call.
  * @param leading_order Out: Φ(Δ + δ_k − ln 2¹⁰ − ln S_p), δ_k = E[max of k N(0,1)].
  * @param expected      Out: ∫ f_k(x)·Φ(Δ + x − ln 2¹⁰ − ln S_p) dx, f_k the density of the max.
  * For ::FP8ATTN_KV_ORDER_REVERSE both are multiplied by the share of non-sink keys in the sink's
  * block, (min(block_n, seqlen_k) − k_sink) / (seqlen_k − k_sink). Both by numerical integration.
  * Either output may be NULL; neither is written on failure.
+ * @param err           Optional error detail.
  * @retval FP8ATTN_OK
  * @retval FP8ATTN_STATUS_NULL_POINTER, FP8ATTN_STATUS_BAD_STRUCT_SIZE, FP8ATTN_STATUS_BAD_EXTENSION
  * @retval FP8ATTN_STATUS_INVALID_ARGUMENT  a field out of range.
