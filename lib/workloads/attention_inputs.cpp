@@ -1,0 +1,158 @@
+#include "lib/workloads/attention_inputs.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "fp8attn/fp8attn.h"
+#include "lib/numerics/bfloat16.hpp"
+#include "lib/numerics/float8.hpp"
+
+namespace fp8attn::workloads {
+namespace {
+
+size_t elements(const AttentionShape& s, int64_t seqlen, int heads, int dim) {
+  return static_cast<size_t>(s.batch * seqlen * heads * dim);
+}
+
+AttentionInputs allocate(const AttentionShape& s) {
+  AttentionInputs in;
+  in.shape = s;
+  in.q.resize(elements(s, s.seqlen_q, s.heads_q, s.head_dim));
+  in.k.resize(elements(s, s.seqlen_k, s.heads_kv, s.head_dim));
+  in.v.resize(elements(s, s.seqlen_k, s.heads_kv, s.head_dim));
+  return in;
+}
+
+/// Indices of one tensor that belong to (b, kv head g): for Q, the query heads of group g.
+template <class F>
+void for_slice(const AttentionShape& s, int64_t seqlen, int heads, int group_size, int64_t b, int g, F&& f) {
+  for (int64_t t = 0; t < seqlen; ++t)
+    for (int h = g * group_size; h < (g + 1) * group_size; ++h)
+      for (int e = 0; e < s.head_dim; ++e) f(((b * seqlen + t) * heads + h) * s.head_dim + e);
+}
+
+void quantize_tensor(const std::vector<float>& x, std::vector<uint8_t>& out, std::vector<float>& descale,
+                     const AttentionShape& s, int64_t seqlen, int heads, int group_size, int32_t dtype,
+                     ScaleGranularity granularity) {
+  const size_t esize = dtype == FP8ATTN_DTYPE_E4M3 ? 1 : 2;
+  out.resize(x.size() * esize);
+  descale.assign(static_cast<size_t>(s.batch * s.heads_kv), 1.0f);
+  if (dtype == FP8ATTN_DTYPE_E4M3 && granularity != ScaleGranularity::Unit) {
+    float global_amax = 0.0f;
+    for (float v : x) global_amax = std::max(global_amax, std::fabs(v));
+    for (int64_t b = 0; b < s.batch; ++b)
+      for (int g = 0; g < s.heads_kv; ++g) {
+        float amax = 0.0f;
+        if (granularity == ScaleGranularity::PerHead)
+          for_slice(s, seqlen, heads, group_size, b, g, [&](size_t i) { amax = std::max(amax, std::fabs(x[i])); });
+        else
+          amax = global_amax;
+        descale[b * s.heads_kv + g] = amax > 0.0f ? amax / num::kE4M3Max : 1.0f;
+      }
+  }
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int g = 0; g < s.heads_kv; ++g) {
+      const float scale = 1.0f / descale[b * s.heads_kv + g];
+      for_slice(s, seqlen, heads, group_size, b, g, [&](size_t i) {
+        if (dtype == FP8ATTN_DTYPE_E4M3) {
+          out[i] = num::float_to_e4m3(x[i] * scale);
+        } else {
+          const uint16_t h = num::float_to_bf16(x[i]);
+          out[2 * i] = static_cast<uint8_t>(h & 0xFF);
+          out[2 * i + 1] = static_cast<uint8_t>(h >> 8);
+        }
+      });
+    }
+}
+
+std::vector<double> dequantize_tensor(const std::vector<uint8_t>& bytes, const std::vector<float>& descale,
+                                      const AttentionShape& s, int64_t seqlen, int heads, int group_size, int32_t dtype) {
+  std::vector<double> out(static_cast<size_t>(s.batch * seqlen * heads * s.head_dim));
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int g = 0; g < s.heads_kv; ++g) {
+      const double d = descale[b * s.heads_kv + g];
+      for_slice(s, seqlen, heads, group_size, b, g, [&](size_t i) {
+        const float v = dtype == FP8ATTN_DTYPE_E4M3
+                            ? num::e4m3_to_float(bytes[i])
+                            : num::bf16_to_float(static_cast<uint16_t>(bytes[2 * i] | (bytes[2 * i + 1] << 8)));
+        out[i] = d * v;
+      });
+    }
+  return out;
+}
+
+}  // namespace
+
+AttentionInputs normal_inputs(const AttentionShape& s, uint64_t seed, float stddev) {
+  AttentionInputs in = allocate(s);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> n(0.0f, stddev);
+  for (auto* t : {&in.q, &in.k, &in.v})
+    for (float& x : *t) x = n(rng);
+  return in;
+}
+
+AttentionInputs outlier_inputs(const AttentionShape& s, uint64_t seed) {
+  AttentionInputs in = allocate(s);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> base(0.0f, 1.0f), outlier(0.0f, 10.0f);  // N(0,100): stddev 10
+  std::bernoulli_distribution rare(0.001);
+  for (auto* t : {&in.q, &in.k, &in.v})
+    for (float& x : *t) x = base(rng) + (rare(rng) ? outlier(rng) : 0.0f);
+  return in;
+}
+
+SinkInputs sink_inputs(const AttentionShape& s, uint64_t seed, int k_sink, double delta, float softmax_scale) {
+  AttentionInputs in = allocate(s);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> n(0.0, 1.0);
+  const int d = s.head_dim;
+  const float sink_key_value = 8.0f;  // exact in E4M3
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t j = 0; j < s.seqlen_k; ++j)
+      for (int h = 0; h < s.heads_kv; ++h) {
+        float* k = &in.k[((b * s.seqlen_k + j) * s.heads_kv + h) * d];
+        float* v = &in.v[((b * s.seqlen_k + j) * s.heads_kv + h) * d];
+        k[0] = j < k_sink ? sink_key_value : 0.0f;
+        for (int e = 1; e < d; ++e) k[e] = static_cast<float>(n(rng));
+        for (int e = 0; e < d; ++e) v[e] = static_cast<float>(n(rng));
+      }
+  const float q0 = num::e4m3_to_float(num::float_to_e4m3(static_cast<float>(delta / (sink_key_value * softmax_scale))));
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t i = 0; i < s.seqlen_q; ++i)
+      for (int h = 0; h < s.heads_q; ++h) {
+        float* q = &in.q[((b * s.seqlen_q + i) * s.heads_q + h) * d];
+        double norm2 = 0.0;
+        std::vector<double> u(d);
+        for (int e = 1; e < d; ++e) {
+          u[e] = n(rng);
+          norm2 += u[e] * u[e];
+        }
+        const double r = 1.0 / (std::sqrt(norm2) * softmax_scale);
+        q[0] = q0;
+        for (int e = 1; e < d; ++e) q[e] = static_cast<float>(u[e] * r);
+      }
+  return {std::move(in), static_cast<double>(q0) * sink_key_value * softmax_scale};
+}
+
+QuantizedInputs quantize(const AttentionInputs& in, int32_t dtype, ScaleGranularity granularity) {
+  const AttentionShape& s = in.shape;
+  QuantizedInputs out;
+  out.dtype = dtype;
+  const int group = s.heads_q / s.heads_kv;
+  quantize_tensor(in.q, out.q, out.q_descale, s, s.seqlen_q, s.heads_q, group, dtype, granularity);
+  quantize_tensor(in.k, out.k, out.k_descale, s, s.seqlen_k, s.heads_kv, 1, dtype, granularity);
+  quantize_tensor(in.v, out.v, out.v_descale, s, s.seqlen_k, s.heads_kv, 1, dtype, granularity);
+  return out;
+}
+
+DequantizedInputs dequantize(const AttentionInputs& in, const QuantizedInputs& qi) {
+  const AttentionShape& s = in.shape;
+  const int group = s.heads_q / s.heads_kv;
+  return {dequantize_tensor(qi.q, qi.q_descale, s, s.seqlen_q, s.heads_q, group, qi.dtype),
+          dequantize_tensor(qi.k, qi.k_descale, s, s.seqlen_k, s.heads_kv, 1, qi.dtype),
+          dequantize_tensor(qi.v, qi.v_descale, s, s.seqlen_k, s.heads_kv, 1, qi.dtype)};
+}
+
+}  // namespace fp8attn::workloads
