@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "kernels/arch/platform.hpp"
-#include "kernels/arch/wgmma_descriptor.hpp"
+#include "kernels/arch/shared_memory.hpp"
 
 #if !FP8ATTN_DEVICE_BUILD
 #include "kernels/emu/ldmatrix.hpp"

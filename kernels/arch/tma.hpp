@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "kernels/arch/platform.hpp"
+#include "kernels/arch/shared_memory.hpp"
 #include "kernels/arch/tma_tensor_map.hpp"
 #include "kernels/arch/wgmma_descriptor.hpp"
 

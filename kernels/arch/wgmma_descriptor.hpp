@@ -75,17 +75,6 @@ FP8ATTN_HOST_DEVICE constexpr WgmmaDescriptorFields decode_wgmma_descriptor(uint
   return f;
 }
 
-/// The .shared window address of a pointer into the CTA's dynamic shared memory: what
-/// descriptors and TMA instructions take. On the emulator the window starts at the base of the
-/// dynamic shared memory, which is 1024-byte aligned like the hardware's swizzle periods.
-FP8ATTN_ARCH_FN uint32_t smem_address(const void* p) {
-#if FP8ATTN_DEVICE_BUILD
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-#else
-  return static_cast<uint32_t>(static_cast<const char*>(p) - static_cast<const char*>(emu::dynamic_smem()));
-#endif
-}
-
 /// Moves the start address by `bytes` (a multiple of 16) with the other fields unchanged. This
 /// is how a kernel steps K inside a swizzle atom: the offset added is the *unswizzled* one,
 /// and the swizzle, a function of the absolute address, does the rest (CuTe

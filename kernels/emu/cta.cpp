@@ -89,6 +89,7 @@ void Cta::run(Dim3 block_idx, const std::function<void()>& body) {
   named_barriers_.reset(threads_, config_.race_check ? race_.empty_clock() : VectorClock{});
   mbarriers_.reset();
   collectives_.reset();
+  wgmma_state_.reset();
   for (unsigned t = 0; t < threads_; ++t) {
     Slot& slot = slots_[t];
     ThreadContext& c = slot.context;

@@ -55,6 +55,8 @@ class Cta {
   NamedBarrierTable& named_barriers() { return named_barriers_; }
   MbarrierTable& mbarriers() { return mbarriers_; }
   CollectiveTable& collectives() { return collectives_; }
+  // State of the CTA's pending wgmma groups (wgmma_async.cpp), dropped at each CTA start.
+  std::shared_ptr<void>& wgmma_state() { return wgmma_state_; }
 
   // Something other threads may be waiting on changed (spin loops are judged against this).
   void note_progress() { ++progress_; }
@@ -118,6 +120,7 @@ class Cta {
   NamedBarrierTable named_barriers_;
   MbarrierTable mbarriers_;
   CollectiveTable collectives_;
+  std::shared_ptr<void> wgmma_state_;
 
   friend void record_fiber_failure(Cta& cta, const std::string& message);
 };

@@ -3,14 +3,12 @@
 #include <atomic>
 #include <cstring>
 #include <deque>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <sstream>
 #include <string>
-#include <tuple>
 #include <vector>
 
+#include "kernels/emu/cta.hpp"
 #include "kernels/emu/runtime.hpp"
 #include "kernels/emu/wgmma.hpp"
 
@@ -31,16 +29,12 @@ struct WarpgroupMmaState {
   bool fenced = false;  // a wgmma.fence since the last wait_group (or since the start)
 };
 
-/// Per-CTA, per-warpgroup state, keyed by the CTA object, its linear index and the warpgroup.
-/// NOTE: the runtime has no CTA-exit hook, so an entry outlives its CTA. A correct kernel leaves
-/// it empty (every group waited on); a kernel that exits with mmas still pending leaves them in
-/// the entry, and a later CTA with the same key would inherit them. Known limitation.
+/// The calling thread's warpgroup's state, held by its CTA (dropped when the CTA starts).
 WarpgroupMmaState& warpgroup_state() {
-  static std::mutex mutex;
-  static std::map<std::tuple<const void*, unsigned, unsigned>, WarpgroupMmaState> states;
-  const ThreadContext& self = this_thread();
-  std::lock_guard<std::mutex> lock(mutex);
-  return states[{self.cta, self.linear_cta, self.warpgroup}];
+  Cta& cta = current_cta();
+  auto& slot = cta.wgmma_state();
+  if (!slot) slot = std::make_shared<std::vector<WarpgroupMmaState>>((cta.thread_count() + 127) / 128);
+  return (*static_cast<std::vector<WarpgroupMmaState>*>(slot.get()))[this_thread().warpgroup];
 }
 
 [[noreturn]] void fail(const std::string& what) {
