@@ -296,12 +296,17 @@ std::string Cta::describe_wait(const WaitInfo& wait) const {
 
 std::string Cta::deadlock_report() const {
   std::string report = "deadlock: no thread can make progress.";
+  auto coords = [&](unsigned tid) {
+    const Dim3& t = slots_[tid].context.thread_idx;
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "(%u,%u,%u)", t.x, t.y, t.z);
+    return std::string(buf);
+  };
   auto range_name = [&](unsigned first, unsigned last) {
     if (first == last) return describe_thread(first);
-    return "threads (" + std::to_string(slots_[first].context.thread_idx.x) + ",...)..(" +
-           std::to_string(slots_[last].context.thread_idx.x) + ",...) [tid " +
-           std::to_string(first) + "-" + std::to_string(last) + ", warps " +
-           std::to_string(first / 32) + "-" + std::to_string(last / 32) + "]";
+    return "threads " + coords(first) + ".." + coords(last) + " [tid " + std::to_string(first) +
+           "-" + std::to_string(last) + ", warps " + std::to_string(first / 32) + "-" +
+           std::to_string(last / 32) + "]";
   };
   // Consecutive threads waiting on the same thing are listed as one range.
   unsigned t = 0;
