@@ -1,7 +1,6 @@
-#include "kernels/arch/tma_tensor_map.hpp"
+#include "kernels/arch/tma_tensor_map_spec.hpp"
 
 #include <sstream>
-#include <stdexcept>
 
 namespace fp8attn::arch {
 
@@ -57,11 +56,5 @@ std::string validate_tensor_map_spec(const TensorMapSpec& s) {
   return {};
 }
 
-#if !FP8ATTN_DEVICE_BUILD
-TensorMap make_emulated_tensor_map(const TensorMapSpec& spec) {
-  if (const std::string why = validate_tensor_map_spec(spec); !why.empty()) throw std::invalid_argument(why);
-  return TensorMap{spec};
-}
-#endif
 
 }  // namespace fp8attn::arch

@@ -7,14 +7,16 @@
 #include <cstdint>
 
 #include "kernels/arch/platform.hpp"
-#include "kernels/arch/tma_tensor_map.hpp"
 #include "kernels/arch/wgmma_descriptor.hpp"
 
 // Loop unrolling hint for the device build (the host compiler does not know the pragma).
+// Launch bounds: ptxas needs the register count at kernel entry to honour setmaxnreg.
 #if FP8ATTN_DEVICE_BUILD
 #define FP8ATTN_UNROLL _Pragma("unroll")
+#define FP8ATTN_LAUNCH_BOUNDS(threads, min_blocks) __launch_bounds__(threads, min_blocks)
 #else
 #define FP8ATTN_UNROLL
+#define FP8ATTN_LAUNCH_BOUNDS(threads, min_blocks)
 #endif
 
 namespace fp8attn::sm90 {
@@ -64,13 +66,13 @@ struct GemmSharedStorage {
   uint64_t empty[Cfg::kStages];  // consumers -> producer: the stage may be overwritten
 };
 
-/// Kernel parameters (host arguments become these in gemm_host.cpp).
-struct GemmParams {
-  arch::TensorMap tma_a;  // A: dims {K, M}, box {kTileK, kTileM}
-  arch::TensorMap tma_b;  // B: dims {K, N}, box {kTileK, kTileN}
-  float* c;          // C: M x N row-major, leading dimension ldc
-  int m, n, k;
-  int ldc;
-};
+/// Extra dynamic shared memory for aligning the storage to the 128-byte swizzle period.
+inline constexpr uint32_t kSmemSlack = 1024;
+
+/// Dynamic shared memory a launch of gemm_tn_kernel<Cfg> needs.
+template <class Cfg>
+constexpr size_t gemm_smem_bytes() {
+  return sizeof(GemmSharedStorage<Cfg>) + kSmemSlack;
+}
 
 }  // namespace fp8attn::sm90

@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-#include "kernels/sm90/gemm/gemm_kernel.hpp"
+#include "kernels/sm90/gemm/gemm_config.hpp"
 
 namespace fp8attn::sm90 {
 namespace {

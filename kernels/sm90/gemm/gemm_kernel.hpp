@@ -15,6 +15,7 @@
 #include "kernels/arch/shared_memory.hpp"
 #include "kernels/arch/thread_index.hpp"
 #include "kernels/arch/tma.hpp"
+#include "kernels/arch/tma_tensor_map.hpp"
 #include "kernels/arch/wgmma.hpp"
 #include "kernels/sm90/gemm/gemm_config.hpp"
 #include "kernels/sm90/gemm/gemm_pipeline.hpp"
@@ -25,14 +26,15 @@
 
 namespace fp8attn::sm90 {
 
-/// Extra dynamic shared memory for aligning the storage to the 128-byte swizzle period.
-inline constexpr uint32_t kSmemSlack = 1024;
+/// Kernel parameters (host arguments become these in gemm_host.cpp).
+struct GemmParams {
+  arch::TensorMap tma_a;  // A: dims {K, M}, box {kTileK, kTileM}
+  arch::TensorMap tma_b;  // B: dims {K, N}, box {kTileK, kTileN}
+  float* c;          // C: M x N row-major, leading dimension ldc
+  int m, n, k;
+  int ldc;
+};
 
-/// Dynamic shared memory a launch of gemm_tn_kernel<Cfg> needs.
-template <class Cfg>
-constexpr size_t gemm_smem_bytes() {
-  return sizeof(GemmSharedStorage<Cfg>) + kSmemSlack;
-}
 
 namespace gemm_detail {
 
@@ -69,7 +71,7 @@ FP8ATTN_UNROLL
 }  // namespace gemm_detail
 
 template <class Cfg>
-FP8ATTN_KERNEL void gemm_tn_kernel(const FP8ATTN_GRID_CONSTANT GemmParams params) {
+FP8ATTN_KERNEL void FP8ATTN_LAUNCH_BOUNDS(Cfg::kThreads, 1) gemm_tn_kernel(const FP8ATTN_GRID_CONSTANT GemmParams params) {
   static_assert(sizeof(GemmSharedStorage<Cfg>) <= 227 * 1024, "shared memory above the 227 KB of an sm_90 CTA");
   static_assert(Cfg::kTileK * Cfg::kElementBytes == arch::swizzle_span_bytes(Cfg::kSwizzle),
                 "a TMA box row must fill the swizzle span");

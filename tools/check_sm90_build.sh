@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Static checks on the sm_90a build of the GEMM kernel (kernels/sm90/gemm/gemm_sm90a.cu):
+#   1. nvcc for sm_90a with ptxas -v -warn-spills -warn-lmem-usage: no spills, no local memory,
+#      no C7511/C7515 ("wgmma serialized") and no C7508 ("setmaxnreg ignored") messages;
+#   2. cuobjdump --dump-sass (PyPI nvidia-cuda-cuobjdump, with nvdisasm from
+#      nvidia-cuda-nvdisasm, both in .venv) shows QGMMA (FP8), HGMMA (BF16) and UTMALDG (TMA);
+#   3. building for plain sm_90 fails, and fails on the kernel's sm_90a guard.
+# Exit 0 when every check passes, 1 when one fails, 77 (ctest SKIP_RETURN_CODE) when nvcc is
+# not available. Usage: tools/check_sm90_build.sh [work_dir]
+set -uo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+work="${1:-$(mktemp -d)}"
+mkdir -p "$work"
+source_file="$root/kernels/sm90/gemm/gemm_sm90a.cu"
+
+nvcc="${NVCC:-$(command -v nvcc || true)}"
+[ -z "$nvcc" ] && [ -x /usr/local/cuda/bin/nvcc ] && nvcc=/usr/local/cuda/bin/nvcc
+if [ -z "$nvcc" ]; then
+  echo "SKIP: nvcc not found (set NVCC or put it on PATH); the sm_90a static checks need it"
+  exit 77
+fi
+
+failures=0
+pass() { echo "PASS: $*"; }
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+echo "== sm_90a static checks of $source_file"
+echo "   nvcc: $nvcc ($("$nvcc" --version | tail -1))"
+
+# 1. ptxas statistics.
+cubin="$work/gemm_sm90a.cubin"
+ptxas_log="$work/ptxas.log"
+if "$nvcc" -std=c++20 -I"$root" -arch=sm_90a -cubin -Xptxas -v,-warn-spills,-warn-lmem-usage \
+    -o "$cubin" "$source_file" >"$ptxas_log" 2>&1; then
+  pass "nvcc -arch=sm_90a compiles the GEMM kernel"
+else
+  cat "$ptxas_log"
+  fail "nvcc -arch=sm_90a does not compile the GEMM kernel"
+  echo "== $failures check(s) failed"
+  exit 1
+fi
+grep -E "Compiling entry|registers|spill|stack frame" "$ptxas_log" | sed 's/^/   /'
+kernels=$(grep -c "Compiling entry function" "$ptxas_log")
+spilling=$(grep -E "[1-9][0-9]* bytes spill (stores|loads)" "$ptxas_log" | wc -l)
+stack=$(grep -E "[1-9][0-9]* bytes stack frame" "$ptxas_log" | wc -l)
+lmem=$(grep -iE "local memory|lmem" "$ptxas_log" | wc -l)
+if [ "$kernels" -ge 2 ] && [ "$spilling" -eq 0 ]; then pass "no register spills in $kernels kernels"; else fail "spills ($spilling lines) or too few kernels ($kernels)"; fi
+if [ "$stack" -eq 0 ] && [ "$lmem" -eq 0 ]; then pass "no local memory (stack frames 0 bytes, no -warn-lmem-usage message)"; else fail "local memory used"; grep -iE "stack frame|local memory|lmem" "$ptxas_log"; fi
+if grep -qE "C751[15]" "$ptxas_log"; then fail "ptxas serialized wgmma (C7511/C7515)"; grep -E "C751[15]" "$ptxas_log"; else pass "no C7511/C7515 (wgmma not serialized)"; fi
+if grep -q "C7508" "$ptxas_log"; then fail "ptxas ignored setmaxnreg (C7508)"; grep "C7508" "$ptxas_log"; else pass "no C7508 (setmaxnreg honoured)"; fi
+
+# 2. SASS.
+venv_bin=$(find "$root/.venv" -path "*nvidia/cu*/bin/cuobjdump" -type f 2>/dev/null | head -1)
+cuobjdump="${CUOBJDUMP:-$venv_bin}"
+if [ -z "$cuobjdump" ] || [ ! -x "$cuobjdump" ]; then
+  fail "cuobjdump not found in .venv (scripts/install-deps.sh installs nvidia-cuda-cuobjdump)"
+else
+  sass="$work/gemm_sm90a.sass"
+  # NOTE: cuobjdump --dump-sass runs nvdisasm, which PyPI ships separately (nvidia-cuda-nvdisasm)
+  # into the same bin directory.
+  if PATH="$(dirname "$cuobjdump"):$PATH" "$cuobjdump" --dump-sass "$cubin" >"$sass" 2>"$work/cuobjdump.err"; then
+    for op in QGMMA HGMMA UTMALDG; do
+      count=$(grep -c "\b$op" "$sass")
+      example=$(grep -m1 -oE "\b$op[A-Z0-9._x]*" "$sass")
+      if [ "$count" -gt 0 ]; then pass "SASS has $op ($count instructions, e.g. $example)"; else fail "SASS has no $op"; fi
+    done
+  else
+    cat "$work/cuobjdump.err"
+    fail "cuobjdump --dump-sass failed (nvdisasm comes from nvidia-cuda-nvdisasm)"
+  fi
+fi
+
+# 3. The guard: plain sm_90 must not build.
+guard_log="$work/sm90.log"
+if "$nvcc" -std=c++20 -I"$root" -arch=sm_90 -cubin -o "$work/gemm_sm90.cubin" "$source_file" >"$guard_log" 2>&1; then
+  fail "building for plain sm_90 succeeded; the sm_90a guard is missing"
+elif grep -q "need the sm_90a target" "$guard_log"; then
+  pass "building for plain sm_90 fails on the kernel's guard: $(grep -m1 -o 'error.*' "$guard_log")"
+else
+  sed 's/^/   /' "$guard_log" | head -5
+  fail "building for plain sm_90 fails, but not on the kernel's guard"
+fi
+
+if [ "$failures" -eq 0 ]; then
+  echo "== all sm_90a static checks passed"
+  exit 0
+fi
+echo "== $failures check(s) failed"
+exit 1
