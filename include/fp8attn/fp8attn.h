@@ -488,6 +488,437 @@ FP8ATTN_API int32_t fp8attn_predict_p_underflow(const fp8attn_sink_model* model,
 
 /** @} */
 
+/* ------------------------------------------------------------------------------------------ */
+/** @name Scale state and spectral norms
+ * Geometry-aware logit scales from the spectral norms of the per-head QK interaction
+ * matrices, and the FP8 scale state with delayed, current and geometry-aware recipes
+ * (DESIGN §3, "Geometry-aware logit scales" and "Delayed and current scaling").
+ * @{ */
+/* ------------------------------------------------------------------------------------------ */
+
+/** Largest finite E4M3 value: the FP8 range a logit scale maps the logit bound onto. */
+#define FP8ATTN_E4M3_MAX 448.0f
+
+/**
+ * Options of the power iteration behind fp8attn_qk_spectral_norms(). Zero-initialize, then set
+ * `struct_size`; zeros are the defaults. NULL options means all defaults.
+ */
+typedef struct fp8attn_power_iteration_options {
+  size_t struct_size;     /**< sizeof(fp8attn_power_iteration_options). */
+  const void* next;       /**< Extension chain; must be NULL. */
+  int32_t max_iterations; /**< Iteration cap per head, ≥ 0; 0 means the default, 100. */
+  float tolerance;        /**< Relative change of σ² between iterations at which a head stops;
+                               finite and ≥ 0; 0 means the default, 1e-6. */
+  uint64_t seed;          /**< Seed of the random start vectors of heads without a warm start. */
+  float* warm_start;      /**< Optional in/out, caller-owned, [num_heads_q · head_dim] floats
+                               (host memory on the CPU backend). In: a head whose head_dim
+                               entries are all zero starts from a seeded random vector, any
+                               other head starts from its entries. Out: each head's converged
+                               vector, to be passed back on the next call (warm start). Zero it
+                               before the first call. Written only on success. May be NULL. */
+  int32_t* iterations_out; /**< Optional out, caller-owned, [num_heads_q]: iterations used per
+                                head. Written only on success. May be NULL. */
+  float* residual_out;     /**< Optional out, caller-owned, [num_heads_q]: relative residual
+                                ‖S·y − λ·y‖ / (λ·‖y‖) of the final iterate of the symmetric
+                                d_h × d_h problem S (see fp8attn_qk_spectral_norms()); an
+                                eigenvalue of S lies within that relative distance of σ². Written
+                                only on success. May be NULL. */
+  float wq_descale;        /**< Multiplier of the stored W_Q elements (E4M3 weights with a
+                                per-tensor scale); 0 means 1. Finite and ≥ 0. */
+  float wk_descale;        /**< Multiplier of the stored W_K elements; 0 means 1. */
+} fp8attn_power_iteration_options;
+
+/**
+ * Workspace bytes that fp8attn_qk_spectral_norms() needs for these sizes on the context's
+ * backend.
+ * @param ctx          The context.
+ * @param num_heads_q  Query heads, ≥ 1 and a multiple of `num_heads_kv`.
+ * @param num_heads_kv Key heads, ≥ 1.
+ * @param head_dim     d_h, ≥ 1.
+ * @param d_model      d, the input width of the projections, ≥ 1.
+ * @param bytes        Out: the size; written only on success.
+ * @param err          Optional error detail.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_BAD_HANDLE   `ctx` is NULL.
+ * @retval FP8ATTN_STATUS_NULL_POINTER `bytes` is NULL.
+ * @retval FP8ATTN_STATUS_BAD_HEADS    head counts not positive, or not divisible.
+ * @retval FP8ATTN_STATUS_BAD_SHAPE    head_dim or d_model not positive.
+ * Thread-safe.
+ */
+FP8ATTN_API int32_t fp8attn_qk_spectral_norms_workspace_size(fp8attn_context ctx, int32_t num_heads_q,
+                                                             int32_t num_heads_kv, int32_t head_dim,
+                                                             int64_t d_model, size_t* bytes,
+                                                             fp8attn_error* err);
+
+/**
+ * Spectral norms of the per-head QK interaction matrices: σ_h = ‖W_Q,hᵀ·W_K,g(h)‖₂ for every
+ * query head h, where W_Q,h and W_K,g are the head's d_h × d row blocks and g(h) =
+ * h / (num_heads_q / num_heads_kv) (GQA).
+ *
+ * The d × d product is never formed. The library computes the d_h × d_h Grams G = W·Wᵀ per
+ * head, each key group's once, and runs a power iteration on G_Q,h·G_K,g, whose largest
+ * eigenvalue is σ_h². Its Rayleigh quotient is that of the symmetric S = G_K^½·G_Q·G_K^½, so
+ * the estimate converges from below like a symmetric power iteration. On the CPU backend the
+ * Grams are OpenBLAS SYRK calls (OpenBLAS's own threads) and the per-head iterations run on
+ * the context's worker threads.
+ *
+ * @param ctx          The context. CPU and reference backends run the CPU path.
+ * @param wq           [num_heads_q·head_dim, d_model], F32, BF16 or E4M3 (with
+ *                     `opts->wq_descale`), any non-negative strides. Borrowed for the call.
+ * @param wk           [num_heads_kv·head_dim, d_model], same rules.
+ * @param num_heads_q  Query heads.
+ * @param num_heads_kv Key heads; divides `num_heads_q`.
+ * @param head_dim     d_h.
+ * @param opts         NULL for defaults. Borrowed for the call.
+ * @param sigma_out    Out, caller-owned, [num_heads_q] floats: σ_h. Written only on success.
+ * @param workspace    Scratch of at least the queried size (host memory on the CPU backend);
+ *                     may be NULL when that size is 0.
+ * @param workspace_bytes Its size.
+ * @param stream       Must be NULL on CPU backends.
+ * @param err          Optional error detail.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER, FP8ATTN_STATUS_BAD_STRUCT_SIZE,
+ *         FP8ATTN_STATUS_BAD_EXTENSION
+ * @retval FP8ATTN_STATUS_BAD_HEADS    head counts not positive, or not divisible.
+ * @retval FP8ATTN_STATUS_BAD_SHAPE    a weight is not rank 2, or its extents do not match.
+ * @retval FP8ATTN_STATUS_BAD_STRIDE   a negative stride.
+ * @retval FP8ATTN_STATUS_BAD_DTYPE    a weight dtype other than F32, BF16 or E4M3.
+ * @retval FP8ATTN_STATUS_BAD_DEVICE   a weight not in the backend's memory.
+ * @retval FP8ATTN_STATUS_BAD_STREAM   a stream given to a CPU backend.
+ * @retval FP8ATTN_STATUS_BAD_OPTION   a negative iteration cap or tolerance, a bad descale.
+ * @retval FP8ATTN_STATUS_WORKSPACE_TOO_SMALL
+ * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND  the CUDA backend (its cuBLASLt path is built
+ *                     into libfp8attn_cuda but not yet dispatched from this entry point).
+ * Thread-safe: concurrent calls are allowed (CPU calls on one context share its threads).
+ */
+FP8ATTN_API int32_t fp8attn_qk_spectral_norms(fp8attn_context ctx, const fp8attn_tensor* wq,
+                                              const fp8attn_tensor* wk, int32_t num_heads_q,
+                                              int32_t num_heads_kv, int32_t head_dim,
+                                              const fp8attn_power_iteration_options* opts,
+                                              float* sigma_out, void* workspace,
+                                              size_t workspace_bytes, struct CUstream_st* stream,
+                                              fp8attn_error* err);
+
+/**
+ * Per-layer logit bound and FP8 logit scale: L = α·max_h σ_h·B_X²/√d_h and
+ * scale = ::FP8ATTN_E4M3_MAX / L. For tokens with ‖x‖ ≤ B_X every logit
+ * S_ij = x_iᵀ·W_Q,hᵀ·W_K,g·x_j/√d_h satisfies |S_ij| ≤ L when α = 1, with equality at the top
+ * singular vector pair.
+ * @param sigma            [num_heads] σ_h, finite and ≥ 0, not all zero. Borrowed.
+ * @param num_heads        ≥ 1.
+ * @param head_dim         d_h ≥ 1.
+ * @param token_norm_bound B_X, finite and > 0.
+ * @param alpha            α, finite, in (0, 1].
+ * @param bound            Optional out: L. Written only on success.
+ * @param scale            Optional out: 448 / L. Written only on success.
+ * @param err              Optional error detail.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_NULL_POINTER  `sigma` is NULL.
+ * @retval FP8ATTN_STATUS_BAD_SHAPE     num_heads or head_dim not positive.
+ * @retval FP8ATTN_STATUS_BAD_SCALE     a σ, B_X or α out of range.
+ * Thread-safe.
+ */
+FP8ATTN_API int32_t fp8attn_logit_bound(const float* sigma, int32_t num_heads, int32_t head_dim,
+                                        float token_norm_bound, float alpha, float* bound,
+                                        float* scale, fp8attn_error* err);
+
+/** How rotary position embedding pairs the d_h coordinates of a head. */
+typedef enum fp8attn_rope_layout {
+  FP8ATTN_ROPE_HALF_SPLIT = 0,  /**< Pair p is (p, p + d_h/2), as in Llama's rotate_half. */
+  FP8ATTN_ROPE_INTERLEAVED = 1  /**< Pair p is (2p, 2p + 1), as in the RoFormer paper. */
+} fp8attn_rope_layout;
+
+/**
+ * Rotary embedding and the offsets over which fp8attn_qk_rope_norms() maximizes. Zero-initialize,
+ * then set `struct_size`; zeros are the defaults.
+ */
+typedef struct fp8attn_rope_options {
+  size_t struct_size;     /**< sizeof(fp8attn_rope_options). */
+  const void* next;       /**< Extension chain; must be NULL. */
+  float theta_base;       /**< Frequency base: pair p turns by Δ·base^(−2p/d_h); 0 means 10000. */
+  int32_t layout;         /**< An ::fp8attn_rope_layout; default ::FP8ATTN_ROPE_HALF_SPLIT. */
+  int64_t min_offset;     /**< First offset Δ = j − i of the exact maximum; default 0. */
+  int64_t max_offset;     /**< Last offset, ≥ min_offset; default 0. */
+  int32_t max_iterations; /**< Power-iteration cap per (head, offset); 0 means 100. */
+  float tolerance;        /**< Relative stop tolerance on σ²; 0 means 1e-6. */
+  uint64_t seed;          /**< Seed of the random start vectors. */
+} fp8attn_rope_options;
+
+/**
+ * Logit norms under rotary embeddings. With RoPE, S_ij = x_iᵀ·W_Q,hᵀ·R_Δ·W_K,g·x_j/√d_h with
+ * Δ = j − i, and ‖W_Q,hᵀ·R_Δ·W_K,g‖₂ depends on Δ and can exceed σ_h (DESIGN §3).
+ * - `safe_out[h]` = min(‖W_Q,h‖₂·‖W_K,g‖₂, Σ_p ‖W_Q,h,p‖₂·‖W_K,g,p‖₂), where W_·,p are the two
+ *   rows of frequency pair p. It bounds the norm for every offset.
+ * - `exact_out[h]` = max over Δ in [min_offset, max_offset] of ‖W_Q,hᵀ·R_Δ·W_K,g‖₂, by a power
+ *   iteration per offset on the d_h × d_h problem R_Δᵀ·G_Q·R_Δ·G_K, warm-started from the
+ *   previous offset; heads run in parallel. Being a power-iteration estimate it approaches the
+ *   true maximum from below, to the tolerance.
+ * Weights and shapes are as in fp8attn_qk_spectral_norms(); head_dim must be even. Host weights
+ * only; runs on the CPU whatever the backend.
+ * @param ctx          The context (its worker threads are used).
+ * @param wq           [num_heads_q·head_dim, d_model], F32, BF16 or E4M3 (descale 1). Borrowed.
+ * @param wk           [num_heads_kv·head_dim, d_model]. Borrowed.
+ * @param num_heads_q  Query heads.
+ * @param num_heads_kv Key heads; divides `num_heads_q`.
+ * @param head_dim     d_h, even.
+ * @param rope         NULL for defaults. Borrowed.
+ * @param safe_out     Optional out, [num_heads_q]. Written only on success.
+ * @param exact_out    Optional out, [num_heads_q]. Written only on success.
+ * @param err          Optional error detail.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER, FP8ATTN_STATUS_BAD_STRUCT_SIZE,
+ *         FP8ATTN_STATUS_BAD_EXTENSION, FP8ATTN_STATUS_BAD_HEADS, FP8ATTN_STATUS_BAD_SHAPE,
+ *         FP8ATTN_STATUS_BAD_STRIDE, FP8ATTN_STATUS_BAD_DTYPE, FP8ATTN_STATUS_BAD_DEVICE
+ * @retval FP8ATTN_STATUS_BAD_OPTION   layout, offsets, iteration cap, tolerance or base.
+ * Thread-safe.
+ */
+FP8ATTN_API int32_t fp8attn_qk_rope_norms(fp8attn_context ctx, const fp8attn_tensor* wq,
+                                          const fp8attn_tensor* wk, int32_t num_heads_q,
+                                          int32_t num_heads_kv, int32_t head_dim,
+                                          const fp8attn_rope_options* rope, float* safe_out,
+                                          float* exact_out, fp8attn_error* err);
+
+/** Tensor kinds that carry an FP8 scale in a scale state. */
+typedef enum fp8attn_tensor_kind {
+  FP8ATTN_TENSOR_Q = 0,     /**< Queries. */
+  FP8ATTN_TENSOR_K = 1,     /**< Keys. */
+  FP8ATTN_TENSOR_V = 2,     /**< Values. */
+  FP8ATTN_TENSOR_O = 3,     /**< Attention output. */
+  FP8ATTN_TENSOR_P = 4,     /**< Softmax probabilities. */
+  FP8ATTN_TENSOR_DO = 5,    /**< Gradient of the output. */
+  FP8ATTN_TENSOR_DP = 6,    /**< Gradient of P. */
+  FP8ATTN_TENSOR_LOGIT = 7  /**< Logits S = Q·Kᵀ/√d_h, natural units. */
+} fp8attn_tensor_kind;
+
+/** Number of tensor kinds: the length of ::fp8attn_scale_state_options.recipe. */
+#define FP8ATTN_NUM_TENSOR_KINDS 8
+
+/** How a tensor's scale is chosen. */
+typedef enum fp8attn_scale_recipe {
+  FP8ATTN_RECIPE_DEFAULT = 0,  /**< ::FP8ATTN_RECIPE_GEOMETRY for the logit, delayed otherwise. */
+  FP8ATTN_RECIPE_DELAYED = 1,  /**< From the amax history: (fp8_max / amax) / 2^margin. */
+  FP8ATTN_RECIPE_CURRENT = 2,  /**< From the amax last reported: (fp8_max / amax) / 2^margin. */
+  FP8ATTN_RECIPE_GEOMETRY = 3  /**< Logit only: 448 / L from the spectral norms and auto-α. */
+} fp8attn_scale_recipe;
+
+/** How the delayed recipe reduces its amax history. */
+typedef enum fp8attn_amax_algo {
+  FP8ATTN_AMAX_MAX = 0,         /**< The maximum over the history (default). */
+  FP8ATTN_AMAX_MOST_RECENT = 1  /**< The amax of the most recent completed step. */
+} fp8attn_amax_algo;
+
+/**
+ * Scale-state options. Zero-initialize, then set `struct_size`; zeros are the defaults.
+ * NULL options means all defaults.
+ */
+typedef struct fp8attn_scale_state_options {
+  size_t struct_size;   /**< sizeof(fp8attn_scale_state_options). */
+  const void* next;     /**< Extension chain; must be NULL. */
+  int32_t num_layers;   /**< Layers, ≥ 1; 0 means 1. */
+  int32_t recipe[FP8ATTN_NUM_TENSOR_KINDS]; /**< An ::fp8attn_scale_recipe per
+                              ::fp8attn_tensor_kind. Geometry is allowed for the logit only. */
+  int32_t amax_history_len; /**< H, 1..65536; 0 means 1024. */
+  int32_t amax_algo;    /**< An ::fp8attn_amax_algo. */
+  float margin;         /**< Delayed and current recipes divide the scale by 2^margin;
+                             finite and ≥ 0. */
+  int32_t burn_in_steps; /**< W of the auto-α burn-in, in steps with a known σ; 0 means 100;
+                              negative turns auto-α off (α stays 1). */
+  float token_norm_bound; /**< B_X, the bound on ‖x‖ of the tokens entering the projections;
+                               finite and > 0; 0 means √d_model of the first weights set, which
+                               is the RMS-normalized token norm. */
+  float alpha_margin;   /**< auto-α sets α = min(1, ρ_max·(1 + alpha_margin)); ≥ 0; 0 means
+                             0.25. */
+  float alpha_decay;    /**< Per-step decay of the running max ρ_max during burn-in, in (0, 1];
+                             0 means 1 (a plain running max). */
+  int32_t grad_dtype;   /**< FP8 format of dO and dP: ::FP8ATTN_DTYPE_E5M2 (default, TE's
+                             HYBRID format) or ::FP8ATTN_DTYPE_E4M3. Other kinds use E4M3. */
+} fp8attn_scale_state_options;
+
+/**
+ * An opaque scale state. Reads (fp8attn_scale_state_get_scale(),
+ * fp8attn_scale_state_serialize()) may run on many threads while another thread updates the
+ * state (report, step, set weights, deserialize): updates take an exclusive lock, reads a shared
+ * one, so a reader always sees a whole step. Destroy must not race with any other call.
+ */
+typedef struct fp8attn_scale_state_t* fp8attn_scale_state;
+
+/**
+ * Creates a scale state. Until a layer's first step (or first σ, for the geometry recipe)
+ * every scale is 1.
+ * @param ctx     The context; it must outlive the state.
+ * @param options NULL for defaults. Borrowed for the call.
+ * @param out     Out: the new state; written only on success.
+ * @param err     Optional error detail.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER, FP8ATTN_STATUS_BAD_STRUCT_SIZE,
+ *         FP8ATTN_STATUS_BAD_EXTENSION
+ * @retval FP8ATTN_STATUS_BAD_OPTION  a recipe, algorithm, length, count or dtype out of range.
+ * @retval FP8ATTN_STATUS_BAD_SCALE   margin, B_X, alpha_margin or alpha_decay out of range.
+ * @retval FP8ATTN_STATUS_OUT_OF_MEMORY
+ * Thread-safe.
+ */
+FP8ATTN_API int32_t fp8attn_scale_state_create(fp8attn_context ctx,
+                                               const fp8attn_scale_state_options* options,
+                                               fp8attn_scale_state* out, fp8attn_error* err);
+
+/**
+ * Destroys a scale state. NULL is allowed. No other call on it may be running.
+ * @param state The state, or NULL.
+ */
+FP8ATTN_API void fp8attn_scale_state_destroy(fp8attn_scale_state state);
+
+/**
+ * Reports the amax of a tensor in the current step. Several reports in one step keep their
+ * maximum. For the logit under the geometry recipe, the amax (max |S|) feeds auto-α during the
+ * burn-in. An amax of 0 is recorded and leaves the next scale as it was.
+ * @param state  The state.
+ * @param layer  0..num_layers−1.
+ * @param tensor An ::fp8attn_tensor_kind.
+ * @param amax   Finite and ≥ 0.
+ * @param err    Optional error detail.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_BAD_HANDLE      `state` is NULL.
+ * @retval FP8ATTN_STATUS_INVALID_ARGUMENT layer or tensor out of range.
+ * @retval FP8ATTN_STATUS_BAD_SCALE       amax NaN, infinite or negative.
+ * Thread-safe (exclusive with other updates).
+ */
+FP8ATTN_API int32_t fp8attn_scale_state_report_amax(fp8attn_scale_state state, int32_t layer,
+                                                    int32_t tensor, float amax,
+                                                    fp8attn_error* err);
+
+/**
+ * Batched fp8attn_scale_state_report_amax(): `amax` is [num_layers · ::FP8ATTN_NUM_TENSOR_KINDS],
+ * layer-major; a negative entry means "not reported". All entries are checked before any is
+ * recorded.
+ * @param state The state.
+ * @param amax  Borrowed; num_layers·8 floats, each finite (negative = skip).
+ * @param count Number of floats in `amax`; must be num_layers·8.
+ * @param err   Optional error detail.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER
+ * @retval FP8ATTN_STATUS_BAD_SHAPE  `count` is not num_layers·8.
+ * @retval FP8ATTN_STATUS_BAD_SCALE  an entry is NaN or infinite.
+ * Thread-safe (exclusive with other updates).
+ */
+FP8ATTN_API int32_t fp8attn_scale_state_report_amax_batch(fp8attn_scale_state state,
+                                                          const float* amax, size_t count,
+                                                          fp8attn_error* err);
+
+/**
+ * Ends the current step: every delayed tensor's scale is recomputed from its history (which
+ * includes this step's amax), the histories advance by one slot, current-recipe scales take
+ * this step's amax, and the auto-α burn-in advances.
+ * @param state The state.
+ * @param err   Optional error detail.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_BAD_HANDLE `state` is NULL.
+ * Thread-safe (exclusive with other updates).
+ */
+FP8ATTN_API int32_t fp8attn_scale_state_step(fp8attn_scale_state state, fp8attn_error* err);
+
+/**
+ * Reads a tensor's scale: multiply the tensor by `scale` before the FP8 cast, and the FP8
+ * result by `scale_inv` (= 1/scale) to dequantize.
+ * @param state     The state.
+ * @param layer     0..num_layers−1.
+ * @param tensor    An ::fp8attn_tensor_kind.
+ * @param scale     Optional out; written only on success.
+ * @param scale_inv Optional out; written only on success.
+ * @param err       Optional error detail.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_BAD_HANDLE       `state` is NULL.
+ * @retval FP8ATTN_STATUS_INVALID_ARGUMENT layer or tensor out of range.
+ * Thread-safe (shared with other reads).
+ */
+FP8ATTN_API int32_t fp8attn_scale_state_get_scale(fp8attn_scale_state state, int32_t layer,
+                                                  int32_t tensor, float* scale, float* scale_inv,
+                                                  fp8attn_error* err);
+
+/**
+ * Runs fp8attn_qk_spectral_norms() on a layer's projection weights (CPU path, host tensors,
+ * E4M3 read with descale 1) and installs max_h σ_h for the layer's geometry-aware logit scale.
+ * The power iteration is warm-started from the layer's previous call. The spectral norms run
+ * outside the state's lock; only their installation is exclusive.
+ * @param state        The state.
+ * @param layer        0..num_layers−1.
+ * @param wq           As in fp8attn_qk_spectral_norms(). Borrowed for the call.
+ * @param wk           As in fp8attn_qk_spectral_norms(). Borrowed for the call.
+ * @param num_heads_q  Query heads.
+ * @param num_heads_kv Key heads.
+ * @param head_dim     d_h.
+ * @param err          Optional error detail.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_BAD_HANDLE       `state` is NULL.
+ * @retval FP8ATTN_STATUS_INVALID_ARGUMENT layer out of range.
+ * @retval Any status of fp8attn_qk_spectral_norms().
+ * Thread-safe.
+ */
+FP8ATTN_API int32_t fp8attn_scale_state_set_qk_weights(fp8attn_scale_state state, int32_t layer,
+                                                       const fp8attn_tensor* wq,
+                                                       const fp8attn_tensor* wk,
+                                                       int32_t num_heads_q, int32_t num_heads_kv,
+                                                       int32_t head_dim, fp8attn_error* err);
+
+/**
+ * Installs spectral norms computed elsewhere (on a GPU, or with descales) for a layer's
+ * geometry-aware logit scale.
+ * @param state     The state.
+ * @param layer     0..num_layers−1.
+ * @param sigma     [num_heads] σ_h, finite, ≥ 0, not all zero. Borrowed.
+ * @param num_heads ≥ 1.
+ * @param head_dim  d_h ≥ 1.
+ * @param d_model   d ≥ 1; gives the default B_X = √d when the options left it 0.
+ * @param err       Optional error detail.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER
+ * @retval FP8ATTN_STATUS_INVALID_ARGUMENT layer out of range.
+ * @retval FP8ATTN_STATUS_BAD_SHAPE        a count not positive.
+ * @retval FP8ATTN_STATUS_BAD_SCALE        a σ out of range.
+ * Thread-safe (exclusive with other updates).
+ */
+FP8ATTN_API int32_t fp8attn_scale_state_set_qk_sigma(fp8attn_scale_state state, int32_t layer,
+                                                     const float* sigma, int32_t num_heads,
+                                                     int32_t head_dim, int64_t d_model,
+                                                     fp8attn_error* err);
+
+/**
+ * Writes the state to a versioned, little-endian blob with a CRC32C: the options, the layer and
+ * tensor counts, every scale, every amax history and the auto-α state. A state that
+ * deserializes a blob serializes to the same bytes.
+ * @param state    The state.
+ * @param buf      Out: caller-owned, `capacity` bytes; NULL asks for the size only.
+ * @param capacity Bytes available at `buf`.
+ * @param written  Out: the blob size (also when `buf` is NULL). Written only on success.
+ * @param err      Optional error detail.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER (`written` NULL)
+ * @retval FP8ATTN_STATUS_BUFFER_TOO_SMALL  `capacity` is less than the blob size.
+ * Thread-safe (shared with other reads).
+ */
+FP8ATTN_API int32_t fp8attn_scale_state_serialize(fp8attn_scale_state state, void* buf,
+                                                  size_t capacity, size_t* written,
+                                                  fp8attn_error* err);
+
+/**
+ * Replaces the whole state (options included) with a blob from
+ * fp8attn_scale_state_serialize(). On any failure the state is unchanged.
+ * @param state The state.
+ * @param buf   The blob. Borrowed for the call.
+ * @param len   Its length in bytes.
+ * @param err   Optional error detail.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER
+ * @retval FP8ATTN_STATUS_TRUNCATED_BLOB    shorter than its header says.
+ * @retval FP8ATTN_STATUS_BAD_BLOB_VERSION  wrong magic, unknown version, or unknown counts.
+ * @retval FP8ATTN_STATUS_CHECKSUM_MISMATCH the CRC32C does not match.
+ * @retval FP8ATTN_STATUS_NUMERICS          trailing bytes, or a field out of range.
+ * Thread-safe (exclusive with other updates).
+ */
+FP8ATTN_API int32_t fp8attn_scale_state_deserialize(fp8attn_scale_state state, const void* buf,
+                                                    size_t len, fp8attn_error* err);
+
+/** @} */
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -1,0 +1,82 @@
+// Scale-state entry points: create, report, step, read, weights, (de)serialize.
+#include "capi/abi_guard.hpp"
+#include "capi/versioned_struct.hpp"
+#include "lib/core/context.hpp"
+#include "lib/scale/scale_state.hpp"
+
+using fp8attn::capi::guarded;
+using fp8attn::capi::read_struct;
+using fp8attn::require;
+
+namespace {
+
+fp8attn::ScaleState& checked(fp8attn_scale_state state) {
+  require(state != nullptr, FP8ATTN_STATUS_BAD_HANDLE, "state is NULL");
+  return state->impl;
+}
+
+}  // namespace
+
+extern "C" {
+
+int32_t fp8attn_scale_state_create(fp8attn_context ctx, const fp8attn_scale_state_options* options,
+                                   fp8attn_scale_state* out, fp8attn_error* err) {
+  return guarded(err, [&] {
+    require(ctx != nullptr, FP8ATTN_STATUS_BAD_HANDLE, "ctx is NULL");
+    require(out != nullptr, FP8ATTN_STATUS_NULL_POINTER, "out (fp8attn_scale_state*) is NULL");
+    fp8attn_scale_state_options o{};
+    o.struct_size = sizeof o;
+    if (options != nullptr)
+      o = read_struct(options, "fp8attn_scale_state_options",
+                      FP8ATTN_LAYOUT_THROUGH(fp8attn_scale_state_options, grad_dtype), o);
+    const fp8attn::ScaleStateConfig config = fp8attn::resolve_scale_state_options(o);
+    *out = new fp8attn_scale_state_t(ctx->impl, config);
+  });
+}
+
+void fp8attn_scale_state_destroy(fp8attn_scale_state state) { delete state; }
+
+int32_t fp8attn_scale_state_report_amax(fp8attn_scale_state state, int32_t layer, int32_t tensor, float amax,
+                                        fp8attn_error* err) {
+  return guarded(err, [&] { checked(state).report_amax(layer, tensor, amax); });
+}
+
+int32_t fp8attn_scale_state_report_amax_batch(fp8attn_scale_state state, const float* amax, size_t count,
+                                              fp8attn_error* err) {
+  return guarded(err, [&] { checked(state).report_amax_batch(amax, count); });
+}
+
+int32_t fp8attn_scale_state_step(fp8attn_scale_state state, fp8attn_error* err) {
+  return guarded(err, [&] { checked(state).step(); });
+}
+
+int32_t fp8attn_scale_state_get_scale(fp8attn_scale_state state, int32_t layer, int32_t tensor, float* scale,
+                                      float* scale_inv, fp8attn_error* err) {
+  return guarded(err, [&] { checked(state).get_scale(layer, tensor, scale, scale_inv); });
+}
+
+int32_t fp8attn_scale_state_set_qk_weights(fp8attn_scale_state state, int32_t layer, const fp8attn_tensor* wq,
+                                           const fp8attn_tensor* wk, int32_t num_heads_q, int32_t num_heads_kv,
+                                           int32_t head_dim, fp8attn_error* err) {
+  return guarded(err, [&] { checked(state).set_qk_weights(layer, wq, wk, num_heads_q, num_heads_kv, head_dim); });
+}
+
+int32_t fp8attn_scale_state_set_qk_sigma(fp8attn_scale_state state, int32_t layer, const float* sigma,
+                                         int32_t num_heads, int32_t head_dim, int64_t d_model, fp8attn_error* err) {
+  return guarded(err, [&] { checked(state).set_sigma(layer, sigma, num_heads, head_dim, d_model); });
+}
+
+int32_t fp8attn_scale_state_serialize(fp8attn_scale_state state, void* buf, size_t capacity, size_t* written,
+                                      fp8attn_error* err) {
+  return guarded(err, [&] {
+    fp8attn::ScaleState& s = checked(state);
+    require(written != nullptr, FP8ATTN_STATUS_NULL_POINTER, "written (size_t*) is NULL");
+    *written = s.serialize(buf, capacity);
+  });
+}
+
+int32_t fp8attn_scale_state_deserialize(fp8attn_scale_state state, const void* buf, size_t len, fp8attn_error* err) {
+  return guarded(err, [&] { checked(state).deserialize(buf, len); });
+}
+
+}  // extern "C"

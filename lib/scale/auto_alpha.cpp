@@ -1,0 +1,20 @@
+#include "lib/scale/auto_alpha.hpp"
+
+#include <algorithm>
+
+namespace fp8attn {
+
+void AutoAlpha::observe(double observed, double unit_bound, int32_t burn_in_steps, float margin, float decay) {
+  if (done || burn_in_steps < 0 || unit_bound <= 0.0) return;
+  const double rho = observed / unit_bound;
+  rho_max = static_cast<float>(std::max(static_cast<double>(rho_max) * decay, rho));
+  ++steps_seen;
+  if (steps_seen >= burn_in_steps) {
+    done = true;
+    // NOTE: no logit seen in the whole burn-in gives ρ_max = 0; α then stays at the
+    // guaranteed 1 rather than collapsing the bound to 0.
+    if (rho_max > 0.0f) alpha = std::min(1.0f, rho_max * (1.0f + margin));
+  }
+}
+
+}  // namespace fp8attn

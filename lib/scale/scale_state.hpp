@@ -1,0 +1,60 @@
+// The scale-state handle: ScaleStateData behind a reader-writer lock.
+//
+// NOTE: std::shared_mutex rather than a seqlock: a reader copies two floats, and a writer
+// (step, deserialize) touches every history, so readers must never see a half-written state;
+// a shared lock gives that without torn reads, and ThreadSanitizer understands it.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <shared_mutex>
+#include <vector>
+
+#include "fp8attn/fp8attn.h"
+#include "lib/scale/scale_state_data.hpp"
+
+namespace fp8attn {
+
+class Context;
+
+class ScaleState {
+ public:
+  ScaleState(Context& context, const ScaleStateConfig& config);
+
+  Context& context() { return context_; }
+  int32_t num_layers() const;
+
+  void report_amax(int32_t layer, int32_t tensor, float amax);
+  /// `amax` has num_layers·8 entries (negative = not reported); all are checked first.
+  void report_amax_batch(const float* amax, size_t count);
+  void step();
+  void get_scale(int32_t layer, int32_t tensor, float* scale, float* scale_inv) const;
+  /// Installs max σ (all σ checked: finite, ≥ 0, not all zero).
+  void set_sigma(int32_t layer, const float* sigma, int32_t num_heads, int32_t head_dim, int64_t d_model);
+  /// Runs the CPU spectral norms (outside the lock, warm-started per layer) and installs them.
+  void set_qk_weights(int32_t layer, const fp8attn_tensor* wq, const fp8attn_tensor* wk, int32_t num_heads_q,
+                      int32_t num_heads_kv, int32_t head_dim);
+
+  /// Blob size; writes it when `out` is non-NULL and `capacity` suffices (else BUFFER_TOO_SMALL).
+  size_t serialize(void* out, size_t capacity) const;
+  /// Replaces the state with a blob's contents, or throws and changes nothing.
+  void deserialize(const void* blob, size_t len);
+
+ private:
+  void check_layer(int32_t layer) const;
+
+  Context& context_;
+  mutable std::shared_mutex mutex_;
+  ScaleStateData data_;
+  // Warm-start vectors of set_qk_weights, per layer; not part of the serialized state.
+  std::mutex warm_mutex_;
+  std::vector<std::vector<float>> warm_start_;
+};
+
+}  // namespace fp8attn
+
+/// The ABI's opaque handle type.
+struct fp8attn_scale_state_t {
+  fp8attn::ScaleState impl;
+  fp8attn_scale_state_t(fp8attn::Context& context, const fp8attn::ScaleStateConfig& config) : impl(context, config) {}
+};
