@@ -10,10 +10,11 @@
 #include <random>
 #include <string>
 
-#include "tests/support/forward_runner.hpp"
-#include "tests/support/low_precision_reference.hpp"
+#include "lib/workloads/forward_runner.hpp"
+#include "lib/workloads/low_precision_reference.hpp"
 
 namespace fp8attn::testing {
+using namespace fp8attn::workloads;
 namespace {
 
 using workloads::AttentionShape;

@@ -58,7 +58,20 @@ TileBuffers carve(void* scratch, const TileLayout& l) {
 
 /// The cast of P̃ before the PV product: E4M3 for FP8 inputs, BF16 otherwise.
 inline float cast_p(float p, bool fp8) {
-  return fp8 ? num::e4m3_to_float(num::float_to_e4m3(p)) : num::round_to_bf16(p);
+  return fp8 ? num::round_to_e4m3(p) : num::round_to_bf16(p);
+}
+
+/// partial[q] += P̃[j] for the columns j of quad partial q, in ascending j.
+inline void accumulate_quad_partials(const float* p, int keys, float* partial) {
+  float acc[4] = {partial[0], partial[1], partial[2], partial[3]};
+  int j = 0;
+  for (; j + 8 <= keys; j += 8)
+    for (int q = 0; q < 4; ++q) {
+      acc[q] += p[j + 2 * q];
+      acc[q] += p[j + 2 * q + 1];
+    }
+  for (; j < keys; ++j) acc[sm90::quad_partial_of_column(j)] += p[j];
+  for (int q = 0; q < 4; ++q) partial[q] = acc[q];
 }
 
 /// Decoding table for E4M3 inputs (256 entries), built once.
@@ -167,13 +180,16 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
 
       float* partial = t.row_sum + static_cast<int64_t>(r) * 4;
       for (int q = 0; q < 4; ++q) partial[q] *= rescale;
+      for (int j = 0; j < keys; ++j) s[j] = sm90::p_tilde(s[j], scale_log2, subtrahend);
+      // NOTE: the row sum uses FP32 P̃, before the cast (FlashAttention-3), accumulated per quad
+      // thread in ascending column order (sm90::quad_partial_of_column).
+      accumulate_quad_partials(s, keys, partial);
       uint64_t positive = 0, underflow = 0;
       for (int j = 0; j < keys; ++j) {
-        const float pt = sm90::p_tilde(s[j], scale_log2, subtrahend);
-        partial[sm90::quad_partial_of_column(j)] += pt;  // NOTE: the row sum uses FP32 P̃, before the cast (FA3).
+        const float pt = s[j];
         const float pc = cast_p(pt, fp8);
         positive += pt > 0.0f;
-        underflow += (pt > 0.0f && pc == 0.0f);
+        underflow += (pt > 0.0f) & (pc == 0.0f);
         s[j] = pc;
       }
       telemetry.p_positive += positive;

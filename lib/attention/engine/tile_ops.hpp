@@ -3,9 +3,11 @@
 // (kernels/arch/mma_order.hpp): per instruction of depth K a chunk sum from +0 with k
 // ascending, then one add into the accumulator.
 //
-// NOTE: loops run over output columns innermost so they vectorize; std::fma is used because the
-// products of E4M3 or BF16 values are exact in FP32, so a fused multiply-add rounds exactly like
-// the multiply-then-add of the documented order.
+// NOTE: the loops are register-blocked (kRowBlock rows × kColBlock columns of chunk sums held
+// in registers while k runs) and vectorize over columns. std::fma is used because products of
+// E4M3 or BF16 values are exact in FP32, so a fused multiply-add rounds exactly like the
+// multiply-then-add of the documented order; a zero product adds an exact ±0 to a chunk that
+// starts at +0 and so changes no bit, which lets padded rows and columns run unmasked.
 #pragma once
 
 #include <cmath>
@@ -15,52 +17,83 @@
 
 namespace fp8attn::engine {
 
-/// Upper bounds of the tiles, for stack buffers.
-inline constexpr int kMaxBlockN = 256;
-inline constexpr int kMaxHeadDim = 256;
+inline constexpr int kRowBlock = 4;
+inline constexpr int kColBlock = 64;
 
-/// S[r][j] = Σ_k q[r][k]·kt[k][j] for j < cols, as wgmma m64nNk(mma_k) instructions over k.
-/// q: [rows][head_dim] (stride head_dim); kt: [head_dim][ld_kt]; s: [rows][ld_s].
-inline void mm_qkt(const float* q, const float* kt, float* s, int rows, int cols, int head_dim, int ld_kt, int ld_s,
-                   int mma_k, arch::MmaPrecisionModel model) {
-  alignas(64) float chunk[kMaxBlockN];
-  for (int r = 0; r < rows; ++r) {
-    const float* qr = q + static_cast<int64_t>(r) * head_dim;
-    float* sr = s + static_cast<int64_t>(r) * ld_s;
-    for (int j = 0; j < cols; ++j) sr[j] = 0.0f;  // scale-d = 0 on the first instruction: 0 + chunk
-    for (int k0 = 0; k0 < head_dim; k0 += mma_k) {
-      for (int j = 0; j < cols; ++j) chunk[j] = 0.0f;
-      for (int k = k0; k < k0 + mma_k; ++k) {
-        const float a = qr[k];
-        const float* b = kt + static_cast<int64_t>(k) * ld_kt;
-        for (int j = 0; j < cols; ++j) chunk[j] = std::fma(a, b[j], chunk[j]);
+/// For rows [r0, r0 + R) and columns [c0, c0 + C): acc[r][c] = mma_chunk_accumulate(acc[r][c],
+/// Σ_{k<depth} a[r][k]·b[k][c]) where a(r, k) and b(k) give row pointers.
+/// R, C are compile-time so the chunk sums stay in registers.
+template <int R, int C>
+inline void chunk_block(const float* const* a_rows, int a_k0, const float* const* b_rows, int c0, int depth,
+                        float* const* acc_rows, arch::MmaPrecisionModel model) {
+  float chunk[R][C];
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) chunk[r][c] = 0.0f;
+  for (int k = 0; k < depth; ++k) {
+    const float* b = b_rows[k] + c0;
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const float a = a_rows[r][a_k0 + k];
+#pragma GCC ivdep
+      for (int c = 0; c < C; ++c) chunk[r][c] = std::fma(a, b[c], chunk[r][c]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) acc_rows[r][c0 + c] = arch::mma_chunk_accumulate(acc_rows[r][c0 + c], chunk[r][c], model);
+}
+
+/// The same for a runtime-sized remainder (rows < R or columns < C), same order.
+inline void chunk_block_tail(const float* const* a_rows, int rows, int a_k0, const float* const* b_rows, int c0,
+                             int cols, int depth, float* const* acc_rows, arch::MmaPrecisionModel model) {
+  for (int r = 0; r < rows; ++r)
+    for (int c = c0; c < c0 + cols; ++c) {
+      float chunk = 0.0f;
+      for (int k = 0; k < depth; ++k) chunk = std::fma(a_rows[r][a_k0 + k], b_rows[k][c], chunk);
+      acc_rows[r][c] = arch::mma_chunk_accumulate(acc_rows[r][c], chunk, model);
+    }
+}
+
+/// acc[r][c] ⊕= Σ_k a[r][k]·b[k][c] as instructions of depth `mma_k` over k ∈ [0, depth_total),
+/// the first instruction overwriting (scale-d = 0) when `overwrite`.
+/// a: rows × lda; b: depth_total × ldb; acc: rows × ldacc.
+inline void gemm_in_mma_order(const float* a, int lda, const float* b, int ldb, float* acc, int ldacc, int rows,
+                              int cols, int depth_total, int mma_k, bool overwrite, arch::MmaPrecisionModel model) {
+  if (overwrite)
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < cols; ++c) acc[static_cast<int64_t>(r) * ldacc + c] = 0.0f;  // 0 + chunk == chunk
+  const float* b_rows[256];
+  for (int k0 = 0; k0 < depth_total; k0 += mma_k) {
+    const int depth = k0 + mma_k <= depth_total ? mma_k : depth_total - k0;
+    for (int k = 0; k < depth; ++k) b_rows[k] = b + static_cast<int64_t>(k0 + k) * ldb;
+    for (int r0 = 0; r0 < rows; r0 += kRowBlock) {
+      const int rr = rows - r0 < kRowBlock ? rows - r0 : kRowBlock;
+      const float* a_rows[kRowBlock];
+      float* acc_rows[kRowBlock];
+      for (int r = 0; r < rr; ++r) {
+        a_rows[r] = a + static_cast<int64_t>(r0 + r) * lda;
+        acc_rows[r] = acc + static_cast<int64_t>(r0 + r) * ldacc;
       }
-      for (int j = 0; j < cols; ++j) sr[j] = arch::mma_chunk_accumulate(sr[j], chunk[j], model);
+      int c0 = 0;
+      if (rr == kRowBlock) {
+        for (; c0 + kColBlock <= cols; c0 += kColBlock)
+          chunk_block<kRowBlock, kColBlock>(a_rows, k0, b_rows, c0, depth, acc_rows, model);
+        for (; c0 + 16 <= cols; c0 += 16) chunk_block<kRowBlock, 16>(a_rows, k0, b_rows, c0, depth, acc_rows, model);
+      }
+      if (c0 < cols) chunk_block_tail(a_rows, rr, k0, b_rows, c0, cols - c0, depth, acc_rows, model);
     }
   }
 }
 
-/// o[r][e] += Σ_j p[r][j]·v[j][e], as wgmma instructions of depth mma_k over the block's keys
-/// j < keys. A zero p contributes an exact ±0 to a chunk that starts at +0, so it is skipped.
-/// p: [rows][ld_p]; v: [keys][head_dim_v]; o: [rows][head_dim_v].
+/// S = Q·Kᵀ: q [rows][head_dim], kt [head_dim][ld_kt] (K transposed), s [rows][ld_s].
+inline void mm_qkt(const float* q, const float* kt, float* s, int rows, int cols, int head_dim, int ld_kt, int ld_s,
+                   int mma_k, arch::MmaPrecisionModel model) {
+  gemm_in_mma_order(q, head_dim, kt, ld_kt, s, ld_s, rows, cols, head_dim, mma_k, true, model);
+}
+
+/// O += P·V: p [rows][ld_p] over the block's `keys`, v [keys][head_dim_v], o [rows][head_dim_v].
 inline void mma_pv(const float* p, const float* v, float* o, int rows, int keys, int head_dim_v, int ld_p, int mma_k,
                    arch::MmaPrecisionModel model) {
-  alignas(64) float chunk[kMaxHeadDim];
-  for (int r = 0; r < rows; ++r) {
-    const float* pr = p + static_cast<int64_t>(r) * ld_p;
-    float* orow = o + static_cast<int64_t>(r) * head_dim_v;
-    for (int j0 = 0; j0 < keys; j0 += mma_k) {
-      for (int e = 0; e < head_dim_v; ++e) chunk[e] = 0.0f;
-      const int j1 = j0 + mma_k < keys ? j0 + mma_k : keys;
-      for (int j = j0; j < j1; ++j) {
-        const float a = pr[j];
-        if (a == 0.0f) continue;
-        const float* vj = v + static_cast<int64_t>(j) * head_dim_v;
-        for (int e = 0; e < head_dim_v; ++e) chunk[e] = std::fma(a, vj[e], chunk[e]);
-      }
-      for (int e = 0; e < head_dim_v; ++e) orow[e] = arch::mma_chunk_accumulate(orow[e], chunk[e], model);
-    }
-  }
+  gemm_in_mma_order(p, ld_p, v, head_dim_v, o, head_dim_v, rows, head_dim_v, keys, mma_k, false, model);
 }
 
 }  // namespace fp8attn::engine

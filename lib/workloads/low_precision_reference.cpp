@@ -1,4 +1,4 @@
-#include "tests/support/low_precision_reference.hpp"
+#include "lib/workloads/low_precision_reference.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,10 +8,10 @@
 #include "lib/numerics/bfloat16.hpp"
 #include "lib/numerics/float8.hpp"
 
-namespace fp8attn::testing {
+namespace fp8attn::workloads {
 
-std::vector<float> low_precision_reference(const fp8attn_attention_desc& desc, const workloads::AttentionShape& s,
-                                           const workloads::DequantizedInputs& in) {
+std::vector<float> low_precision_reference(const fp8attn_attention_desc& desc, const AttentionShape& s,
+                                           const DequantizedInputs& in) {
   const int d = s.head_dim;
   const bool fp8 = desc.input_dtype == FP8ATTN_DTYPE_E4M3;
   const double p_scale = fp8 ? std::ldexp(1.0, desc.p_scale_log2) : 1.0;
@@ -67,4 +67,4 @@ double rmse(const std::vector<float>& a, const std::vector<float>& b) {
   return std::sqrt(sum / static_cast<double>(a.size()));
 }
 
-}  // namespace fp8attn::testing
+}  // namespace fp8attn::workloads

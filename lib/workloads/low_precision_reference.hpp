@@ -10,17 +10,17 @@
 #include "fp8attn/fp8attn.h"
 #include "lib/workloads/attention_inputs.hpp"
 
-namespace fp8attn::testing {
+namespace fp8attn::workloads {
 
 /// Per row: S = q·kᵀ·scale (double, dequantized inputs); P̃ = exp(S − max)·S_p; l = Σ P̃;
 /// O = Σ cast(P̃)·v / l with cast = E4M3 (S_p = 2^p_scale_log2) or BF16 (S_p = 1); O rounded to
 /// BF16. Padded layout only; `desc` supplies masks, scale and dtypes.
-std::vector<float> low_precision_reference(const fp8attn_attention_desc& desc, const workloads::AttentionShape& shape,
-                                           const workloads::DequantizedInputs& in);
+std::vector<float> low_precision_reference(const fp8attn_attention_desc& desc, const AttentionShape& shape,
+                                           const DequantizedInputs& in);
 
 /// max |a − b| over all elements.
 double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b);
 /// sqrt(mean (a − b)²).
 double rmse(const std::vector<float>& a, const std::vector<float>& b);
 
-}  // namespace fp8attn::testing
+}  // namespace fp8attn::workloads
