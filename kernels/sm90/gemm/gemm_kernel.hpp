@@ -45,7 +45,7 @@ FP8ATTN_ARCH_FN void mma_tile(arch::WgmmaAccF32<Cfg::kTileN>& acc, const uint8_t
                               bool accumulate) {
   const uint64_t desc_a = arch::make_wgmma_descriptor(arch::smem_address(a_tile), 0, Cfg::kAtomBytes, Cfg::kSwizzle);
   const uint64_t desc_b = arch::make_wgmma_descriptor(arch::smem_address(b_tile), 0, Cfg::kAtomBytes, Cfg::kSwizzle);
-FP8ATTN_UNROLL
+  FP8ATTN_UNROLL
   for (uint32_t kb = 0; kb < Cfg::kMmasPerTile; ++kb) {
     const uint64_t da = arch::wgmma_descriptor_advance(desc_a, kb * Cfg::kMmaKBytes);
     const uint64_t db = arch::wgmma_descriptor_advance(desc_b, kb * Cfg::kMmaKBytes);
@@ -60,7 +60,7 @@ FP8ATTN_UNROLL
 template <class Cfg>
 FP8ATTN_ARCH_FN void store_c(const GemmParams& p, const arch::WgmmaAccF32<Cfg::kTileN>& acc, int row0, int col0) {
   const int t = static_cast<int>(arch::thread_idx_in_warpgroup());
-FP8ATTN_UNROLL
+  FP8ATTN_UNROLL
   for (int i = 0; i < arch::WgmmaAccF32<Cfg::kTileN>::kRegisters; ++i) {
     const arch::FragmentCoord c = arch::wgmma_d_coord(t, i);
     const int row = row0 + c.row, col = col0 + c.col;
@@ -112,7 +112,7 @@ FP8ATTN_KERNEL void FP8ATTN_LAUNCH_BOUNDS(Cfg::kThreads, 1) gemm_tn_kernel(const
     arch::setmaxnreg_inc<Cfg::kConsumerRegisters>();
     const unsigned consumer = warpgroup - 1;
     arch::WgmmaAccF32<Cfg::kTileN> acc;
-FP8ATTN_UNROLL
+    FP8ATTN_UNROLL
     for (int i = 0; i < arch::WgmmaAccF32<Cfg::kTileN>::kRegisters; ++i) acc[i] = 0.0f;
     PipelineState<Cfg::kStages> state{0, 0};
     for (int kt = 0; kt < num_k_tiles; ++kt, state.advance()) {
