@@ -479,7 +479,9 @@ typedef struct fp8attn_sink_model {
  * @param err           Optional error detail.
  * @retval FP8ATTN_OK
  * @retval FP8ATTN_STATUS_NULL_POINTER, FP8ATTN_STATUS_BAD_STRUCT_SIZE, FP8ATTN_STATUS_BAD_EXTENSION
- * @retval FP8ATTN_STATUS_INVALID_ARGUMENT  a field out of range.
+ * @retval FP8ATTN_STATUS_BAD_SCALE         `p_scale` not finite or not > 0.
+ * @retval FP8ATTN_STATUS_BAD_OPTION        unknown `kv_order`.
+ * @retval FP8ATTN_STATUS_INVALID_ARGUMENT  another field out of range.
  * Thread-safe.
  */
 FP8ATTN_API int32_t fp8attn_predict_p_underflow(const fp8attn_sink_model* model,

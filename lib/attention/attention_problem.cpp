@@ -1,7 +1,10 @@
 #include "lib/attention/attention_problem.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "lib/core/error.hpp"
 #include "lib/core/tensor.hpp"
@@ -14,6 +17,34 @@ SeqTensor padded_view(const fp8attn_tensor& t) {
 }
 
 SeqTensor packed_view(const fp8attn_tensor& t) { return {t.data, t.dtype, 0, t.stride[0], t.stride[1], t.stride[2]}; }
+
+/// Outputs must not overlap themselves: two elements written to one address race between
+/// worker threads and make the result depend on the schedule. With the dims of extent > 1
+/// sorted by stride, each stride must exceed the largest offset the smaller dims reach. This
+/// is sufficient (every layout it accepts is free of overlap) and accepts every permutation of
+/// a dense or padded layout.
+void require_no_overlap(const fp8attn_tensor& t, const std::string& what) {
+  std::array<std::pair<int64_t, int64_t>, FP8ATTN_MAX_RANK> dims{};  // (stride, extent)
+  int n = 0;
+  const int rank = std::min(t.rank, FP8ATTN_MAX_RANK);  // checked by check_tensor already
+  for (int i = 0; i < rank; ++i) {
+    if (t.shape[i] == 0) return;  // an empty tensor writes nothing
+    if (t.shape[i] <= 1) continue;
+    int j = n++;  // insertion sort by stride: at most 8 dims
+    for (; j > 0 && dims[j - 1].first > t.stride[i]; --j) dims[j] = dims[j - 1];
+    dims[j] = {t.stride[i], t.shape[i]};
+  }
+  int64_t reach = 0;  // largest offset reachable with the dims seen so far
+  for (int i = 0; i < n; ++i) {
+    require(dims[i].first > reach, FP8ATTN_STATUS_BAD_STRIDE,
+            what + " has overlapping elements: stride " + std::to_string(dims[i].first) +
+                " does not clear the offsets of the smaller dims (up to " + std::to_string(reach) + ")");
+    int64_t step = 0;
+    if (__builtin_mul_overflow(dims[i].first, dims[i].second - 1, &step) ||
+        __builtin_add_overflow(reach, step, &reach))
+      reach = INT64_MAX;
+  }
+}
 
 /// Checks a descale tensor: F32 [batch, heads_kv], finite and positive values (host only).
 Descale read_descale(const fp8attn_tensor& t, const std::string& what, int64_t batch, int heads_kv, int32_t device) {
@@ -81,6 +112,7 @@ AttentionProblem make_attention_problem(const AttentionConfig& cfg, const fp8att
   require_extent(a.out, "args.out", hd - 1, a.q.shape[hd - 1], "args.q's sequence extent");
   require_extent(a.out, "args.out", hd, cfg.num_heads_q, "num_heads_q");
   require_extent(a.out, "args.out", hd + 1, cfg.head_dim_v, "head_dim_v");
+  require_no_overlap(a.out, "args.out");
 
   p.varlen = varlen;
   if (varlen) {
@@ -121,6 +153,7 @@ AttentionProblem make_attention_problem(const AttentionConfig& cfg, const fp8att
       require_extent(a.lse, "args.lse", 2, p.padded_seqlen_q, "seqlen_q");
       p.lse = {a.lse.data, a.lse.dtype, a.lse.stride[0], a.lse.stride[2], a.lse.stride[1], 0};
     }
+    require_no_overlap(a.lse, "args.lse");
   }
   p.q_descale = read_descale(a.q_descale, "args.q_descale", p.batch, cfg.num_heads_kv, device);
   p.k_descale = read_descale(a.k_descale, "args.k_descale", p.batch, cfg.num_heads_kv, device);
