@@ -138,8 +138,9 @@ TEST(ArchMbarrier, ExpectTxAndTwoPhases) {
 // PTX_FACTS.md §5). Any wrong parity or missing wait is a race or a wrong copy.
 constexpr unsigned kStages = 2, kRounds = 9, kStageBytes = 128, kConsumers = 64;
 
-void pipeline_kernel(const unsigned char* src, unsigned char* out) {
+void pipeline_kernel(const unsigned char* src, unsigned char* out_all) {
   unsigned char* smem = arch::dynamic_smem();
+  unsigned char* out = out_all + arch::block_idx().x * kRounds * kStageBytes;  // per CTA
   auto* full = reinterpret_cast<uint64_t*>(smem);
   auto* empty = full + kStages;
   unsigned char* stage_data = smem + 64;
@@ -175,15 +176,17 @@ void pipeline_kernel(const unsigned char* src, unsigned char* out) {
 TEST(ArchMbarrier, TwoStagePipelineOverNineRounds) {
   for (const Schedule& s : testing::schedules()) {
     std::mt19937 rng(static_cast<uint32_t>(s.seed) + 11);
-    std::vector<unsigned char> src(kRounds * kStageBytes), out(src.size());
+    constexpr unsigned kCtas = 2;
+    std::vector<unsigned char> src(kRounds * kStageBytes), out(kCtas * src.size());
     for (auto& b : src) b = static_cast<unsigned char>(rng());
-    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<unsigned char>(~src[i]);
-    launch(testing::config({2, 1, 1}, {32 + kConsumers, 1, 1}, 1024, s), &pipeline_kernel,
-           static_cast<const unsigned char*>(src.data()), out.data());
+    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<unsigned char>(~src[i % src.size()]);
+    LaunchConfig c = testing::config({kCtas, 1, 1}, {32 + kConsumers, 1, 1}, 1024, s);
+    c.host_threads = 2;
+    launch(c, &pipeline_kernel, static_cast<const unsigned char*>(src.data()), out.data());
     size_t wrong = 0;
-    for (size_t i = 0; i < src.size(); ++i) wrong += out[i] != src[i];
-    std::printf("%s: %zu of %zu bytes wrong after %u rounds\n", testing::schedule_name(s).c_str(),
-                wrong, src.size(), kRounds);
+    for (size_t i = 0; i < out.size(); ++i) wrong += out[i] != src[i % src.size()];
+    std::printf("%s: %zu of %zu bytes wrong after %u rounds in %u CTAs\n", testing::schedule_name(s).c_str(),
+                wrong, out.size(), kRounds, kCtas);
     EXPECT_EQ(wrong, 0u) << testing::schedule_name(s);
   }
 }

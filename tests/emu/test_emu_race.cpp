@@ -222,8 +222,9 @@ TEST(EmuSharedMemory, OutOfBoundsAccessesAreReported) {
 // barrier every thread copies out another thread's share; both passes are checked for races.
 constexpr size_t kBigSmem = 227 * 1024;
 
-void big_smem_kernel(const unsigned char* in, unsigned char* out) {
+void big_smem_kernel(const unsigned char* in, unsigned char* out_all) {
   unsigned char* smem = arch::dynamic_smem();
+  unsigned char* out = out_all + arch::block_idx().x * kBigSmem;  // each CTA its own copy
   const unsigned t = arch::thread_rank(), n = 384;
   const size_t share = kBigSmem / n;  // 605 bytes; the 112-byte tail is thread 0's
   for (size_t i = 0; i < share; ++i) arch::smem_store(&smem[t * share + i], in[t * share + i]);
@@ -240,18 +241,20 @@ void big_smem_kernel(const unsigned char* in, unsigned char* out) {
 
 TEST(EmuSharedMemory, Full227KBWithA384ThreadCta) {
   for (const Schedule& s : {testing::schedules()[0], testing::schedules()[1]}) {
-    std::vector<unsigned char> in(kBigSmem), out(kBigSmem);
+    constexpr unsigned kCtas = 2;
+    std::vector<unsigned char> in(kBigSmem), out(kCtas * kBigSmem);
     uint64_t x = s.seed + 1;
     for (auto& b : in) {
       x = x * 6364136223846793005ull + 1442695040888963407ull;
       b = static_cast<unsigned char>(x >> 56);
     }
-    for (size_t i = 0; i < kBigSmem; ++i) out[i] = static_cast<unsigned char>(~in[i]);
-    LaunchConfig c = testing::config({2, 1, 1}, {128, 3, 1}, kBigSmem, s);
+    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<unsigned char>(~in[i % kBigSmem]);
+    LaunchConfig c = testing::config({kCtas, 1, 1}, {128, 3, 1}, kBigSmem, s);
+    c.host_threads = 2;
     launch(c, &big_smem_kernel, static_cast<const unsigned char*>(in.data()), out.data());
     size_t wrong = 0;
-    for (size_t i = 0; i < kBigSmem; ++i) wrong += out[i] != in[i];
-    std::printf("%s: %zu of %zu bytes wrong\n", testing::schedule_name(s).c_str(), wrong, kBigSmem);
+    for (size_t i = 0; i < out.size(); ++i) wrong += out[i] != in[i % kBigSmem];
+    std::printf("%s: %zu of %zu bytes wrong (%u CTAs)\n", testing::schedule_name(s).c_str(), wrong, out.size(), kCtas);
     EXPECT_EQ(wrong, 0u);
   }
 }
