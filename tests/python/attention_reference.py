@@ -1,0 +1,79 @@
+"""Attention references in numpy, independent of the library (no use of its oracle).
+
+- attention_fp64: exact softmax attention in FP64 on the dequantized inputs.
+- attention_p_e4m3: the same with P̃ = exp(s − rowmax)·S_p rounded to E4M3 before the PV
+  product, and the row sum taken in FP32 before the rounding. This models the FP8 error of the
+  kernel's P cast (DESIGN §3, steps 3–5) without its online softmax, and sets the scale of the
+  error bound, as FlashAttention-3's FP8 test does.
+"""
+import ml_dtypes
+import numpy as np
+
+E4M3_MAX = 448.0
+
+
+def quantize_e4m3(x, heads_per_group):
+    """Per-(batch, kv-head) E4M3 quantization of x [b, s, h, d]: returns (x8, descale [b, h_kv]).
+
+    The descale maps each group's amax to 448. NOTE: ml_dtypes rounds to nearest even but does not
+    saturate, so values are clipped to ±448 first, as the CUDA SATFINITE cast would.
+    """
+    b, _, h, _ = x.shape
+    groups = x.reshape(b, x.shape[1], h // heads_per_group, heads_per_group, x.shape[3])
+    amax = np.abs(groups).max(axis=(1, 3, 4))  # [b, h_kv]
+    descale = (amax / E4M3_MAX).astype(np.float32)
+    scale = np.repeat(1.0 / descale.astype(np.float64), heads_per_group, axis=1)  # [b, h]
+    scaled = np.clip(x * scale[:, None, :, None], -E4M3_MAX, E4M3_MAX)
+    return scaled.astype(ml_dtypes.float8_e4m3fn), descale
+
+
+def dequantize(x8, descale, heads_per_group):
+    """x8 [b, s, h, d] times its group's descale, in FP64."""
+    scale = np.repeat(descale.astype(np.float64), heads_per_group, axis=1)
+    return x8.astype(np.float64) * scale[:, None, :, None]
+
+
+def _logits(q, k, softmax_scale, causal):
+    """s [b, h_q, s_q, s_k] with masked entries at −inf; causal aligned bottom-right."""
+    group = q.shape[2] // k.shape[2]
+    k = np.repeat(k, group, axis=2)
+    s = np.einsum("bqhd,bkhd->bhqk", q, k) * softmax_scale
+    if causal:
+        sq, sk = q.shape[1], k.shape[1]
+        visible = np.arange(sk)[None, :] <= np.arange(sq)[:, None] + (sk - sq)
+        s = np.where(visible[None, None], s, -np.inf)
+    return s
+
+
+def _finish(p, v, row_sum, rowmax, q_heads):
+    group = q_heads // v.shape[2]
+    v = np.repeat(v, group, axis=2)
+    empty = row_sum == 0
+    out = np.einsum("bhqk,bkhd->bqhd", p, v) / np.where(empty, 1.0, row_sum).transpose(0, 2, 1)[..., None]
+    lse = np.where(empty, -np.inf, rowmax + np.log(np.where(empty, 1.0, row_sum)))
+    return out, lse
+
+
+def _rowmax(s):
+    m = s.max(axis=-1)
+    return np.where(np.isfinite(m), m, 0.0)  # rows with no visible key: any finite shift
+
+
+def attention_fp64(q, k, v, softmax_scale, causal):
+    """Exact attention: (out [b, s_q, h_q, d], lse [b, h_q, s_q]) in FP64, natural-log LSE."""
+    s = _logits(q, k, softmax_scale, causal)
+    m = _rowmax(s)
+    p = np.exp(s - m[..., None])
+    return _finish(p, v, p.sum(axis=-1), m, q.shape[2])
+
+
+def attention_p_e4m3(q, k, v, softmax_scale, causal, p_scale=256.0):
+    """Attention whose P̃ = exp(s − rowmax)·p_scale is rounded to E4M3 before P·V (FP32 row sum
+    of the unrounded P̃): returns out [b, s_q, h_q, d] in FP64."""
+    s = _logits(q, k, softmax_scale, causal)
+    m = _rowmax(s)
+    p_tilde = (np.exp(s - m[..., None]) * p_scale).astype(np.float32)
+    row_sum = p_tilde.sum(axis=-1, dtype=np.float32).astype(np.float64)
+    p8 = np.clip(p_tilde, -E4M3_MAX, E4M3_MAX).astype(ml_dtypes.float8_e4m3fn).astype(np.float64)
+    out, _ = _finish(p8, v, row_sum, m + np.log(p_scale), q.shape[2])
+    return out
