@@ -30,7 +30,7 @@ echo "   nvcc: $nvcc ($("$nvcc" --version | tail -1))"
 # 1. ptxas statistics.
 cubin="$work/gemm_sm90a.cubin"
 ptxas_log="$work/ptxas.log"
-if "$nvcc" -std=c++20 -I"$root" -arch=sm_90a -cubin -Xptxas -v,-warn-spills,-warn-lmem-usage \
+if "$nvcc" -std=c++17 -I"$root" -arch=sm_90a -cubin -Xptxas -v,-warn-spills,-warn-lmem-usage \
     -o "$cubin" "$source_file" >"$ptxas_log" 2>&1; then
   pass "nvcc -arch=sm_90a compiles the GEMM kernel"
 else
@@ -72,7 +72,7 @@ fi
 
 # 3. The guard: plain sm_90 must not build.
 guard_log="$work/sm90.log"
-if "$nvcc" -std=c++20 -I"$root" -arch=sm_90 -cubin -o "$work/gemm_sm90.cubin" "$source_file" >"$guard_log" 2>&1; then
+if "$nvcc" -std=c++17 -I"$root" -arch=sm_90 -cubin -o "$work/gemm_sm90.cubin" "$source_file" >"$guard_log" 2>&1; then
   fail "building for plain sm_90 succeeded; the sm_90a guard is missing"
 elif grep -q "need the sm_90a target" "$guard_log"; then
   pass "building for plain sm_90 fails on the kernel's guard: $(grep -m1 -o 'error.*' "$guard_log")"
