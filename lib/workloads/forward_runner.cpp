@@ -186,6 +186,19 @@ ForwardResult run_forward(const fp8attn_attention_desc& desc, const AttentionSha
   return session.result();
 }
 
+ForwardResult run_forward_on_plan(fp8attn_plan plan, const fp8attn_attention_desc& desc, const AttentionShape& s,
+                                  const QuantizedInputs& in) {
+  fp8attn_error err{sizeof err, 0, {0}};
+  ForwardCall call(desc, s, in, {});
+  size_t ws_bytes = 0;
+  check(fp8attn_plan_workspace_size(plan, call.batch, call.max_q, call.max_k, &ws_bytes, &err), err,
+        "fp8attn_plan_workspace_size");
+  std::vector<unsigned char> workspace(ws_bytes);
+  call.result.status = fp8attn_attention_forward(plan, &call.args, workspace.data(), workspace.size(), nullptr, &err);
+  check(call.result.status, err, "fp8attn_attention_forward");
+  return call.finish();
+}
+
 ForwardResult run_engine_with_hooks(const fp8attn_attention_desc& desc, const AttentionShape& s,
                                     const QuantizedInputs& in, const engine::EngineHooks& hooks,
                                     int num_threads) {

@@ -49,6 +49,11 @@ class ForwardSession {
 ForwardResult run_forward(const fp8attn_attention_desc& desc, const AttentionShape& shape,
                           const QuantizedInputs& inputs, const ForwardOptions& options = {});
 
+/// One forward on an existing plan (which may be shared with other threads), with its own
+/// buffers and workspace.
+ForwardResult run_forward_on_plan(fp8attn_plan plan, const fp8attn_attention_desc& desc, const AttentionShape& shape,
+                                  const QuantizedInputs& inputs);
+
 /// Runs the CPU tile engine directly (below the C API) with test hooks, on `num_threads`
 /// workers; same argument handling as run_forward.
 ForwardResult run_engine_with_hooks(const fp8attn_attention_desc& desc, const AttentionShape& shape,
