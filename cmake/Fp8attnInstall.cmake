@@ -18,5 +18,14 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/fp8attnConfigVersion.cmak
 install(FILES ${PROJECT_BINARY_DIR}/fp8attnConfig.cmake ${PROJECT_BINARY_DIR}/fp8attnConfigVersion.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/fp8attn)
 
+# NOTE: the .pc file finds its prefix from its own folder (${pcfiledir}), so the package stays
+# usable after `cmake --install --prefix <elsewhere>` or a move of the installed tree.
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+  set(FP8ATTN_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
+else()
+  file(RELATIVE_PATH FP8ATTN_PC_TO_PREFIX "/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/")
+  string(REGEX REPLACE "/$" "" FP8ATTN_PC_TO_PREFIX "${FP8ATTN_PC_TO_PREFIX}")
+  set(FP8ATTN_PC_PREFIX "\${pcfiledir}/${FP8ATTN_PC_TO_PREFIX}")
+endif()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/fp8attn.pc.in ${PROJECT_BINARY_DIR}/fp8attn.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/fp8attn.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
