@@ -52,7 +52,8 @@ void cpu_qk_spectral_norms(const WeightMatrix& wq, const WeightMatrix& wk, const
   // Align the base: the caller's pointer may be arbitrary.
   auto base = reinterpret_cast<uintptr_t>(workspace);
   const size_t skew = (kAlign - base % kAlign) % kAlign;
-  require(workspace_bytes >= layout.total + skew, FP8ATTN_STATUS_WORKSPACE_TOO_SMALL,
+  // The advertised size covers any alignment skew; hold callers to it exactly.
+  require(workspace_bytes >= cpu_qk_spectral_workspace_size(shape), FP8ATTN_STATUS_WORKSPACE_TOO_SMALL,
           "workspace has " + std::to_string(workspace_bytes) + " bytes, needs " +
               std::to_string(cpu_qk_spectral_workspace_size(shape)));
   char* ws = reinterpret_cast<char*>(base + skew);
