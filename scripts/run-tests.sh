@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Builds and runs every test:
+#   1. the Release build, with the sm_90a kernels and their static checks when nvcc is present:
+#      every ctest test (unit, numerics, emulator, ABI, install, Python, docs, exhaustive);
+#   2. the CPU code under AddressSanitizer + UndefinedBehaviorSanitizer (all but the exhaustive
+#      sweep, the Python host test, the install and docs checks and the sm_90a static checks);
+#   3. the concurrency tests (label tsan) under ThreadSanitizer.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+jobs=$(nproc)
+
+echo "== 1/3 Release build and every test"
+bash scripts/build.sh build
+ctest --test-dir build --output-on-failure -j"$jobs"
+
+echo "== 2/3 AddressSanitizer + UndefinedBehaviorSanitizer"
+bash scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFP8ATTN_SANITIZE=address,undefined \
+  -DFP8ATTN_BUILD_TOOLS=OFF -DFP8ATTN_BUILD_CUDA=OFF
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE 'exhaustive|python|install|docs' -E 'sm90a'
+
+echo "== 3/3 ThreadSanitizer (concurrency tests)"
+bash scripts/build.sh build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFP8ATTN_SANITIZE=thread \
+  -DFP8ATTN_BUILD_TOOLS=OFF -DFP8ATTN_BUILD_CUDA=OFF
+TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -j"$jobs" -L tsan
