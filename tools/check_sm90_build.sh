@@ -4,7 +4,10 @@
 #      no C7511/C7515 ("wgmma serialized") and no C7508 ("setmaxnreg ignored") messages;
 #   2. cuobjdump --dump-sass (PyPI nvidia-cuda-cuobjdump, with nvdisasm from
 #      nvidia-cuda-nvdisasm, both in .venv) shows QGMMA (FP8), HGMMA (BF16) and UTMALDG (TMA);
-#   3. building for plain sm_90 fails, and fails on the kernel's sm_90a guard.
+#   3. building for plain sm_90 fails, and fails on the kernel's sm_90a guard;
+#   4. every other inline-PTX form of kernels/arch assembles for sm_90a
+#      (tools/sm90a_arch_coverage.cu: all wgmma shapes and operand forms, TMA 2D-5D, ldmatrix,
+#      stmatrix, cvt, ex2), and its SASS has the matching instructions.
 # Exit 0 when every check passes, 1 when one fails, 77 (ctest SKIP_RETURN_CODE) when nvcc is
 # not available. Usage: tools/check_sm90_build.sh [work_dir]
 set -uo pipefail
@@ -79,6 +82,32 @@ elif grep -q "need the sm_90a target" "$guard_log"; then
 else
   sed 's/^/   /' "$guard_log" | head -5
   fail "building for plain sm_90 fails, but not on the kernel's guard"
+fi
+
+# 4. The rest of the arch layer's PTX. Its C7511 messages are expected: the coverage kernel
+# chains every shape in one function, which no real kernel does.
+coverage_cubin="$work/arch_coverage.cubin"
+if "$nvcc" -std=c++17 -I"$root" -arch=sm_90a -cubin -o "$coverage_cubin" "$root/tools/sm90a_arch_coverage.cu" \
+    >"$work/arch_coverage.log" 2>&1; then
+  pass "every kernels/arch inline-PTX form assembles for sm_90a (tools/sm90a_arch_coverage.cu)"
+  if [ -n "$cuobjdump" ] && [ -x "$cuobjdump" ] &&
+      PATH="$(dirname "$cuobjdump"):$PATH" "$cuobjdump" --dump-sass "$coverage_cubin" >"$work/arch_coverage.sass" 2>&1; then
+    shapes=$(grep -oE "\b[QH]GMMA\.64x[0-9]+x(16|32)\.F32\.[A-Z0-9.]+" "$work/arch_coverage.sass" | sort -u | wc -l)
+    missing=""
+    for op in UTMALDG.2D UTMALDG.5D UTMASTG.2D UTMASTG.5D LDSM.16.M88.4 LDSM.16.MT88.4 STSM.16.M88.4 STSM.16.MT88.4 \
+              F2FP.SATFINITE.E4M3 F2FP.SATFINITE.E5M2 F2FP.BF16 MUFU.EX2; do
+      grep -q "$op" "$work/arch_coverage.sass" || missing="$missing $op"
+    done
+    # 16 N x (E4M3, E5M2, BF16) = 48 distinct wgmma shape/type pairs.
+    if [ "$shapes" -ge 48 ] && [ -z "$missing" ]; then
+      pass "coverage SASS has $shapes wgmma shape/type pairs, TMA 2D-5D loads/stores, LDSM/STSM (.trans), F2FP packs, MUFU.EX2"
+    else
+      fail "coverage SASS: $shapes wgmma shape/type pairs (want 48), missing:$missing"
+    fi
+  fi
+else
+  sed 's/^/   /' "$work/arch_coverage.log" | head -20
+  fail "kernels/arch inline PTX does not assemble for sm_90a (tools/sm90a_arch_coverage.cu)"
 fi
 
 if [ "$failures" -eq 0 ]; then
