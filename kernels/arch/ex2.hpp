@@ -1,8 +1,10 @@
-// ex2.approx.ftz.f32 (PTX ISA 9.0 §9.7.4.x ex2): 2^x, the exponential of the softmax.
+// ex2.approx.ftz.f32 (PTX ISA 9.0, floating-point instruction "ex2"): 2^x, the exponential of
+// the softmax.
 //
 // NOTE: the host body is exp2f, which is not bit-equal to the hardware instruction: ex2.approx
-// has a maximum relative error of about 2 ulp over its range (PTX ISA "ex2" accuracy note) and,
-// with .ftz, flushes subnormal inputs and results to sign-preserving zero. The emulator follows
+// is an approximation with an error of about 2 ulp over its range (the figure this project works
+// with; not re-derived here) and, with .ftz, flushes subnormal inputs and results to
+// sign-preserving zero. The emulator follows
 // exp2f but flushes subnormal results to zero as .ftz does, so results agree to ~2 ulp and are
 // zero in the same places. Bit-equality tests of kernels that use it must share this function
 // with the CPU engine (it is host-callable for that reason).
