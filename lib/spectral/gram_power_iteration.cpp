@@ -1,5 +1,6 @@
 #include "lib/spectral/gram_power_iteration.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace fp8attn {
@@ -14,10 +15,42 @@ void symmetric_matvec(const float* m, int32_t n, const double* x, double* y) {
   }
 }
 
+void matvec(const double* m, int32_t n, const double* x, double* y) {
+  for (int32_t i = 0; i < n; ++i) {
+    const double* row = m + static_cast<int64_t>(i) * n;
+    double acc = 0.0;
+    for (int32_t j = 0; j < n; ++j) acc += row[j] * x[j];
+    y[i] = acc;
+  }
+}
+
 double dot(const double* x, const double* y, int32_t n) {
   double acc = 0.0;
   for (int32_t i = 0; i < n; ++i) acc += x[i] * y[i];
   return acc;
+}
+
+/// out = x·y for n × n row-major doubles (i-k-j order: the inner loop streams rows).
+void matmul(const double* x, const double* y, int32_t n, double* out) {
+  std::fill(out, out + static_cast<int64_t>(n) * n, 0.0);
+  for (int32_t i = 0; i < n; ++i) {
+    double* out_row = out + static_cast<int64_t>(i) * n;
+    for (int32_t k = 0; k < n; ++k) {
+      const double xik = x[static_cast<int64_t>(i) * n + k];
+      const double* y_row = y + static_cast<int64_t>(k) * n;
+      for (int32_t j = 0; j < n; ++j) out_row[j] += xik * y_row[j];
+    }
+  }
+}
+
+/// Divides m by its largest |entry| (keeps repeated squaring finite); false if m is 0.
+bool rescale(double* m, int64_t count) {
+  double peak = 0.0;
+  for (int64_t i = 0; i < count; ++i) peak = std::max(peak, std::fabs(m[i]));
+  if (peak == 0.0 || !std::isfinite(peak)) return false;
+  const double inv = 1.0 / peak;
+  for (int64_t i = 0; i < count; ++i) m[i] *= inv;
+  return true;
 }
 
 uint64_t splitmix64(uint64_t& state) {
@@ -45,48 +78,63 @@ void seeded_unit_vector(uint64_t seed, int32_t n, double* v) {
 }
 
 PowerIterationResult power_iterate_gram_product(const float* a, const float* b, int32_t n, double* v, double* scratch,
-                                                int32_t max_iterations, double tolerance) {
+                                                int32_t max_iterations, double tolerance, int32_t squarings) {
+  const int64_t nn = static_cast<int64_t>(n) * n;
   double* w = scratch;      // B·v
-  double* z = scratch + n;  // A·B·v
+  double* z = scratch + n;  // A·B·v, or P·v
   double* r = scratch + 2 * n;
+  double* power = scratch + 3 * n;  // P
+  double* tmp = power + nn;
   PowerIterationResult result;
-  double lambda_prev = -1.0;
-  // Normalize the start vector.
   {
     const double norm = std::sqrt(dot(v, v, n));
-    if (norm == 0.0 || !std::isfinite(norm)) return result;  // caller guarantees nonzero; stay safe
+    if (norm == 0.0 || !std::isfinite(norm)) return result;  // callers pass a nonzero start
     for (int32_t i = 0; i < n; ++i) v[i] /= norm;
   }
-  double lambda = 0.0;
-  for (int32_t it = 0; it < max_iterations; ++it) {
+  // P = (A·B)^(2^squarings), rescaled; the scale is irrelevant to the direction.
+  for (int64_t i = 0; i < nn; ++i) tmp[i] = b[i];
+  std::fill(power, power + nn, 0.0);
+  for (int32_t i = 0; i < n; ++i)
+    for (int32_t k = 0; k < n; ++k) {
+      const double aik = a[static_cast<int64_t>(i) * n + k];
+      for (int32_t j = 0; j < n; ++j) power[static_cast<int64_t>(i) * n + j] += aik * tmp[static_cast<int64_t>(k) * n + j];
+    }
+  bool nonzero = rescale(power, nn);
+  for (int32_t s = 0; s < squarings && nonzero; ++s) {
+    matmul(power, power, n, tmp);
+    std::copy(tmp, tmp + nn, power);
+    nonzero = rescale(power, nn);
+  }
+  if (!nonzero) return result;  // A·B = 0 (or its powers underflowed): σ = 0
+
+  auto rayleigh = [&] {  // λ(v) with A and B, and w = B·v
     symmetric_matvec(b, n, v, w);
     symmetric_matvec(a, n, w, z);
     const double vw = dot(v, w, n);
-    lambda = vw > 0.0 ? dot(w, z, n) / vw : 0.0;
-    result.iterations = it + 1;
+    return vw > 0.0 ? dot(w, z, n) / vw : 0.0;
+  };
+  double lambda = rayleigh();
+  for (int32_t it = 0; it < max_iterations; ++it) {
+    matvec(power, n, v, z);
     const double znorm = std::sqrt(dot(z, z, n));
-    if (znorm == 0.0) {  // v lies in the null space of A·B: the product is 0 along it
-      lambda = 0.0;
-      break;
-    }
+    result.iterations = it + 1;
+    if (znorm == 0.0 || !std::isfinite(znorm)) break;  // v in P's null space: keep the last v
     for (int32_t i = 0; i < n; ++i) v[i] = z[i] / znorm;
-    if (lambda_prev >= 0.0 && std::fabs(lambda - lambda_prev) <= tolerance * lambda) break;
-    lambda_prev = lambda;
+    const double previous = lambda;
+    lambda = rayleigh();
+    if (std::fabs(lambda - previous) <= tolerance * lambda) break;
   }
   result.lambda = lambda < 0.0 ? 0.0 : lambda;
-  // Residual of the final (normalized) iterate, in the symmetric frame y = B^½·v:
+  // Residual of the final iterate in the symmetric frame y = B^½·v:
   // ‖S·y − λ·y‖² = rᵀ·B·r with r = A·B·v − λ·v, and ‖y‖² = vᵀ·B·v.
   symmetric_matvec(b, n, v, w);
   symmetric_matvec(a, n, w, z);
   const double vw = dot(v, w, n);
-  if (vw > 0.0) {
-    const double lam = dot(w, z, n) / vw;
-    for (int32_t i = 0; i < n; ++i) r[i] = z[i] - lam * v[i];
+  if (vw > 0.0 && result.lambda > 0.0) {
+    for (int32_t i = 0; i < n; ++i) r[i] = z[i] - result.lambda * v[i];
     symmetric_matvec(b, n, r, w);
     const double res2 = dot(r, w, n);
-    if (lam > 0.0) result.residual = std::sqrt(res2 > 0.0 ? res2 : 0.0) / (lam * std::sqrt(vw));
-    // The final iterate is one application further along, so its quotient is at least as good.
-    if (lam > result.lambda) result.lambda = lam;
+    result.residual = std::sqrt(res2 > 0.0 ? res2 : 0.0) / (result.lambda * std::sqrt(vw));
   }
   return result;
 }

@@ -14,6 +14,8 @@ namespace {
 constexpr size_t kAlign = 64;
 size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
+int64_t per_head_doubles(const QkShape& s) { return s.head_dim + power_iteration_scratch_doubles(s.head_dim); }
+
 /// Where each piece lives in the caller's workspace.
 struct WorkspaceLayout {
   size_t grams_q = 0, grams_k = 0, block = 0, vectors = 0, results = 0, total = 0;
@@ -26,8 +28,8 @@ struct WorkspaceLayout {
     at += align_up(sizeof(float) * s.num_heads_kv * dh * dh);
     block = at;
     at += align_up(sizeof(float) * dh * static_cast<size_t>(s.d_model));
-    vectors = at;  // per query head: v, then 3·d_h scratch
-    at += align_up(sizeof(double) * s.num_heads_q * 4 * dh);
+    vectors = at;  // per query head: v, then the iteration's scratch
+    at += align_up(sizeof(double) * s.num_heads_q * per_head_doubles(s));
     results = at;
     at += align_up(sizeof(PowerIterationResult) * s.num_heads_q);
     total = at;
@@ -70,7 +72,7 @@ void cpu_qk_spectral_norms(const WeightMatrix& wq, const WeightMatrix& wk, const
 
   const int32_t group = shape.group_size();
   pool.parallel_for(shape.num_heads_q, [&](int64_t h, int) {
-    double* v = vectors + h * 4 * dh;
+    double* v = vectors + h * per_head_doubles(shape);
     const float* warm = settings.warm_start ? settings.warm_start + h * dh : nullptr;
     if (warm != nullptr && !all_zero(warm, dh)) {
       for (int32_t i = 0; i < dh; ++i) v[i] = warm[i];
@@ -88,7 +90,7 @@ void cpu_qk_spectral_norms(const WeightMatrix& wq, const WeightMatrix& wk, const
     if (settings.iterations_out) settings.iterations_out[h] = results[h].iterations;
     if (settings.residual_out) settings.residual_out[h] = static_cast<float>(results[h].residual);
     if (settings.warm_start)
-      for (int32_t i = 0; i < dh; ++i) settings.warm_start[h * dh + i] = static_cast<float>(vectors[h * 4 * dh + i]);
+      for (int32_t i = 0; i < dh; ++i) settings.warm_start[h * dh + i] = static_cast<float>(vectors[h * per_head_doubles(shape) + i]);
   }
 }
 

@@ -19,7 +19,7 @@ double eig_max_2x2(double a, double b, double c) {
 
 /// ‖W_h‖₂ = √λ_max(G_h), by the same power iteration with B = I.
 double spectral_norm_from_gram(const float* g, const float* identity, int32_t n, const RopeSpec& rope, uint64_t seed) {
-  std::vector<double> v(4 * static_cast<size_t>(n));
+  std::vector<double> v(n + power_iteration_scratch_doubles(n));
   seeded_unit_vector(seed, n, v.data());
   const PowerIterationResult r =
       power_iterate_gram_product(g, identity, n, v.data(), v.data() + n, rope.max_iterations, rope.tolerance);
@@ -97,7 +97,7 @@ RopeNorms cpu_qk_rope_norms(const WeightMatrix& wq, const WeightMatrix& wk, cons
       pair_sum += std::sqrt(std::max(q2, 0.0)) * std::sqrt(std::max(k2, 0.0));
     }
     std::vector<float> rotated(nn);
-    std::vector<double> v(4 * static_cast<size_t>(n));
+    std::vector<double> v(n + power_iteration_scratch_doubles(n));
     seeded_unit_vector(seed + 2, n, v.data());
     double best = 0.0;
     std::vector<double> fresh(static_cast<size_t>(n));

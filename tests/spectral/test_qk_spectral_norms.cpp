@@ -128,9 +128,11 @@ TEST(QkSpectralNorms, WarmStartConvergesFasterToTheSameSigma) {
     cold_total += cold_it[h];
     warm_total += warm_it[h];
     EXPECT_NEAR(hot[h] / cold[h], 16.0, 16.0 * 1e-4) << "head " << h;
+    // The converged vector is still the top one: a single step confirms it.
+    EXPECT_EQ(warm_it[h], 1) << "head " << h;
   }
   std::printf("iterations: cold %d, warm %d\n", cold_total, warm_total);
-  EXPECT_LT(warm_total * 2, cold_total);
+  EXPECT_LT(warm_total, cold_total);
 }
 
 TEST(QkSpectralNorms, RejectsBadInputsAndWritesNothing) {
