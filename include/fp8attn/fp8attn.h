@@ -508,7 +508,8 @@ FP8ATTN_API int32_t fp8attn_predict_p_underflow(const fp8attn_sink_model* model,
 typedef struct fp8attn_power_iteration_options {
   size_t struct_size;     /**< sizeof(fp8attn_power_iteration_options). */
   const void* next;       /**< Extension chain; must be NULL. */
-  int32_t max_iterations; /**< Iteration cap per head, ≥ 0; 0 means the default, 100. */
+  int32_t max_iterations; /**< Iteration cap per head (applications of (G_Q·G_K)^32, see
+                               fp8attn_qk_spectral_norms()), ≥ 0; 0 means the default, 100. */
   float tolerance;        /**< Relative change of σ² between iterations at which a head stops;
                                finite and ≥ 0; 0 means the default, 1e-6. */
   uint64_t seed;          /**< Seed of the random start vectors of heads without a warm start. */
@@ -558,11 +559,13 @@ FP8ATTN_API int32_t fp8attn_qk_spectral_norms_workspace_size(fp8attn_context ctx
  * h / (num_heads_q / num_heads_kv) (GQA).
  *
  * The d × d product is never formed. The library computes the d_h × d_h Grams G = W·Wᵀ per
- * head, each key group's once, and runs a power iteration on G_Q,h·G_K,g, whose largest
- * eigenvalue is σ_h². Its Rayleigh quotient is that of the symmetric S = G_K^½·G_Q·G_K^½, so
- * the estimate converges from below like a symmetric power iteration. On the CPU backend the
- * Grams are OpenBLAS SYRK calls (OpenBLAS's own threads) and the per-head iterations run on
- * the context's worker threads.
+ * head, each key group's once, and runs a power iteration on C = G_Q,h·G_K,g, whose largest
+ * eigenvalue is σ_h². One iteration applies C^32, formed in double by five squarings of C,
+ * so it advances as far as 32 plain steps (trained weights have close top eigenvalues). The
+ * estimate is the Rayleigh quotient of the symmetric S = G_K^½·G_Q·G_K^½ at the iterate,
+ * computed with the Grams themselves; it converges from below. On the CPU backend the Grams
+ * are OpenBLAS SYRK calls (OpenBLAS's own threads, all cores) and the per-head iterations run
+ * on the context's worker threads.
  *
  * @param ctx          The context. CPU and reference backends run the CPU path.
  * @param wq           [num_heads_q·head_dim, d_model], F32, BF16 or E4M3 (with
