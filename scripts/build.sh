@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Configures and builds one build tree. Usage: scripts/build.sh DIR [extra cmake args...]
+# FP8ATTN_BUILD_TARGETS, when set, limits the build to those targets.
 # The sm_90a kernels are built when nvcc is found (FP8ATTN_BUILD_CUDA); everything else needs
 # only the Debian packages that scripts/install-deps.sh installs.
 set -euo pipefail
@@ -13,4 +14,6 @@ if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
 fi
 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DFP8ATTN_BUILD_CUDA="$cuda" "$@" >"$dir.configure.log" 2>&1 \
   || { cat "$dir.configure.log"; exit 1; }
-cmake --build "$dir" -j"$(nproc)"
+targets=()
+for t in ${FP8ATTN_BUILD_TARGETS:-}; do targets+=(--target "$t"); done
+cmake --build "$dir" -j"$(nproc)" "${targets[@]}"
