@@ -46,7 +46,7 @@ grep -E "Compiling entry|registers|spill|stack frame" "$ptxas_log" | sed 's/^/  
 kernels=$(grep -c "Compiling entry function" "$ptxas_log")
 spilling=$(grep -E "[1-9][0-9]* bytes spill (stores|loads)" "$ptxas_log" | wc -l)
 stack=$(grep -E "[1-9][0-9]* bytes stack frame" "$ptxas_log" | wc -l)
-lmem=$(grep -iE "local memory|lmem" "$ptxas_log" | wc -l)
+lmem=$(grep -iE "local memory|[1-9][0-9]* bytes lmem" "$ptxas_log" | wc -l)
 if [ "$kernels" -ge 2 ] && [ "$spilling" -eq 0 ]; then pass "no register spills in $kernels kernels"; else fail "spills ($spilling lines) or too few kernels ($kernels)"; fi
 if [ "$stack" -eq 0 ] && [ "$lmem" -eq 0 ]; then pass "no local memory (stack frames 0 bytes, no -warn-lmem-usage message)"; else fail "local memory used"; grep -iE "stack frame|local memory|lmem" "$ptxas_log"; fi
 if grep -qE "C751[15]" "$ptxas_log"; then fail "ptxas serialized wgmma (C7511/C7515)"; grep -E "C751[15]" "$ptxas_log"; else pass "no C7511/C7515 (wgmma not serialized)"; fi

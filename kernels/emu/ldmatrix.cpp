@@ -16,7 +16,20 @@ struct LaneMatrixOp {
 
 void check_row(int count, const void* row, bool is_write, const char* what) {
   const ThreadContext& self = this_thread();
-  if (static_cast<int>(self.lane) >= 8 * count) return;  // this lane gives no address
+  // NOTE: that sm_80+ ignores the addresses of lanes past 8*count is implied by the PTX ISA, not
+  // stated (PTX_FACTS.md §9), so every lane must give an aligned shared-memory address; only the
+  // rows actually moved count as accesses.
+  if (static_cast<int>(self.lane) >= 8 * count) {
+    const auto* base = static_cast<const char*>(dynamic_smem());
+    const auto* p = static_cast<const char*>(row);
+    if (p < base || p + 16 > base + dynamic_smem_size() || reinterpret_cast<uintptr_t>(row) % 16 != 0) {
+      std::ostringstream s;
+      s << what << ": CTA " << self.linear_cta << " thread " << self.linear_tid
+        << " (a lane whose address is unused) gave no aligned shared-memory row address";
+      throw KernelError(s.str());
+    }
+    return;
+  }
   if (reinterpret_cast<uintptr_t>(row) % 16 != 0) {
     std::ostringstream s;
     s << what << ": CTA " << self.linear_cta << " thread " << self.linear_tid << " gave a row address that is not 16-byte aligned";

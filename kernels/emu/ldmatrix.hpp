@@ -11,7 +11,8 @@
 
 namespace fp8attn::emu {
 
-/// count: 1, 2 or 4 matrices. `row` is this lane's row address (ignored for lanes >= 8*count);
+/// count: 1, 2 or 4 matrices. `row` is this lane's row address (unused for lanes >= 8*count, but
+/// still required to be a valid aligned shared-memory address);
 /// `regs` holds `count` registers.
 void ldmatrix(int count, bool trans, const void* row, uint32_t* regs);
 void stmatrix(int count, bool trans, void* row, const uint32_t* regs);

@@ -11,8 +11,10 @@
 //     (PTX ISA 9.0 §9.7.9.25.5.1).
 // Both run at issue; the race check sees the shared-memory side as an async-proxy access of the
 // issuing thread, released to other threads by the load's mbarrier.
-// The destination must be 16-byte aligned (§5.5.3.1), and aligned to the swizzle period when
-// swizzled, so that the pattern's base offset is 0 (the only case documented).
+// The shared-memory box must be 128-byte aligned (the PTX ISA's 16 bytes, §5.5.3.1, or the CUDA
+// Programming Guide's 128, which could not be confirmed: the stricter one is enforced), and
+// aligned to the swizzle period when swizzled, so that the pattern's base offset is 0 (the only
+// case documented).
 #pragma once
 
 #include <cstdint>

@@ -58,7 +58,8 @@ std::vector<float> gather_a(const WgmmaOperation& op, const SmemReader& read_sme
         const int per_reg = 4 / static_cast<int>(e);
         const uint32_t reg = op.a_registers[t][v / per_reg];
         const int shift = 8 * static_cast<int>(e) * (v % per_reg);
-        const uint8_t bytes[2] = {static_cast<uint8_t>(reg >> shift), static_cast<uint8_t>(reg >> (shift + 8))};
+        const uint32_t bits = (reg >> shift) & (e == 2 ? 0xFFFFu : 0xFFu);
+        const uint8_t bytes[2] = {static_cast<uint8_t>(bits), static_cast<uint8_t>(bits >> 8)};
         a[static_cast<size_t>(c.row) * k_len + c.col] = decode(op.type_a, bytes);
       }
     }

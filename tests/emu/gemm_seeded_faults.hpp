@@ -34,6 +34,7 @@ void faulty_gemm_kernel(const sm90::GemmParams params) {
       arch::mbarrier_init(&smem.full[s], 1);
       arch::mbarrier_init(&smem.empty[s], Cfg::kConsumerWarpgroups);
     }
+    arch::fence_proxy_async_shared_cta();
   }
   arch::syncthreads();
 

@@ -86,5 +86,26 @@ TEST(Ldmatrix, X1X2X4WithAndWithoutTrans) {
   expect_layout<4, true>();
 }
 
+// Lanes whose address ldmatrix.x1 does not use must still give a valid row address: that sm_80+
+// ignores them is only implied by the ISA.
+TEST(Ldmatrix, RefusesAGarbageAddressFromAnUnusedLane) {
+  emu::LaunchConfig config;
+  config.block.x = 32;
+  config.dynamic_smem_bytes = 1024;
+  const auto kernel = +[](int) {
+    const unsigned lane = arch::lane_idx();
+    unsigned char* row = lane < 8 ? arch::dynamic_smem() + 16 * lane : arch::dynamic_smem() + 4096;  // past the end
+    uint32_t r[1];
+    arch::ldmatrix<1>(row, r);
+  };
+  try {
+    emu::launch(config, kernel, 0);
+    ADD_FAILURE() << "an unused lane's out-of-range address must be refused";
+  } catch (const emu::KernelError& e) {
+    std::printf("report: %s\n", e.what());
+    EXPECT_NE(std::string(e.what()).find("unused"), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace fp8attn::test

@@ -92,6 +92,9 @@ FP8ATTN_KERNEL void FP8ATTN_LAUNCH_BOUNDS(Cfg::kThreads, 1) gemm_tn_kernel(const
       arch::mbarrier_init(&smem.full[s], 1);                            // the producer's arrive.expect_tx
       arch::mbarrier_init(&smem.empty[s], Cfg::kConsumerWarpgroups);  // one arrive per consumer warpgroup
     }
+    // NOTE: the inits are generic-proxy writes and TMA completes on the barriers through the async
+    // proxy; DeepGEMM and CUTLASS fence between the two the same way.
+    arch::fence_proxy_async_shared_cta();
   }
   arch::syncthreads();
 
