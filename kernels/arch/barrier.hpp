@@ -40,8 +40,8 @@ FP8ATTN_ARCH_FN void named_barrier_arrive(unsigned id, unsigned thread_count) {
 }
 
 // fence.proxy.async.shared::cta: makes the caller's generic-proxy shared memory writes visible
-// to its later async-proxy operations (TMA store, wgmma operand reads), PTX ISA 9.0 §9.7.13.4
-// (membar/fence, proxy fences).
+// to its later async-proxy operations (TMA store, wgmma operand reads): the proxy fence of the
+// membar/fence instruction, PTX ISA 9.0.
 FP8ATTN_ARCH_FN void fence_proxy_async_shared_cta() {
 #if FP8ATTN_DEVICE_BUILD
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");

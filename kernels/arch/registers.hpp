@@ -1,4 +1,5 @@
-// Register budgets of warp-specialized kernels: setmaxnreg (PTX ISA 9.0 §9.7.19.6, sm_90a).
+// Register budgets of warp-specialized kernels: the setmaxnreg instruction (PTX ISA 9.0,
+// sm_90a only).
 // The producer warpgroup lowers its per-thread register count, the consumers raise theirs.
 // On the emulator registers are host variables, so both are no-ops there (the count is still
 // checked at compile time).

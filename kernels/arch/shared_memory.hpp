@@ -27,8 +27,8 @@ FP8ATTN_ARCH_FN T* dynamic_smem() {
 #endif
 }
 
-// Bytes of dynamic shared memory given at launch (%dynamic_smem_size, PTX ISA 9.0 §10 special
-// registers).
+// Bytes of dynamic shared memory given at launch (the special register %dynamic_smem_size,
+// PTX ISA 9.0).
 FP8ATTN_ARCH_FN uint32_t dynamic_smem_size() {
 #if FP8ATTN_DEVICE_BUILD
   uint32_t size;

@@ -24,7 +24,7 @@ void barrier_arrive(unsigned id, unsigned thread_count);
 // memory; its state (phase, pending and expected arrival counts, tx-count) lives in the emulator.
 // init: phase 0, pending = expected = count, tx-count 0; count in [1, 2^20-1] (§9.7.13.15.9).
 void mbarrier_init(uint64_t* mbar, uint32_t count);
-// inval: the object may be initialized again afterwards (§9.7.13.15.10).
+// inval (mbarrier.inval): the object may be initialized again afterwards.
 void mbarrier_inval(uint64_t* mbar);
 // expect-tx: tx-count += bytes (§9.7.13.15.11).
 void mbarrier_expect_tx(uint64_t* mbar, uint32_t bytes);

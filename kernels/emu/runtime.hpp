@@ -70,7 +70,7 @@ void check_smem_access(const void* addr, size_t bytes, bool is_write);
 // the thread's async agent, which is ordered after everything the thread did before issuing it.
 // Other threads see it ordered only through the completing mbarrier (its complete_tx releases
 // the agent: PTX ISA 9.0 §9.7.9.25.5.2, §9.7.13.15.16) or, with no mbarrier, through
-// acquire_async_accesses (wgmma.wait_group: PTX ISA 9.0 §9.7.15.7.3).
+// acquire_async_accesses (the wgmma.wait_group instruction of PTX ISA 9.0).
 void record_async_smem_access(const void* addr, size_t bytes, bool is_write,
                               const void* completing_mbarrier /*may be null*/);
 // The calling thread acquires the async agents of every thread of its group: all async accesses

@@ -175,6 +175,33 @@ TEST(EmuRace, AsyncWritesAreVisibleOnlyThroughTheirMbarrier) {
   }
 }
 
+// Async-proxy reads (what wgmma does with its shared-memory operands) are ordered for other
+// threads only after the issuing warpgroup acquires them (wgmma.wait_group) and then releases
+// through a barrier. Here warpgroup 0 "issues" a read of a tile; after a __syncthreads,
+// warpgroup 1 overwrites the tile. Without the acquire that is a race with the async read.
+void async_read_kernel(bool wait_group) {
+  uint32_t* tile = arch::dynamic_smem<uint32_t>();
+  if (arch::warpgroup_idx() == 0 && arch::thread_idx_in_warpgroup() == 0) {
+    record_async_smem_access(tile, 256, /*is_write=*/false, nullptr);
+  }
+  if (arch::warpgroup_idx() == 0 && wait_group) acquire_async_accesses(Group::Warpgroup);
+  arch::syncthreads();
+  if (arch::warpgroup_idx() == 1 && arch::thread_idx_in_warpgroup() < 64) {
+    arch::smem_store(&tile[arch::thread_idx_in_warpgroup()], 1u);
+  }
+}
+
+TEST(EmuRace, AsyncReadsAreReleasedOnlyAfterTheGroupAcquiresThem) {
+  for (const Schedule& s : testing::schedules()) {
+    const LaunchConfig c = testing::config({1, 1, 1}, {256, 1, 1}, 256, s);
+    launch(c, &async_read_kernel, true);
+    const std::string message = testing::kernel_error_of([&] { launch(c, &async_read_kernel, false); });
+    std::printf("%s: without the acquire: %s\n", testing::schedule_name(s).c_str(), message.c_str());
+    EXPECT_TRUE(contains(message, "read by the async proxy (TMA/wgmma) on behalf of thread (0,0,0)")) << message;
+    EXPECT_TRUE(contains(message, "write by thread")) << message;
+  }
+}
+
 // ---- out-of-bounds shared memory ----
 
 void oob_write_kernel(long offset, unsigned bytes) {

@@ -8,6 +8,7 @@
 #include <numeric>
 #include <random>
 #include <set>
+#include <span>
 #include <stdexcept>
 #include <vector>
 
@@ -118,6 +119,75 @@ TEST(EmuRuntime, ExceptionInKernelBecomesKernelErrorNamingCtaAndThread) {
     EXPECT_NE(message.find("tid 37"), std::string::npos) << message;
     EXPECT_NE(message.find("bad input"), std::string::npos) << message;
   }
+}
+
+// Collectives: each member passes its thread index; the last to arrive sees the members' data in
+// lane order (warp) or thread-in-warpgroup order (warpgroup), and writes back, to every member,
+// the position at which it found that member plus 1000 * the number of members.
+struct CollectiveSlot {
+  unsigned tid;
+  unsigned result;
+};
+
+void collective_kernel(unsigned* warp_out, unsigned* warpgroup_out) {
+  const unsigned tid = arch::thread_rank();
+  auto op = [](std::span<void* const> members) {
+    for (size_t i = 0; i < members.size(); ++i) {
+      auto* slot = static_cast<CollectiveSlot*>(members[i]);
+      slot->result = static_cast<unsigned>(1000 * members.size() + i);
+    }
+  };
+  CollectiveSlot mine{tid, ~0u};
+  collective(Group::Warpgroup, &mine, op);
+  warpgroup_out[tid] = mine.result;
+  mine.result = ~0u;
+  collective(Group::Warp, &mine, op);
+  warp_out[tid] = mine.result;
+}
+
+TEST(EmuRuntime, CollectivesOrderMembersAndHandlePartialGroups) {
+  // 304 threads: warpgroups of 128, 128 and 48; the last warp has 16 lanes.
+  constexpr unsigned kThreads = 304;
+  for (const Schedule& s : testing::schedules()) {
+    std::vector<unsigned> warp_out(kThreads, 0xdead), warpgroup_out(kThreads, 0xdead);
+    launch(testing::config({1, 1, 1}, {kThreads, 1, 1}, 0, s), &collective_kernel, warp_out.data(),
+           warpgroup_out.data());
+    unsigned wrong = 0;
+    for (unsigned t = 0; t < kThreads; ++t) {
+      const unsigned warp_members = std::min(32u, kThreads - t / 32 * 32);
+      const unsigned group_members = std::min(128u, kThreads - t / 128 * 128);
+      wrong += warp_out[t] != 1000 * warp_members + t % 32;
+      wrong += warpgroup_out[t] != 1000 * group_members + t % 128;
+    }
+    std::printf("%s: %u of %u collective results wrong\n", testing::schedule_name(s).c_str(), wrong,
+                2 * kThreads);
+    EXPECT_EQ(wrong, 0u) << testing::schedule_name(s);
+  }
+}
+
+// Per-CTA schedules depend on the seed and the CTA index only, not on how many host threads run
+// the grid: each CTA records its threads' pass order after a barrier.
+void per_cta_order_kernel(unsigned* orders, unsigned* counters) {
+  arch::syncthreads();
+  const unsigned cta = arch::block_idx().x;
+  orders[cta * 64 + counters[cta]++] = arch::thread_rank();  // one CTA never spans host threads
+}
+
+TEST(EmuRuntime, ShuffledGridIsIndependentOfTheHostThreadCount) {
+  constexpr unsigned kCtas = 6;
+  std::vector<unsigned> results[2];
+  for (int host_threads : {1, 2}) {
+    std::vector<unsigned> orders(kCtas * 64, ~0u), counters(kCtas, 0);
+    LaunchConfig c = testing::config({kCtas, 1, 1}, {64, 1, 1}, 0, {true, 99});
+    c.host_threads = host_threads;
+    launch(c, &per_cta_order_kernel, orders.data(), counters.data());
+    results[host_threads - 1] = orders;
+  }
+  const bool differs_across_ctas = !std::equal(results[0].begin(), results[0].begin() + 64, results[0].begin() + 64);
+  std::printf("1 vs 2 host threads: orders %s; CTA 0 and CTA 1 orders differ: %s\n",
+              results[0] == results[1] ? "identical" : "DIFFERENT", differs_across_ctas ? "yes" : "no");
+  EXPECT_EQ(results[0], results[1]);
+  EXPECT_TRUE(differs_across_ctas) << "each CTA draws its own schedule";
 }
 
 void empty_kernel() {}
