@@ -79,11 +79,16 @@ FP8ATTN_ARCH_FN void tma_store_commit_group() {
 
 /// cp.async.bulk.wait_group.read N (§9.7.9.25.6.2): waits until at most kPending groups still
 /// read shared memory, so their source buffers may be reused. The emulator's stores complete at
-/// issue, so there is nothing to wait for on the host.
+/// issue; the wait is where the caller acquires their shared-memory reads, so that a barrier it
+/// reaches later orders them before other threads' writes to the buffer.
+/// NOTE: the emulator acquires the async accesses of the caller's whole warp (the finest group
+/// the runtime offers), which may hide a race against another lane's store.
 template <int kPending>
 FP8ATTN_ARCH_FN void tma_store_wait_read() {
 #if FP8ATTN_DEVICE_BUILD
   asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(kPending) : "memory");
+#else
+  emu::acquire_async_accesses(emu::Group::Warp);
 #endif
 }
 

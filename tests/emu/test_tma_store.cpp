@@ -79,6 +79,58 @@ TEST(TmaStore, WritesOnlyTheInBoundsPartOfABox) {
               static_cast<unsigned long long>(seed));
 }
 
+// Reusing the store's source buffer: ordered (no report) after wait_group.read and a barrier; a
+// race without the wait, since the copy may still be reading.
+struct ReuseArgs {
+  arch::TensorMap map;
+  bool wait_read;
+};
+
+void reuse_kernel(ReuseArgs a) {
+  unsigned char* box = arch::dynamic_smem();
+  const unsigned t = arch::thread_rank();
+  for (uint32_t i = t; i < 256; i += arch::block_dim().x) arch::smem_store(box + i, static_cast<unsigned char>(i + 1));
+  arch::fence_proxy_async_shared_cta();
+  arch::syncthreads();
+  if (t == 0) {
+    arch::tma_store<2>(a.map, box, {0, 0});
+    arch::tma_store_commit_group();
+    if (a.wait_read) arch::tma_store_wait_read<0>();
+  }
+  arch::syncthreads();
+  if (t == 40) arch::smem_store(box + 7, static_cast<unsigned char>(0));  // another warp reuses the buffer
+}
+
+TEST(TmaStore, SourceReuseNeedsTheReadWait) {
+  std::vector<uint8_t> global(16 * 16, 0);
+  arch::TensorMapSpec spec;
+  spec.rank = 2;
+  spec.global_address = global.data();
+  spec.global_dims[0] = 16;
+  spec.global_dims[1] = 16;
+  spec.global_strides_bytes[0] = 16;
+  spec.box_dims[0] = 16;
+  spec.box_dims[1] = 16;
+  for (bool wait_read : {true, false}) {
+    emu::LaunchConfig config;
+    config.block.x = 64;
+    config.dynamic_smem_bytes = 1024;
+    config.seed = 23;
+    std::string error;
+    try {
+      emu::launch(config, &reuse_kernel, ReuseArgs{arch::make_emulated_tensor_map(spec), wait_read});
+    } catch (const emu::KernelError& e) {
+      error = e.what();
+    }
+    std::printf("%s wait_group.read: %s\n", wait_read ? "with" : "without", error.empty() ? "no report" : error.c_str());
+    if (wait_read)
+      EXPECT_EQ(error, "");
+    else
+      EXPECT_NE(error.find("race"), std::string::npos) << error;
+  }
+  EXPECT_EQ(global[7], 8) << "the store wrote the buffer's first contents";
+}
+
 TEST(TmaStore, RefusesNegativeCoordinates) {
   std::vector<uint8_t> global(64 * 8, 0);
   arch::TensorMapSpec spec;
