@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Static checks on the sm_90a build of the GEMM kernel (kernels/sm90/gemm/gemm_sm90a.cu):
+#   0. no inline asm in kernels/sm90 (kernel text goes through kernels/arch);
 #   1. nvcc for sm_90a with ptxas -v -warn-spills -warn-lmem-usage: no spills, no local memory,
 #      no C7511/C7515 ("wgmma serialized") and no C7508 ("setmaxnreg ignored") messages;
 #   2. cuobjdump --dump-sass (PyPI nvidia-cuda-cuobjdump, with nvdisasm from
@@ -29,6 +30,10 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 echo "== sm_90a static checks of $source_file"
 echo "   nvcc: $nvcc ($("$nvcc" --version | tail -1))"
+
+# 0. Kernel text calls the arch layer only (STYLE.md rule 5): no inline asm under kernels/sm90.
+raw_asm=$(grep -rnE "\basm[[:space:]]*(volatile[[:space:]]*)?\(" "$root/kernels/sm90" --include='*.hpp' --include='*.cuh' --include='*.cu' --include='*.h' || true)
+if [ -z "$raw_asm" ]; then pass "no inline asm in kernels/sm90 (kernels call kernels/arch only)"; else fail "inline asm outside kernels/arch:"; echo "$raw_asm"; fi
 
 # 1. ptxas statistics.
 cubin="$work/gemm_sm90a.cubin"
