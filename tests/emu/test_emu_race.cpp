@@ -3,6 +3,7 @@
 // threads and the address; correctly synchronized kernels pass under every schedule.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -101,6 +102,46 @@ TEST(EmuRace, OverwritingWhatOthersReadNeedsABarrier) {
     EXPECT_TRUE(contains(message, "race on the byte at offset")) << message;
     EXPECT_TRUE(contains(message, "write by thread (0,0,0)") || contains(message, "and write by thread (0,0,0)"))
         << message;
+  }
+}
+
+// Several unordered reads of one byte must all be remembered, not just the latest: thread 1 reads,
+// then (told through a host flag, which orders nothing for the checker) thread 2 reads and
+// releases to thread 3 through an mbarrier; thread 3 then overwrites the byte. Thread 2's read is
+// ordered before the write, thread 1's is not: a race between threads 1 and 3.
+void earlier_reader_kernel(std::atomic<int>* first_read_done, uint32_t* out) {
+  unsigned char* smem = arch::dynamic_smem();
+  auto* bar = reinterpret_cast<uint64_t*>(smem);
+  auto* word = reinterpret_cast<uint32_t*>(smem + 64);
+  const unsigned t = arch::thread_rank();
+  if (t == 0) {
+    arch::mbarrier_init(bar, 1);
+    arch::smem_store(word, 41u);
+  }
+  arch::syncthreads();
+  if (t == 1) {
+    out[0] = arch::smem_load(word);
+    first_read_done->store(1);
+  } else if (t == 2) {
+    while (first_read_done->load() == 0) yield();
+    out[1] = arch::smem_load(word);
+    arch::mbarrier_arrive(bar);
+  } else if (t == 3) {
+    arch::mbarrier_wait_parity(bar, 0);
+    arch::smem_store(word, 42u);
+  }
+}
+
+TEST(EmuRace, RaceWithAnEarlierOfSeveralReadersIsFound) {
+  for (const Schedule& s : testing::schedules()) {
+    std::atomic<int> first_read_done{0};
+    uint32_t out[2] = {0, 0};
+    const std::string message = testing::kernel_error_of([&] {
+      launch(testing::config({1, 1, 1}, {32, 1, 1}, 128, s), &earlier_reader_kernel, &first_read_done, out);
+    });
+    std::printf("%s: %s\n", testing::schedule_name(s).c_str(), message.c_str());
+    EXPECT_TRUE(contains(message, "read by thread (1,0,0)")) << message;
+    EXPECT_TRUE(contains(message, "write by thread (3,0,0)")) << message;
   }
 }
 
