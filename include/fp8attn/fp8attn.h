@@ -924,6 +924,102 @@ FP8ATTN_API int32_t fp8attn_scale_state_deserialize(fp8attn_scale_state state, c
 
 /** @} */
 
+/* ------------------------------------------------------------------------------------------ */
+/** @name Quantization
+ * Casting real-valued Q, K and V to E4M3 with per-tensor, per-head or per-block descales, and
+ * optional incoherent processing (FlashAttention-3, §3.3): each head-dim vector of Q and K is
+ * multiplied by H·D before its amax is taken, where H is the normalized Walsh–Hadamard matrix of
+ * size head_dim and D a random ±1 diagonal drawn from a seed. Because H·D is orthogonal,
+ * (Q·H·D)(K·H·D)ᵀ = Q·Kᵀ: attention is unchanged in exact arithmetic, while outliers are spread
+ * over the whole vector, which lowers the amax and so the relative rounding error of the rest.
+ * @{ */
+/* ------------------------------------------------------------------------------------------ */
+
+/** Granularity of the descales fp8attn_quantize() writes. */
+typedef enum fp8attn_quant_granularity {
+  FP8ATTN_QUANT_PER_TENSOR = 0, /**< One descale: F32 [1]. Pass it to the attention call as a
+                                     [batch, heads_kv] view with strides 0. */
+  FP8ATTN_QUANT_PER_HEAD = 1,   /**< One per (sequence, head group): F32 [batch, heads / head_group]. */
+  FP8ATTN_QUANT_PER_BLOCK = 2   /**< One per block of `block_rows` rows of a (sequence, head group):
+                                     F32 [batch, heads / head_group, ceil(max_seqlen / block_rows)].
+                                     Blocks start at each sequence's row 0, as the attention tiles
+                                     do. */
+} fp8attn_quant_granularity;
+
+/** Quantization options. Zero-initialize, then set `struct_size`; zeros are the defaults. */
+typedef struct fp8attn_quantize_options {
+  size_t struct_size;  /**< sizeof(fp8attn_quantize_options). */
+  const void* next;    /**< Extension chain; must be NULL. */
+  int32_t granularity; /**< An ::fp8attn_quant_granularity; default ::FP8ATTN_QUANT_PER_TENSOR. */
+  int32_t block_rows;  /**< Rows per block for ::FP8ATTN_QUANT_PER_BLOCK, ≥ 1: the plan's block_m
+                            for Q and block_n for K and V (fp8attn_plan_get_tile()). Ignored by
+                            the other granularities. */
+  int32_t head_group;  /**< Consecutive heads that share a descale (per-head and per-block);
+                            must divide the head count; 0 means 1. For Q under GQA with
+                            per-head descales, heads_q / heads_kv gives the [batch, heads_kv]
+                            descales the attention call takes. */
+  uint32_t rotate;     /**< 1: incoherent processing, multiply every head-dim vector by H·D
+                            before the amax and the cast; head_dim must then be a power of two.
+                            Use it for Q and K only, with the same `seed` for both; pass 0 for V,
+                            which must not be rotated (the attention output would be rotated). */
+  uint64_t seed;       /**< Seed of D's signs when `rotate` is 1. D depends on the seed and the
+                            head-dim index only, so every head, and Q and K, share it. */
+  int32_t margin;      /**< Power-of-two headroom, 0..64: scale = (448 / amax) / 2^margin. */
+} fp8attn_quantize_options;
+
+/**
+ * Quantizes a BF16 or F32 tensor to E4M3: out = cast_e4m3(x′·scale) with x′ = x, or x·H·D when
+ * rotating, and descale = 1 / scale, where scale = (448 / amax) / 2^margin from the amax of |x′|
+ * over the descale's slice (scale 1 when that amax is 0). The cast rounds to nearest even and
+ * saturates to ±448 (PTX `cvt.rn.satfinite`). Dequantize with out·descale (and H·D's transpose,
+ * D·Hᵀ, when rotated).
+ *
+ * Layouts, as in fp8attn_attention_args:
+ * - Padded: `input` and `output` are [batch, seqlen, heads, head_dim], any non-negative strides.
+ * - Packed (varlen): rank-3 [total, heads, head_dim] with `cu_seqlens` (I32 [batch + 1], starting
+ *   at 0, non-decreasing, last = total). Per-block descales of blocks past a sequence's end are
+ *   written as 1.
+ *
+ * @param ctx        The context; must run on the CPU or reference backend (host memory).
+ * @param input      BF16 or F32 tensor. Borrowed for the call; read only.
+ * @param cu_seqlens Optional (NULL, or `data` NULL): present iff the layout is packed. Borrowed.
+ * @param options    NULL for defaults. Borrowed for the call.
+ * @param output     Out: E4M3 tensor of the input's shape, caller-owned, any non-overlapping
+ *                   strides; must not alias the input. Written only on success.
+ * @param descale    Out: F32 descales with the shape the granularity names (see
+ *                   ::fp8attn_quant_granularity), caller-owned, non-overlapping. Written only
+ *                   on success.
+ * @param amax       Optional out: the amax of the whole (rotated) tensor, before the margin, for
+ *                   fp8attn_scale_state_report_amax(). Written only on success.
+ * @param err        Optional error detail.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_BAD_HANDLE       `ctx` is NULL.
+ * @retval FP8ATTN_STATUS_NULL_POINTER     `input`, `output` or `descale` (or its data) is NULL.
+ * @retval FP8ATTN_STATUS_BAD_STRUCT_SIZE, FP8ATTN_STATUS_BAD_EXTENSION
+ * @retval FP8ATTN_STATUS_BAD_DTYPE        input not BF16 or F32, output not E4M3, descale not F32,
+ *                                         cu_seqlens not I32.
+ * @retval FP8ATTN_STATUS_BAD_SHAPE        a rank or extent mismatch, or a head_dim of 0.
+ * @retval FP8ATTN_STATUS_BAD_STRIDE       a negative stride, or an output that overlaps itself.
+ * @retval FP8ATTN_STATUS_BAD_SEQLENS      cu_seqlens not starting at 0, decreasing, or not ending
+ *                                         at total.
+ * @retval FP8ATTN_STATUS_BAD_HEADS        head_group negative or not dividing the head count.
+ * @retval FP8ATTN_STATUS_BAD_OPTION       unknown granularity, block_rows < 1 for per-block,
+ *                                         rotate not 0 or 1, margin out of 0..64.
+ * @retval FP8ATTN_STATUS_UNSUPPORTED_HEAD_DIM rotate with a head_dim that is not a power of two.
+ * @retval FP8ATTN_STATUS_BAD_DEVICE       a tensor not in host memory.
+ * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND the context runs on the CUDA backend.
+ * @retval FP8ATTN_STATUS_NUMERICS         the input holds a NaN or an infinity.
+ * @retval FP8ATTN_STATUS_OUT_OF_MEMORY
+ * Thread-safe: runs on the context's worker threads (one CPU call per context at a time).
+ */
+FP8ATTN_API int32_t fp8attn_quantize(fp8attn_context ctx, const fp8attn_tensor* input,
+                                     const fp8attn_tensor* cu_seqlens,
+                                     const fp8attn_quantize_options* options,
+                                     const fp8attn_tensor* output, const fp8attn_tensor* descale,
+                                     float* amax, fp8attn_error* err);
+
+/** @} */
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -1,0 +1,156 @@
+#include "lib/quantize/quantize_problem.hpp"
+
+#include <algorithm>
+#include <array>
+#include <string>
+#include <utility>
+
+#include "kernels/sm90/quantize/quantize_math.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/tensor.hpp"
+#include "lib/quantize/hadamard_rotation.hpp"
+
+namespace fp8attn::quant {
+namespace {
+
+using sm90::quant::Granularity;
+using sm90::quant::QuantizeParams;
+
+/// An output written by several workers must not map two indices to one address. With the dims
+/// of extent > 1 sorted by stride, every stride must clear the largest offset the smaller dims
+/// reach; that is sufficient and accepts any permutation of a dense or padded layout.
+void require_disjoint_elements(const fp8attn_tensor& t, const std::string& what) {
+  std::array<std::pair<int64_t, int64_t>, FP8ATTN_MAX_RANK> dims{};  // (stride, extent)
+  int n = 0;
+  for (int i = 0; i < t.rank; ++i) {
+    if (t.shape[i] == 0) return;  // nothing is written
+    if (t.shape[i] == 1) continue;
+    int j = n++;  // insertion sort by stride: at most 8 dims
+    for (; j > 0 && dims[j - 1].first > t.stride[i]; --j) dims[j] = dims[j - 1];
+    dims[j] = {t.stride[i], t.shape[i]};
+  }
+  int64_t reach = 0;
+  for (int i = 0; i < n; ++i) {
+    require(dims[i].first > reach, FP8ATTN_STATUS_BAD_STRIDE,
+            what + " has overlapping elements: stride " + std::to_string(dims[i].first) +
+                " does not clear the offsets of its smaller dims (up to " + std::to_string(reach) + ")");
+    int64_t step = 0;
+    if (__builtin_mul_overflow(dims[i].first, dims[i].second - 1, &step) || __builtin_add_overflow(reach, step, &reach))
+      reach = INT64_MAX;
+  }
+}
+
+void check_options(const fp8attn_quantize_options& o, int64_t heads, int64_t head_dim) {
+  require(o.granularity >= FP8ATTN_QUANT_PER_TENSOR && o.granularity <= FP8ATTN_QUANT_PER_BLOCK,
+          FP8ATTN_STATUS_BAD_OPTION, "options->granularity is unknown: " + std::to_string(o.granularity));
+  require(o.granularity != FP8ATTN_QUANT_PER_BLOCK || o.block_rows >= 1, FP8ATTN_STATUS_BAD_OPTION,
+          "options->block_rows must be ≥ 1 for per-block descales, got " + std::to_string(o.block_rows));
+  require(o.rotate <= 1, FP8ATTN_STATUS_BAD_OPTION, "options->rotate must be 0 or 1, got " + std::to_string(o.rotate));
+  require(o.margin >= 0 && o.margin <= sm90::quant::kMaxMargin, FP8ATTN_STATUS_BAD_OPTION,
+          "options->margin must be in 0..64, got " + std::to_string(o.margin));
+  require(o.head_group >= 0, FP8ATTN_STATUS_BAD_HEADS,
+          "options->head_group must be ≥ 0 (0 = 1), got " + std::to_string(o.head_group));
+  const int64_t group = o.head_group == 0 ? 1 : o.head_group;
+  require(heads % group == 0, FP8ATTN_STATUS_BAD_HEADS,
+          "options->head_group " + std::to_string(group) + " does not divide the " + std::to_string(heads) + " heads");
+  require(!o.rotate || exact_log2(head_dim) >= 0, FP8ATTN_STATUS_UNSUPPORTED_HEAD_DIM,
+          "rotation needs a power-of-two head_dim, got " + std::to_string(head_dim));
+}
+
+/// Reads cu_seqlens (I32 [batch + 1], from 0, non-decreasing, ending at `total`); returns the
+/// longest sequence.
+int64_t check_cu_seqlens(const fp8attn_tensor& t, int64_t total) {
+  check_tensor(t, "cu_seqlens", {1, FP8ATTN_DTYPE_I32, FP8ATTN_DEVICE_HOST, false});
+  require(t.shape[0] >= 2, FP8ATTN_STATUS_BAD_SHAPE,
+          "cu_seqlens.shape[0] must be batch + 1 ≥ 2, got " + std::to_string(t.shape[0]));
+  require(t.stride[0] == 1, FP8ATTN_STATUS_BAD_STRIDE, "cu_seqlens must be contiguous (stride 1)");
+  const int32_t* cu = static_cast<const int32_t*>(t.data);
+  require(cu[0] == 0, FP8ATTN_STATUS_BAD_SEQLENS, "cu_seqlens[0] must be 0, got " + std::to_string(cu[0]));
+  int64_t longest = 0;
+  for (int64_t b = 0; b + 1 < t.shape[0]; ++b) {
+    require(cu[b + 1] >= cu[b], FP8ATTN_STATUS_BAD_SEQLENS,
+            "cu_seqlens decreases at " + std::to_string(b + 1) + ": " + std::to_string(cu[b]) + " then " +
+                std::to_string(cu[b + 1]));
+    longest = std::max<int64_t>(longest, cu[b + 1] - cu[b]);
+  }
+  require(cu[t.shape[0] - 1] == total, FP8ATTN_STATUS_BAD_SEQLENS,
+          "cu_seqlens ends at " + std::to_string(cu[t.shape[0] - 1]) + ", but the input has " + std::to_string(total) +
+              " rows");
+  return longest;
+}
+
+}  // namespace
+
+QuantizeParams make_quantize_params(const fp8attn_tensor* input, const fp8attn_tensor* cu_seqlens,
+                                    const fp8attn_quantize_options& o, const fp8attn_tensor* output,
+                                    const fp8attn_tensor* descale) {
+  require(input != nullptr, FP8ATTN_STATUS_NULL_POINTER, "input is NULL");
+  require(output != nullptr, FP8ATTN_STATUS_NULL_POINTER, "output is NULL");
+  require(descale != nullptr, FP8ATTN_STATUS_NULL_POINTER, "descale is NULL");
+  const bool packed = cu_seqlens != nullptr && cu_seqlens->data != nullptr;
+  const int32_t rank = packed ? 3 : 4;
+  check_tensor(*input, "input", {rank, 0, FP8ATTN_DEVICE_HOST, false});
+  require(input->dtype == FP8ATTN_DTYPE_BF16 || input->dtype == FP8ATTN_DTYPE_F32, FP8ATTN_STATUS_BAD_DTYPE,
+          "input has dtype " + dtype_name(input->dtype) + "; the quantizer takes BF16 or F32");
+  check_tensor(*output, "output", {rank, FP8ATTN_DTYPE_E4M3, FP8ATTN_DEVICE_HOST, false});
+  for (int i = 0; i < rank; ++i) require_extent(*output, "output", i, input->shape[i], "the input's extent");
+  require_disjoint_elements(*output, "output");
+
+  QuantizeParams p;
+  p.heads = input->shape[rank - 2];
+  p.head_dim = input->shape[rank - 1];
+  require(p.heads >= 1, FP8ATTN_STATUS_BAD_SHAPE, "input has no heads (shape[" + std::to_string(rank - 2) + "] = 0)");
+  require(p.head_dim >= 1, FP8ATTN_STATUS_BAD_SHAPE, "input has head_dim 0");
+  check_options(o, p.heads, p.head_dim);
+
+  int64_t max_seqlen = 0;
+  if (packed) {
+    max_seqlen = check_cu_seqlens(*cu_seqlens, input->shape[0]);
+    p.batch = cu_seqlens->shape[0] - 1;
+    p.cu_seqlens = static_cast<const int32_t*>(cu_seqlens->data);
+    p.in_stride[0] = 0, p.out_stride[0] = 0;
+    for (int i = 0; i < 3; ++i) p.in_stride[i + 1] = input->stride[i], p.out_stride[i + 1] = output->stride[i];
+  } else {
+    p.batch = input->shape[0];
+    p.seqlen = max_seqlen = input->shape[1];
+    for (int i = 0; i < 4; ++i) p.in_stride[i] = input->stride[i], p.out_stride[i] = output->stride[i];
+  }
+  p.input = input->data;
+  p.input_is_bf16 = input->dtype == FP8ATTN_DTYPE_BF16;
+  p.output = static_cast<uint8_t*>(output->data);
+  p.granularity = static_cast<Granularity>(o.granularity);
+  p.head_group = o.head_group == 0 ? 1 : o.head_group;
+  p.rotate = o.rotate != 0;
+  p.log2_head_dim = p.rotate ? exact_log2(p.head_dim) : 0;
+  p.seed = o.seed;
+  p.margin = o.margin;
+
+  // The descale tensor's shape follows the granularity.
+  const int64_t groups = p.heads / p.head_group;
+  if (p.granularity == Granularity::PerBlock) {
+    p.block_rows = o.block_rows;
+    p.num_blocks = (max_seqlen + p.block_rows - 1) / p.block_rows;
+    p.unit_rows = p.block_rows;
+    check_tensor(*descale, "descale", {3, FP8ATTN_DTYPE_F32, FP8ATTN_DEVICE_HOST, false});
+    require_extent(*descale, "descale", 0, p.batch, "batch");
+    require_extent(*descale, "descale", 1, groups, "heads / head_group");
+    require_extent(*descale, "descale", 2, p.num_blocks, "ceil(max_seqlen / block_rows)");
+    for (int i = 0; i < 3; ++i) p.descale_stride[i] = descale->stride[i];
+  } else if (p.granularity == Granularity::PerHead) {
+    p.unit_rows = kDefaultUnitRows;
+    check_tensor(*descale, "descale", {2, FP8ATTN_DTYPE_F32, FP8ATTN_DEVICE_HOST, false});
+    require_extent(*descale, "descale", 0, p.batch, "batch");
+    require_extent(*descale, "descale", 1, groups, "heads / head_group");
+    for (int i = 0; i < 2; ++i) p.descale_stride[i] = descale->stride[i];
+  } else {
+    p.unit_rows = kDefaultUnitRows;
+    check_tensor(*descale, "descale", {1, FP8ATTN_DTYPE_F32, FP8ATTN_DEVICE_HOST, false});
+    require_extent(*descale, "descale", 0, 1, "1 (per-tensor)");
+  }
+  require_disjoint_elements(*descale, "descale");
+  p.descale = static_cast<float*>(descale->data);
+  p.units_per_head = (max_seqlen + p.unit_rows - 1) / p.unit_rows;
+  return p;
+}
+
+}  // namespace fp8attn::quant
