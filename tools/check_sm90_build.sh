@@ -59,7 +59,7 @@ if grep -q "C7508" "$ptxas_log"; then fail "ptxas ignored setmaxnreg (C7508)"; g
 
 # 2. SASS.
 venv_bin=$(find "$root/.venv" -path "*nvidia/cu*/bin/cuobjdump" -type f 2>/dev/null | head -1)
-cuobjdump="${CUOBJDUMP:-$venv_bin}"
+cuobjdump="${CUOBJDUMP:-${venv_bin:-$(command -v cuobjdump || true)}}"
 if [ -z "$cuobjdump" ] || [ ! -x "$cuobjdump" ]; then
   fail "cuobjdump not found in .venv (scripts/install-deps.sh installs nvidia-cuda-cuobjdump)"
 else
