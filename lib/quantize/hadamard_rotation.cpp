@@ -1,7 +1,5 @@
 #include "lib/quantize/hadamard_rotation.hpp"
 
-#include "kernels/sm90/quantize/quantize_math.hpp"
-
 namespace fp8attn::quant {
 
 int exact_log2(int64_t d) {
@@ -12,16 +10,10 @@ int exact_log2(int64_t d) {
 }
 
 void rotate_row(float* x, int log2_d, uint64_t seed) {
+  // NOTE: lower + upper and lower − upper are exactly quant::butterfly(lower, upper, false) and
+  // butterfly(upper, lower, true): the kernel's cross-lane form of the same two operations.
+  walsh_hadamard_butterflies(x, log2_d);
   const int d = 1 << log2_d;
-  for (int stage = 0; stage < log2_d; ++stage) {
-    const int h = 1 << stage;
-    for (int i = 0; i < d; ++i) {
-      if (i & h) continue;
-      const float lower = x[i], upper = x[i + h];
-      x[i] = sm90::quant::butterfly(lower, upper, false);
-      x[i + h] = sm90::quant::butterfly(upper, lower, true);
-    }
-  }
   const float norm = sm90::quant::hadamard_norm(log2_d);
   for (int j = 0; j < d; ++j) {
     const float y = x[j] * norm;

@@ -1,17 +1,55 @@
 // Incoherent processing on the CPU: the fast Walsh–Hadamard rotation x ← x·H·D of one head-dim
 // vector, in the order kernels/sm90/quantize/quantize_math.hpp defines (the Hopper kernel runs the
-// same butterflies across lanes, so both round identically).
+// same butterflies across lanes, so both round identically), and its FP64 form and inverse for
+// checks and dequantization.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+
+#include "kernels/sm90/quantize/quantize_math.hpp"
 
 namespace fp8attn::quant {
 
 /// log2(d) when d is a power of two ≥ 1; −1 otherwise.
 int exact_log2(int64_t d);
 
-/// Rotates x[0 .. 2^log2_d) in place: log2_d butterfly stages (O(d log d)), the normalization
-/// fl(1/√d), then D's signs from `seed`.
+/// Rotates x[0 .. 2^log2_d) in place, in FP32: log2_d butterfly stages (O(d log d)), the
+/// normalization fl(1/√d), then D's signs from `seed`. The quantizer's transform.
 void rotate_row(float* x, int log2_d, uint64_t seed);
+
+/// The unnormalized butterflies x ← x·H_d (H_d with entries ±1), stage order as above.
+template <class T>
+void walsh_hadamard_butterflies(T* x, int log2_d) {
+  const int d = 1 << log2_d;
+  for (int stage = 0; stage < log2_d; ++stage) {
+    const int h = 1 << stage;
+    for (int i = 0; i < d; ++i) {
+      if (i & h) continue;
+      const T lower = x[i], upper = x[i + h];
+      x[i] = lower + upper;
+      x[i + h] = lower - upper;
+    }
+  }
+}
+
+/// x ← x·H·D in FP64 (normalization 1/√d in double).
+inline void rotate_row_f64(double* x, int log2_d, uint64_t seed) {
+  walsh_hadamard_butterflies(x, log2_d);
+  const int d = 1 << log2_d;
+  const double norm = 1.0 / std::sqrt(static_cast<double>(d));
+  for (int j = 0; j < d; ++j) x[j] *= sm90::quant::rotation_sign_negative(seed, j) ? -norm : norm;
+}
+
+/// The inverse, x ← x·(H·D)ᵀ = x·D·H (H is symmetric and orthogonal, D² = I), in FP64: what
+/// turns a dequantized rotated vector back into the original basis.
+inline void unrotate_row_f64(double* x, int log2_d, uint64_t seed) {
+  const int d = 1 << log2_d;
+  for (int j = 0; j < d; ++j)
+    if (sm90::quant::rotation_sign_negative(seed, j)) x[j] = -x[j];
+  walsh_hadamard_butterflies(x, log2_d);
+  const double norm = 1.0 / std::sqrt(static_cast<double>(d));
+  for (int j = 0; j < d; ++j) x[j] *= norm;
+}
 
 }  // namespace fp8attn::quant
