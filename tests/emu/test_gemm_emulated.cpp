@@ -62,6 +62,10 @@ void expect_bit_equal(GemmInput type, Shape s, uint64_t seed, const std::vector<
 
 TEST(GemmEmulated, Fp8AlignedShape) { expect_bit_equal(GemmInput::E4M3, {128, 128, 256}, 1, {11, 12}); }
 
+// Eight k-tiles: each of the two stages is refilled four times and every barrier's phase flips
+// repeatedly.
+TEST(GemmEmulated, Fp8LongK) { expect_bit_equal(GemmInput::E4M3, {64, 130, 1000}, 6, {61, 62}); }
+
 TEST(GemmEmulated, Fp8RaggedEdges) {
   expect_bit_equal(GemmInput::E4M3, {200, 150, 300}, 2, {21, 22, 23});
   expect_bit_equal(GemmInput::E4M3, {65, 7, 40}, 3, {31, 32});
