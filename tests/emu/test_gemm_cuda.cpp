@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "kernels/arch/tma_tensor_map_cuda.hpp"
 #include "kernels/sm90/gemm/gemm_cuda.hpp"
 #include "tests/emu/gemm_test_support.hpp"
 
@@ -81,6 +82,36 @@ void expect_close(GemmInput type, int m, int n, int k, uint64_t seed) {
   EXPECT_EQ(outside, 0);
   std::printf("%s GEMM %dx%dx%d on the GPU: %d of %d outputs bit-equal to the reference, worst error %.3g of Σ|a·b| (seed %llu)\n",
               type == GemmInput::BF16 ? "bf16" : "e4m3", m, n, k, bit_equal, m * n, worst, static_cast<unsigned long long>(seed));
+}
+
+// The driver-side encoding: the project's validation runs first (no driver needed), then the
+// driver entry point is looked up through the runtime; without a driver that lookup fails with a
+// message instead of a crash.
+TEST(GemmCuda, TensorMapEncodingValidatesThenAsksTheDriver) {
+  alignas(64) static unsigned char map[128];
+  alignas(16) static unsigned char tensor[64 * 64];
+  arch::TensorMapSpec spec;
+  spec.rank = 2;
+  spec.global_address = tensor;
+  spec.global_dims[0] = 64;
+  spec.global_dims[1] = 64;
+  spec.global_strides_bytes[0] = 64;
+  spec.box_dims[0] = 64;
+  spec.box_dims[1] = 300;  // over the 256 limit
+  const std::string invalid = arch::encode_tensor_map_cuda(spec, map);
+  EXPECT_NE(invalid.find("box dim 1"), std::string::npos) << invalid;
+  spec.box_dims[1] = 8;
+  std::string why;
+  const bool gpu = hopper_present(&why);
+  const std::string encoded = arch::encode_tensor_map_cuda(spec, map);
+  if (gpu) {
+    EXPECT_EQ(encoded, "");
+  } else {
+    // NOTE: without a driver either the lookup or the encode itself reports; both say so.
+    EXPECT_TRUE(encoded.empty() || encoded.find("cuTensorMapEncodeTiled") != std::string::npos) << encoded;
+  }
+  std::printf("invalid spec: \"%s\"; valid spec (%s): \"%s\"\n", invalid.c_str(), gpu ? "GPU present" : why.c_str(),
+              encoded.c_str());
 }
 
 TEST(GemmCuda, MatchesTheReferenceOnRaggedShapes) {
