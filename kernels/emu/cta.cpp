@@ -205,7 +205,8 @@ void Cta::maybe_yield() {
 }
 
 int Cta::pick_next() {
-  std::vector<unsigned> candidates;
+  std::vector<unsigned>& candidates = candidates_;
+  candidates.clear();
   for (int pass = 0; pass < 2 && candidates.empty(); ++pass) {
     for (unsigned i = 1; i <= threads_; ++i) {
       const unsigned t = (last_run_ + i) % threads_;

@@ -103,6 +103,7 @@ class Cta {
   unsigned threads_ = 0;
   size_t stack_bytes_ = 0;
   std::vector<Slot> slots_;
+  std::vector<unsigned> candidates_;  // pick_next's scratch, kept to avoid an allocation per switch
   HostContext host_;
   const std::function<void()>* body_ = nullptr;
   unsigned current_ = 0;

@@ -81,11 +81,19 @@ void RaceCheck::acquire(unsigned slot, const VectorClock& from) {
 }
 
 void RaceCheck::order_agent_after_thread(unsigned thread) {
-  uint32_t* agent = row(agent_slot(thread));
+  const unsigned self = agent_slot(thread);
+  uint32_t* agent = row(self);
   const uint32_t* issuer = row(thread);
   for (unsigned s = 0; s < slots(); ++s) {
-    if (s != agent_slot(thread)) agent[s] = std::max(agent[s], issuer[s]);
+    if (s != self) agent[s] = std::max(agent[s], issuer[s]);
   }
+  ++agent[self];
+}
+
+void RaceCheck::acquire_agent(unsigned slot, unsigned thread) {
+  const unsigned agent = agent_slot(thread);
+  uint32_t& known = row(slot)[agent];
+  known = std::max(known, row(agent)[agent]);
 }
 
 }  // namespace fp8attn::emu

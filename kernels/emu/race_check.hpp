@@ -44,8 +44,12 @@ class RaceCheck {
   void release(unsigned slot, VectorClock& into);
   // Acquire: clock(slot) |= from.
   void acquire(unsigned slot, const VectorClock& from);
-  // The async agent of `thread` is ordered after everything the thread did so far.
+  // The async agent of `thread` is ordered after everything the thread did so far, and starts a
+  // new epoch for the access it is about to record (so earlier acquires do not cover it).
   void order_agent_after_thread(unsigned thread);
+  // slot learns the async agent of `thread` up to its latest access: every access that agent
+  // recorded so far happens-before slot's later accesses. O(1), unlike acquire().
+  void acquire_agent(unsigned slot, unsigned thread);
   VectorClock empty_clock() const { return VectorClock(slots(), 0); }
 
  private:

@@ -53,9 +53,7 @@ void acquire_async_accesses(Group group) {
   const unsigned size = group == Group::Warp ? 32 : 128;
   const unsigned first = (me.linear_tid / size) * size;
   const unsigned last = std::min(first + size, cta.thread_count());
-  VectorClock agents = race->empty_clock();
-  for (unsigned t = first; t < last; ++t) race->release(race->agent_slot(t), agents);
-  race->acquire(me.linear_tid, agents);
+  for (unsigned t = first; t < last; ++t) race->acquire_agent(me.linear_tid, t);
 }
 
 void yield() { current_cta().yield_now(/*spinning=*/true); }
