@@ -58,7 +58,7 @@ if grep -qE "C751[15]" "$ptxas_log"; then fail "ptxas serialized wgmma (C7511/C7
 if grep -q "C7508" "$ptxas_log"; then fail "ptxas ignored setmaxnreg (C7508)"; grep "C7508" "$ptxas_log"; else pass "no C7508 (setmaxnreg honoured)"; fi
 
 # 2. SASS.
-venv_bin=$(find "$root/.venv" -path "*nvidia/cu*/bin/cuobjdump" -type f 2>/dev/null | head -1)
+venv_bin=$(find -H "$root/.venv" -path "*nvidia/cu*/bin/cuobjdump" -type f 2>/dev/null | head -1)
 cuobjdump="${CUOBJDUMP:-${venv_bin:-$(command -v cuobjdump || true)}}"
 if [ -z "$cuobjdump" ] || [ ! -x "$cuobjdump" ]; then
   fail "cuobjdump not found in .venv (scripts/install-deps.sh installs nvidia-cuda-cuobjdump)"
