@@ -161,10 +161,11 @@ static void zero_small_and_next(void) {
   err = abi_fresh_error();
   status = fp8attn_context_create(&o, &ctx, &err);
   abi_expect_status("options.struct_size 0", status, FP8ATTN_STATUS_BAD_STRUCT_SIZE, &err, "fp8attn_context_options");
-  o.struct_size = sizeof o - 1;
+  o.struct_size = offsetof(fp8attn_context_options, log_user_data); /* the first layout, cut short */
   err = abi_fresh_error();
   status = fp8attn_context_create(&o, &ctx, &err);
-  abi_expect_status("options.struct_size sizeof-1", status, FP8ATTN_STATUS_BAD_STRUCT_SIZE, &err, "oldest layout");
+  abi_expect_status("options.struct_size first layout - 1 field", status, FP8ATTN_STATUS_BAD_STRUCT_SIZE, &err,
+                    "oldest layout");
   o.struct_size = sizeof o, o.next = &dummy;
   err = abi_fresh_error();
   status = fp8attn_context_create(&o, &ctx, &err);
@@ -183,10 +184,19 @@ static void zero_small_and_next(void) {
   status = fp8attn_plan_create(g_problem.ctx, &d, &plan, &err);
   abi_expect_status("desc.next", status, FP8ATTN_STATUS_BAD_EXTENSION, &err, "next must be NULL");
 
-  a = g_problem.args, a.struct_size = sizeof a - 1;
+  a = g_problem.args, a.struct_size = offsetof(fp8attn_attention_args, telemetry); /* the first layout, cut short */
   err = abi_fresh_error();
   status = fp8attn_attention_forward(g_problem.plan, &a, g_problem.workspace, g_problem.workspace_bytes, NULL, &err);
-  abi_expect_status("args.struct_size sizeof-1", status, FP8ATTN_STATUS_BAD_STRUCT_SIZE, &err, "fp8attn_attention_args");
+  abi_expect_status("args.struct_size first layout - 1 field", status, FP8ATTN_STATUS_BAD_STRUCT_SIZE, &err,
+                    "oldest layout");
+  /* The first args layout (through `telemetry`) stays accepted whatever was appended since. */
+  a = g_problem.args, a.struct_size = offsetof(fp8attn_attention_args, telemetry) + sizeof a.telemetry;
+  err = abi_fresh_error();
+  abi_problem_poison(&g_problem);
+  status = fp8attn_attention_forward(g_problem.plan, &a, g_problem.workspace, g_problem.workspace_bytes, NULL, &err);
+  printf("first args layout: struct_size %zu of %zu -> %s\n", a.struct_size, sizeof a, fp8attn_status_name(status));
+  abi_check(status == FP8ATTN_OK && !abi_problem_untouched(&g_problem), "first args layout", "%s: %s",
+            fp8attn_status_name(status), err.message);
   a = g_problem.args, a.k.struct_size = sizeof a.k - 1;
   err = abi_fresh_error();
   status = fp8attn_attention_forward(g_problem.plan, &a, g_problem.workspace, g_problem.workspace_bytes, NULL, &err);

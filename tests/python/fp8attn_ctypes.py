@@ -83,6 +83,9 @@ class AttentionDesc(ctypes.Structure):
         ("stabilized_tie_tol", ctypes.c_float),
         ("telemetry", ctypes.c_uint32),
         ("stabilized_shift_cap_log2", ctypes.c_float),
+        ("sink_tokens", ctypes.c_int32),
+        ("accumulator_model", ctypes.c_uint32),
+        ("accumulator_mantissa_bits", ctypes.c_int32),
     ]
 
 
@@ -110,6 +113,9 @@ class AttentionArgs(ctypes.Structure):
         ("k_descale", Tensor),
         ("v_descale", Tensor),
         ("telemetry", ctypes.POINTER(Telemetry)),
+        ("q_block_descale", Tensor),
+        ("k_block_descale", Tensor),
+        ("v_block_descale", Tensor),
     ]
 
 
@@ -213,7 +219,7 @@ class Library:
 
     def default_desc(self):
         desc = AttentionDesc()
-        desc.struct_size = 0  # 0 asks desc_init for the full layout
+        desc.struct_size = ctypes.sizeof(AttentionDesc)  # this mirror's layout; the library fills no more
         status = self.dll.fp8attn_attention_desc_init(ctypes.byref(desc))
         if status != OK:
             raise RuntimeError(f"fp8attn_attention_desc_init: {self.status_name(status)}")
