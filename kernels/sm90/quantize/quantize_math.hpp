@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 // NOTE: a macro of its own rather than platform.hpp's FP8ATTN_HOST_DEVICE: the CPU quantizer is
 // compiled beside tile_config.hpp, which defines that name differently.
@@ -79,6 +80,18 @@ FP8ATTN_QUANT_FN float descale_from_scale(float scale) { return 1.0f / scale; }
 FP8ATTN_QUANT_FN float amax_term(float x) {
   const float a = x < 0.0f ? -x : x;
   return (a <= 3.40282346638528859812e+38f) ? a : __builtin_inff();
+}
+
+/// The larger of two amax terms (never NaN: amax_term maps NaN to +inf). Written out so host and
+/// device agree without fmaxf's NaN rules.
+FP8ATTN_QUANT_FN float max_of(float a, float b) { return a > b ? a : b; }
+
+/// A BF16 value's bits widened to float (exact).
+FP8ATTN_QUANT_FN float bf16_bits_to_float(uint16_t bits) {
+  const uint32_t wide = static_cast<uint32_t>(bits) << 16;
+  float value;
+  std::memcpy(&value, &wide, sizeof value);
+  return value;
 }
 
 }  // namespace fp8attn::sm90::quant
