@@ -67,25 +67,45 @@ def test_bad_head_dim_reports_its_status(lib, ctx):
     assert "head_dim" in info.value.message
 
 
-def _run_forward(lib, ctx, q8, k8, v8, descales, head_dim, heads_q, heads_kv, causal):
-    """One forward call on padded [b, s, h, d] E4M3 arrays; F32 out and LSE, poisoned first."""
+def _args(q8, k8, v8, out, lse, descales, cu_seqlens=None):
+    args = fa.AttentionArgs()
+    args.struct_size = ctypes.sizeof(fa.AttentionArgs)
+    args.q, args.k, args.v = fa.tensor_of(q8), fa.tensor_of(k8), fa.tensor_of(v8)
+    args.out, args.lse = fa.tensor_of(out), fa.tensor_of(lse)
+    args.q_descale, args.k_descale, args.v_descale = (fa.tensor_of(d) for d in descales)
+    if cu_seqlens is not None:
+        args.cu_seqlens_q, args.cu_seqlens_k = fa.tensor_of(cu_seqlens[0]), fa.tensor_of(cu_seqlens[1])
+    return args
+
+
+def _plan(lib, ctx, head_dim, heads_q, heads_kv, causal):
     desc = lib.default_desc()
     desc.output_dtype = fa.DTYPE_F32
-    desc.head_dim = head_dim
-    desc.num_heads_q = heads_q
-    desc.num_heads_kv = heads_kv
-    desc.causal = int(causal)
-    plan = lib.plan(ctx, desc)
+    desc.head_dim, desc.num_heads_q, desc.num_heads_kv, desc.causal = head_dim, heads_q, heads_kv, int(causal)
+    return lib.plan(ctx, desc)
+
+
+def _check_against_numpy(out, lse, qd, kd, vd, causal, what):
+    """Bound and LSE check of one (sequence or batch) result; returns the printed figures."""
+    scale = 1.0 / math.sqrt(qd.shape[3])
+    out64, lse64 = ref.attention_fp64(qd, kd, vd, scale, causal)
+    out_p8 = ref.attention_p_e4m3(qd, kd, vd, scale, causal)
+    err_lib = float(np.max(np.abs(out - out64)))
+    err_p8 = float(np.max(np.abs(out_p8 - out64)))
+    lse_err = float(np.max(np.abs(lse - lse64)))
+    print(f"{what}: max|lib - fp64| = {err_lib:.3e}, P-E4M3 model {err_p8:.3e}, max|LSE - fp64| = {lse_err:.3e}")
+    assert err_lib <= 2.0 * err_p8 + 1e-3, what
+    assert lse_err <= 2e-5 * max(1.0, float(np.max(np.abs(lse64)))), what
+
+
+def _run_forward(lib, ctx, q8, k8, v8, descales, head_dim, heads_q, heads_kv, causal):
+    """One forward call on padded [b, s, h, d] E4M3 arrays; F32 out and LSE, poisoned first."""
+    b, sq, _, _ = q8.shape
+    out = np.full((b, sq, heads_q, head_dim), POISON_F32, dtype=np.uint32).view(np.float32)
+    lse = np.full((b, heads_q, sq), POISON_F32, dtype=np.uint32).view(np.float32)
+    plan = _plan(lib, ctx, head_dim, heads_q, heads_kv, causal)
     try:
-        b, sq, _, _ = q8.shape
-        out = np.full((b, sq, heads_q, head_dim), POISON_F32, dtype=np.uint32).view(np.float32)
-        lse = np.full((b, heads_q, sq), POISON_F32, dtype=np.uint32).view(np.float32)
-        args = fa.AttentionArgs()
-        args.struct_size = ctypes.sizeof(fa.AttentionArgs)
-        args.q, args.k, args.v = fa.tensor_of(q8), fa.tensor_of(k8), fa.tensor_of(v8)
-        args.out, args.lse = fa.tensor_of(out), fa.tensor_of(lse)
-        args.q_descale, args.k_descale, args.v_descale = (fa.tensor_of(d) for d in descales)
-        lib.forward(plan, args, b, sq, k8.shape[1])
+        lib.forward(plan, _args(q8, k8, v8, out, lse, descales), b, sq, k8.shape[1])
     finally:
         lib.dll.fp8attn_plan_destroy(plan)
     return out, lse
@@ -147,3 +167,75 @@ def test_forward_against_numpy(lib, ctx, head_dim, heads_q, heads_kv, seqlen_q, 
     # NOTE: the LSE has no FP8 rounding in it: logits are exact products of E4M3 values summed in
     # FP32, and the row sum is FP32, so it matches FP64 to FP32 accuracy.
     assert lse_err <= 2e-5 * max(1.0, float(np.max(np.abs(lse64[~empty]))))
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_packed_varlen_against_numpy(lib, ctx, causal):
+    """Rank-3 packed tensors with cu_seqlens; lengths around the 128-row tile, GQA 2:1."""
+    head_dim, heads_q, heads_kv = 128, 4, 2
+    group = heads_q // heads_kv
+    lens_q = [1, 127, 128, 129]
+    lens_k = lens_q if causal else [5, 200, 64, 129]
+    seed = SEED + 7 + int(causal)
+    rng = np.random.default_rng(seed)
+    print(f"seed {seed}: packed, lengths q {lens_q} k {lens_k}, causal {causal}")
+    seqs = []
+    for sq, sk in zip(lens_q, lens_k):
+        q = rng.standard_normal((1, sq, heads_q, head_dim))
+        k = rng.standard_normal((1, sk, heads_kv, head_dim)) * rng.uniform(0.5, 2.0)
+        v = rng.standard_normal((1, sk, heads_kv, head_dim))
+        seqs.append((ref.quantize_e4m3(q, group), ref.quantize_e4m3(k, 1), ref.quantize_e4m3(v, 1)))
+    q8 = np.concatenate([s[0][0][0] for s in seqs])
+    k8 = np.concatenate([s[1][0][0] for s in seqs])
+    v8 = np.concatenate([s[2][0][0] for s in seqs])
+    descales = [np.concatenate([s[i][1] for s in seqs]) for i in range(3)]  # [batch, heads_kv] each
+    cu_q = np.concatenate([[0], np.cumsum(lens_q)]).astype(np.int32)
+    cu_k = np.concatenate([[0], np.cumsum(lens_k)]).astype(np.int32)
+    out = np.full((q8.shape[0], heads_q, head_dim), POISON_F32, dtype=np.uint32).view(np.float32)
+    lse = np.full((heads_q, q8.shape[0]), POISON_F32, dtype=np.uint32).view(np.float32)
+
+    plan = _plan(lib, ctx, head_dim, heads_q, heads_kv, causal)
+    try:
+        lib.forward(plan, _args(q8, k8, v8, out, lse, descales, (cu_q, cu_k)), len(lens_q), max(lens_q), max(lens_k))
+    finally:
+        lib.dll.fp8attn_plan_destroy(plan)
+    assert np.all(np.isfinite(out)) and np.all(np.isfinite(lse)), "unwritten (poisoned) or non-finite outputs"
+
+    for b, (sq, (qq, kk, vv)) in enumerate(zip(lens_q, seqs)):
+        rows = slice(cu_q[b], cu_q[b + 1])
+        qd = ref.dequantize(qq[0], qq[1], group)
+        kd, vd = ref.dequantize(kk[0], kk[1], 1), ref.dequantize(vv[0], vv[1], 1)
+        _check_against_numpy(out[None, rows], lse[None, :, rows], qd, kd, vd, causal, f"sequence {b} ({sq} rows)")
+
+
+def test_strided_views_and_writes_confined_to_the_view(lib, ctx):
+    """Q, K and out as non-contiguous numpy views: strides pass through ctypes in elements, and
+    the call writes only the elements of the out view (the rest of its buffer stays poisoned)."""
+    batch, seqlen_q, seqlen_k, head_dim, heads = 2, 100, 180, 64, 2
+    rng = np.random.default_rng(SEED + 11)
+    print(f"seed {SEED + 11}: strided views, seqlen {seqlen_q}x{seqlen_k}")
+    q8, q_descale = ref.quantize_e4m3(rng.standard_normal((batch, seqlen_q, heads, head_dim)), 1)
+    k8, k_descale = ref.quantize_e4m3(rng.standard_normal((batch, seqlen_k, heads, head_dim)), 1)
+    v8, v_descale = ref.quantize_e4m3(rng.standard_normal((batch, seqlen_k, heads, head_dim)), 1)
+    # Every other head of a wider array, and K stored [batch, heads, seqlen, dim].
+    q_wide = np.zeros((batch, seqlen_q, 2 * heads, head_dim), dtype=q8.dtype)
+    q_wide[:, :, ::2] = q8
+    k_bhsd = np.ascontiguousarray(k8.transpose(0, 2, 1, 3))
+    q_view, k_view = q_wide[:, :, ::2], k_bhsd.transpose(0, 2, 1, 3)
+    assert not q_view.flags.c_contiguous and not k_view.flags.c_contiguous
+    out_wide = np.full((batch, seqlen_q, heads, 2 * head_dim), POISON_F32, dtype=np.uint32).view(np.float32)
+    out_view = out_wide[..., head_dim:]
+    lse = np.full((batch, heads, seqlen_q), POISON_F32, dtype=np.uint32).view(np.float32)
+
+    plan = _plan(lib, ctx, head_dim, heads, heads, False)
+    try:
+        lib.forward(plan, _args(q_view, k_view, v8, out_view, lse, (q_descale, k_descale, v_descale)), batch, seqlen_q,
+                    seqlen_k)
+    finally:
+        lib.dll.fp8attn_plan_destroy(plan)
+    untouched = out_wide[..., :head_dim].view(np.uint32)
+    print(f"outside the out view: {int(np.sum(untouched != POISON_F32))} elements written")
+    assert np.all(untouched == POISON_F32), "the call wrote outside the out view"
+    assert np.all(np.isfinite(out_view)) and np.all(np.isfinite(lse))
+    qd, kd, vd = ref.dequantize(q8, q_descale, 1), ref.dequantize(k8, k_descale, 1), ref.dequantize(v8, v_descale, 1)
+    _check_against_numpy(out_view, lse, qd, kd, vd, False, "strided views")
