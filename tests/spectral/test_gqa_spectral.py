@@ -1,6 +1,6 @@
 """Llama-like GQA shapes (d_model 4096, 32 query heads, 8 KV heads, d_h 128) with random weights
-of a decaying spectrum. Reference σ_h from thin QR factors (W_Q,hᵀ = Q_q·R_q, W_K,gᵀ = Q_k·R_k,
-so σ_h = ‖R_q·R_kᵀ‖₂), an algorithm independent of the library's Gram power iteration."""
+of a decaying spectrum. Reference σ_h by a direct method in float64 (Cholesky of G_Q,h and
+LAPACK's symmetric eigensolver), independent of the library's FP32 Grams and power iteration."""
 import numpy as np
 
 from fp8attn_spectral_ctypes import Spectral
@@ -25,12 +25,16 @@ def make_llama_like_weights(seed=SEED):
 
 
 def reference_sigma(wq, wk):
+    """σ_h² = λ_max(L_qᵀ·G_K,g·L_q) with G_Q,h = L_q·L_qᵀ (Cholesky), in float64 with LAPACK's
+    symmetric eigensolver: the same spectrum as M_hᵀ·M_h, by a direct method."""
     group = HEADS_Q // HEADS_KV
-    r_k = [np.linalg.qr(wk[g * HEAD_DIM:(g + 1) * HEAD_DIM].astype(np.float64).T, mode="r") for g in range(HEADS_KV)]
+    q64, k64 = wq.astype(np.float64), wk.astype(np.float64)
+    g_k = [k64[g * HEAD_DIM:(g + 1) * HEAD_DIM] @ k64[g * HEAD_DIM:(g + 1) * HEAD_DIM].T for g in range(HEADS_KV)]
     out = []
     for h in range(HEADS_Q):
-        r_q = np.linalg.qr(wq[h * HEAD_DIM:(h + 1) * HEAD_DIM].astype(np.float64).T, mode="r")
-        out.append(np.linalg.svd(r_q @ r_k[h // group].T, compute_uv=False)[0])
+        rows = q64[h * HEAD_DIM:(h + 1) * HEAD_DIM]
+        l_q = np.linalg.cholesky(rows @ rows.T)
+        out.append(np.sqrt(np.linalg.eigvalsh(l_q.T @ g_k[h // group] @ l_q)[-1]))
     return np.array(out)
 
 

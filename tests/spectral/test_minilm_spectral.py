@@ -1,6 +1,8 @@
 """σ_h = ‖W_Q,hᵀ·W_K,h‖₂ on every layer and head of the trained all-MiniLM-L6-v2 weights,
 against numpy's SVD of the explicitly formed 384 × 384 product; and the RoPE tightness report
 (standard RoPE frequencies applied to its projections, which the BERT-style model lacks)."""
+import functools
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -27,6 +29,12 @@ def formed_product_sigma(wq, wk):
     return np.array(out)
 
 
+@functools.lru_cache(maxsize=None)
+def reference_sigma(layer):
+    """numpy's SVD of the formed products of one layer, computed once per test session."""
+    return formed_product_sigma(*load_qk(layer))
+
+
 def quantize_e4m3(w):
     scale = E4M3_MAX / float(np.abs(w).max())
     q = np.clip(w * scale, -E4M3_MAX, E4M3_MAX).astype(ml_dtypes.float8_e4m3fn)
@@ -37,7 +45,7 @@ def test_every_layer_and_head_against_numpy_svd(spectral):
     worst_f32, worst_e4m3 = 0.0, 0.0
     for layer in range(NUM_LAYERS):
         wq, wk = load_qk(layer)
-        reference = formed_product_sigma(wq, wk)
+        reference = reference_sigma(layer)
         sigma, iterations, residual = spectral.sigma(wq, wk, NUM_HEADS, NUM_HEADS, HEAD_DIM, FP8ATTN_DTYPE_F32)
         rel = np.abs(sigma - reference) / reference
         q8, dq = quantize_e4m3(wq)
@@ -76,3 +84,28 @@ def test_rope_exact_maximum_versus_safe_bound(spectral):
     ratios = np.array(ratios)
     print(f"over all {ratios.size} heads: the exact maximum is {ratios.mean():.3f} of the safe bound on average "
           f"(the safe bound is {1 / ratios.mean():.2f}x looser); range {ratios.min():.3f}..{ratios.max():.3f}")
+
+
+def test_spectral_command_reads_the_safetensors_file():
+    """`fp8attn spectral --csv` parses the safetensors header itself; its σ must match the SVD."""
+    import os
+    import subprocess
+
+    from minilm_weights import safetensors_path
+
+    tool = os.environ.get("FP8ATTN_TOOL")
+    assert tool, "FP8ATTN_TOOL must name the built fp8attn command-line tool"
+    out = subprocess.run([tool, "spectral", str(safetensors_path()), "--csv"], check=True, capture_output=True,
+                         text=True).stdout.strip().splitlines()
+    assert out[0] == "layer,head,sigma,iterations,residual"
+    rows = [line.split(",") for line in out[1:]]
+    assert len(rows) == NUM_LAYERS * NUM_HEADS
+    worst = 0.0
+    for layer in range(NUM_LAYERS):
+        reference = reference_sigma(layer)
+        for head in range(NUM_HEADS):
+            row = rows[layer * NUM_HEADS + head]
+            assert int(row[0]) == layer and int(row[1]) == head
+            worst = max(worst, abs(float(row[2]) - reference[head]) / reference[head])
+    print(f"fp8attn spectral: {len(rows)} heads, worst relative error vs SVD {worst:.2e}")
+    assert worst <= 1e-4
