@@ -137,6 +137,7 @@ static void workspace_cases(void) {
   expect_workspace("workspace: max_seqlen_q negative", plan, 2, -1, 300, 0, FP8ATTN_STATUS_BAD_SHAPE, "max_seqlen_q");
   expect_workspace("workspace: max_seqlen_k 0", plan, 2, 100, 0, 0, FP8ATTN_STATUS_BAD_SHAPE, "max_seqlen_k");
   fp8attn_plan_destroy(plan);
+  fp8attn_plan_destroy(NULL); /* allowed */
 }
 
 int main(void) {
