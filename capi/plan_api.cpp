@@ -61,3 +61,12 @@ int32_t fp8attn_plan_workspace_size(fp8attn_plan plan, int64_t batch, int64_t ma
 }
 
 }  // extern "C"
+
+extern "C" int32_t fp8attn_plan_get_tile(fp8attn_plan plan, int32_t* block_m, int32_t* block_n, fp8attn_error* err) {
+  return guarded(err, [&] {
+    require(plan != nullptr, FP8ATTN_STATUS_BAD_HANDLE, "plan is NULL");
+    require(block_m != nullptr && block_n != nullptr, FP8ATTN_STATUS_NULL_POINTER, "block_m or block_n is NULL");
+    *block_m = plan->config.tile.block_m;
+    *block_n = plan->config.tile.block_n;
+  });
+}

@@ -319,6 +319,18 @@ typedef struct fp8attn_attention_desc {
   float stabilized_shift_cap_log2; /**< Cap on the stabilized shift: the shifted max m′ is at
                                         most r_m + cap in log2 units, so exp2(r_m − m′) ≥ 2^−cap
                                         and l cannot underflow to 0. Default 16; must be > 0. */
+  int32_t sink_tokens; /**< Sink isolation: the first `sink_tokens` keys of each sequence form a KV
+                            block of their own, visited last in reverse order (first in forward
+                            order); the other blocks start at key `sink_tokens`. This removes the
+                            in-block P underflow residue of reverse order. 0 (default) is off and
+                            gives bit-identical results to a description without the field.
+                            Not combinable with per-block K/V descales. */
+  uint32_t accumulator_model; /**< 1: model the FP8 tensor core's reduced-precision accumulator: each
+                                   MMA instruction's sum (32 products) is truncated toward zero to
+                                   `accumulator_mantissa_bits` before it is added. E4M3 inputs only.
+                                   0 (default): full FP32. */
+  int32_t accumulator_mantissa_bits; /**< Mantissa bits kept by the model, 1..23; default 22
+                                          (reported for Hopper's FP8 wgmma). */
 } fp8attn_attention_desc;
 
 /**
@@ -375,6 +387,19 @@ FP8ATTN_API int32_t fp8attn_plan_workspace_size(fp8attn_plan plan, int64_t batch
                                                 int64_t max_seqlen_q, int64_t max_seqlen_k,
                                                 size_t* bytes, fp8attn_error* err);
 
+/**
+ * The tile sizes the plan's kernel and CPU engine use: query rows per tile and keys per KV block.
+ * Per-block descales (fp8attn_attention_args) and the quantizer's block sizes follow them.
+ * @param block_m Out: rows per query tile; written only on success.
+ * @param block_n Out: keys per KV block; written only on success.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_BAD_HANDLE   `plan` is NULL.
+ * @retval FP8ATTN_STATUS_NULL_POINTER `block_m` or `block_n` is NULL.
+ * Thread-safe.
+ */
+FP8ATTN_API int32_t fp8attn_plan_get_tile(fp8attn_plan plan, int32_t* block_m, int32_t* block_n,
+                                          fp8attn_error* err);
+
 /** @} */
 
 /* ------------------------------------------------------------------------------------------ */
@@ -418,6 +443,18 @@ typedef struct fp8attn_attention_args {
   fp8attn_tensor k_descale;     /**< Optional F32 [batch, heads_kv]. */
   fp8attn_tensor v_descale;     /**< Optional F32 [batch, heads_kv]. */
   fp8attn_telemetry* telemetry; /**< Optional out; filled when desc.telemetry is 1. Borrowed. */
+  /* Fields below were appended after the first layout. */
+  fp8attn_tensor q_block_descale; /**< Optional F32 [batch, heads_q, ceil(max_seqlen_q / block_m)]: a
+                                       descale per query tile, multiplied with q_descale. Blocks
+                                       start at each sequence's first row; see
+                                       fp8attn_plan_get_tile() for block_m. */
+  fp8attn_tensor k_block_descale; /**< Optional F32 [batch, heads_kv, ceil(max_seqlen_k / block_n)]: a
+                                       descale per KV block, multiplied with k_descale; folded into
+                                       the logits of its block. */
+  fp8attn_tensor v_block_descale; /**< Optional F32 [batch, heads_kv, ceil(max_seqlen_k / block_n)]: a
+                                       descale per KV block, multiplied with v_descale; each block's
+                                       PV product is accumulated in a fresh FP32 tile and added into
+                                       O scaled by it (pv_promote_interval is then 1). */
 } fp8attn_attention_args;
 
 /**

@@ -24,10 +24,13 @@ inline constexpr int kMmaKFp8 = 32;   ///< K of one E4M3/E5M2 wgmma (m64nNk32)
 inline constexpr int kMmaKBf16 = 16;  ///< K of one BF16 wgmma (m64nNk16)
 inline constexpr int kFp32MantissaBits = 23;
 
-/// The accumulator-precision model: each instruction's chunk sum is truncated toward zero to
-/// `chunk_mantissa_bits` explicit mantissa bits before it is added. 23 (the default) is full
-/// FP32, i.e. the model is off. NOTE: Hopper's FP8 wgmma is reported to keep about 22 bits
-/// (SageAttention2; the hpc-ops FP8 kernel); DeepSeek-V3 reports about 14 effective bits on H800.
+/// The accumulator-precision model: the tensor core's accumulator keeps `chunk_mantissa_bits`
+/// explicit mantissa bits, so each instruction's result D = C + chunk is truncated toward zero
+/// to that many bits. 23 (the default) is full FP32, i.e. the model is off. Two-level
+/// accumulation (adding a fresh accumulator into an FP32 sum on the CUDA cores every N blocks)
+/// bounds how many truncated additions an output sees. NOTE: Hopper's FP8 wgmma is reported to
+/// keep about 22 bits (SageAttention2; the hpc-ops FP8 kernel); DeepSeek-V3 reports about 14
+/// effective bits on H800.
 struct MmaPrecisionModel {
   int chunk_mantissa_bits = kFp32MantissaBits;
 };
@@ -51,9 +54,9 @@ FP8ATTN_MMA_HD inline float mma_chunk(int k_len, A&& a, B&& b) {
   return chunk;
 }
 
-/// acc + chunk, with the chunk truncated by the precision model first.
+/// acc + chunk, truncated by the precision model (a no-op at 23 bits).
 FP8ATTN_MMA_HD inline float mma_chunk_accumulate(float acc, float chunk, MmaPrecisionModel model = {}) {
-  return acc + truncate_mantissa(chunk, model.chunk_mantissa_bits);
+  return truncate_mantissa(acc + chunk, model.chunk_mantissa_bits);
 }
 
 }  // namespace fp8attn::arch

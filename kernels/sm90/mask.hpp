@@ -37,24 +37,6 @@ FP8ATTN_HOST_DEVICE constexpr KeyRange visible_keys(const MaskParams& m, int64_t
   return {first, last};
 }
 
-/// KV blocks [first, end) that hold a visible key of any row in [row_begin, row_end).
-/// The keys seen by row i are monotone in i at both ends, so the first and last rows bound it.
-struct BlockRange {
-  int64_t first;
-  int64_t end;
-  FP8ATTN_HOST_DEVICE constexpr int64_t count() const { return end > first ? end - first : 0; }
-};
-
-FP8ATTN_HOST_DEVICE constexpr BlockRange kv_block_range(const MaskParams& m, int64_t row_begin, int64_t row_end,
-                                                        int block_n) {
-  const KeyRange top = visible_keys(m, row_begin);
-  const KeyRange bottom = visible_keys(m, row_end - 1);
-  const int64_t first_key = top.first;
-  const int64_t last_key = bottom.last;
-  if (first_key > last_key) return {0, 0};
-  return {first_key / block_n, last_key / block_n + 1};
-}
-
 /// True when every key of block [key_begin, key_end) is visible to every row in the tile, so
 /// the block needs no element mask.
 FP8ATTN_HOST_DEVICE constexpr bool block_fully_visible(const MaskParams& m, int64_t row_begin, int64_t row_end,

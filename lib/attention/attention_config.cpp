@@ -27,6 +27,9 @@ void default_attention_desc(fp8attn_attention_desc* d) {
   d->stabilized_tie_tol = 1e-3f;  // natural logit units
   d->telemetry = 0;
   d->stabilized_shift_cap_log2 = 16.0f;
+  d->sink_tokens = 0;
+  d->accumulator_model = 0;
+  d->accumulator_mantissa_bits = 22;  // NOTE: reported for Hopper's FP8 wgmma (SageAttention2).
 }
 
 AttentionConfig make_attention_config(const fp8attn_attention_desc& d) {
@@ -67,6 +70,10 @@ AttentionConfig make_attention_config(const fp8attn_attention_desc& d) {
   require(std::isfinite(d.stabilized_shift_cap_log2) && d.stabilized_shift_cap_log2 > 0.0f, FP8ATTN_STATUS_BAD_SCALE,
           "desc.stabilized_shift_cap_log2 must be finite and > 0");
   require(d.telemetry <= 1, FP8ATTN_STATUS_BAD_OPTION, "desc.telemetry must be 0 or 1");
+  require(d.sink_tokens >= 0, FP8ATTN_STATUS_BAD_OPTION, "desc.sink_tokens must be ≥ 0, got " + std::to_string(d.sink_tokens));
+  require(d.accumulator_model <= 1, FP8ATTN_STATUS_BAD_OPTION, "desc.accumulator_model must be 0 or 1");
+  require(d.accumulator_mantissa_bits >= 1 && d.accumulator_mantissa_bits <= 23, FP8ATTN_STATUS_BAD_OPTION,
+          "desc.accumulator_mantissa_bits must be in 1..23, got " + std::to_string(d.accumulator_mantissa_bits));
 
   c.input_dtype = d.input_dtype;
   c.output_dtype = d.output_dtype;
@@ -87,7 +94,13 @@ AttentionConfig make_attention_config(const fp8attn_attention_desc& d) {
   c.stabilized_tie_tol = d.stabilized_tie_tol;
   c.stabilized_shift_cap_log2 = d.stabilized_shift_cap_log2;
   c.telemetry = d.telemetry != 0;
+  c.sink_tokens = d.sink_tokens;
+  // NOTE: the model describes the FP8 tensor core's accumulator; BF16 MMAs keep full FP32 here.
+  if (d.accumulator_model && c.fp8()) c.mma_model.chunk_mantissa_bits = d.accumulator_mantissa_bits;
   c.tile = sm90::attention_tile(d.head_dim, c.fp8());
+  require(c.sink_tokens <= c.tile.block_n, FP8ATTN_STATUS_BAD_OPTION,
+          "desc.sink_tokens (" + std::to_string(c.sink_tokens) + ") must not exceed the KV block size " +
+              std::to_string(c.tile.block_n) + " for this head_dim and dtype");
   return c;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "fp8attn/fp8attn.h"
+#include "kernels/arch/mma_order.hpp"
 #include "kernels/sm90/tile_config.hpp"
 
 namespace fp8attn {
@@ -28,6 +29,8 @@ struct AttentionConfig {
   float stabilized_tie_tol;
   float stabilized_shift_cap_log2;
   bool telemetry;
+  int64_t sink_tokens;
+  arch::MmaPrecisionModel mma_model;  ///< the accumulator model; full FP32 unless asked for
   sm90::AttentionTile tile;
 
   bool fp8() const { return input_dtype == FP8ATTN_DTYPE_E4M3; }

@@ -64,6 +64,27 @@ Descale read_descale(const fp8attn_tensor& t, const std::string& what, int64_t b
   return d;
 }
 
+/// Checks a per-block descale: F32 [batch, heads, ceil(max_seqlen / block)], finite and > 0.
+BlockDescale read_block_descale(const fp8attn_tensor& t, const std::string& what, int64_t batch, int heads,
+                                int64_t max_seqlen, int block, const std::string& block_name, int32_t device) {
+  if (!check_tensor(t, what, {3, FP8ATTN_DTYPE_F32, device, true})) return {};
+  const int64_t blocks = (max_seqlen + block - 1) / block;
+  require_extent(t, what, 0, batch, "batch");
+  require_extent(t, what, 1, heads, "heads");
+  require_extent(t, what, 2, blocks, "ceil(max_seqlen / " + block_name + ")");
+  BlockDescale d{static_cast<const float*>(t.data), t.stride[0], t.stride[1], t.stride[2]};
+  if (device == FP8ATTN_DEVICE_HOST)
+    for (int64_t b = 0; b < batch; ++b)
+      for (int h = 0; h < heads; ++h)
+        for (int64_t n = 0; n < blocks; ++n) {
+          const float x = d.at(b, h, n);
+          require(std::isfinite(x) && x > 0.0f, FP8ATTN_STATUS_BAD_SCALE,
+                  what + "[" + std::to_string(b) + ", " + std::to_string(h) + ", " + std::to_string(n) +
+                      "] must be finite and > 0, got " + std::to_string(x));
+        }
+  return d;
+}
+
 /// Checks cu_seqlens: I32 [batch+1], starts at 0, non-decreasing, ends at `total`.
 const int32_t* read_cu_seqlens(const fp8attn_tensor& t, const std::string& what, int64_t total, int64_t* batch,
                                int64_t* max_len) {
@@ -158,6 +179,16 @@ AttentionProblem make_attention_problem(const AttentionConfig& cfg, const fp8att
   p.q_descale = read_descale(a.q_descale, "args.q_descale", p.batch, cfg.num_heads_kv, device);
   p.k_descale = read_descale(a.k_descale, "args.k_descale", p.batch, cfg.num_heads_kv, device);
   p.v_descale = read_descale(a.v_descale, "args.v_descale", p.batch, cfg.num_heads_kv, device);
+  p.q_block_descale = read_block_descale(a.q_block_descale, "args.q_block_descale", p.batch, cfg.num_heads_q,
+                                         p.max_seqlen_q, cfg.tile.block_m, "block_m", device);
+  p.k_block_descale = read_block_descale(a.k_block_descale, "args.k_block_descale", p.batch, cfg.num_heads_kv,
+                                         p.max_seqlen_k, cfg.tile.block_n, "block_n", device);
+  p.v_block_descale = read_block_descale(a.v_block_descale, "args.v_block_descale", p.batch, cfg.num_heads_kv,
+                                         p.max_seqlen_k, cfg.tile.block_n, "block_n", device);
+  require(cfg.sink_tokens == 0 || (!p.k_block_descale.present() && !p.v_block_descale.present()),
+          FP8ATTN_STATUS_UNSUPPORTED,
+          "per-block K/V descales follow blocks aligned at key 0, which sink isolation (desc.sink_tokens > 0) "
+          "shifts; use per-(batch, head) descales with sink isolation");
   if (cfg.telemetry && a.telemetry) {
     require(a.telemetry->struct_size >= sizeof(fp8attn_telemetry), FP8ATTN_STATUS_BAD_STRUCT_SIZE,
             "args.telemetry->struct_size is " + std::to_string(a.telemetry->struct_size) + ", expected " +

@@ -26,6 +26,16 @@ struct Descale {
   float at(int64_t b, int64_t h) const { return data ? data[b * batch_stride + h * head_stride] : 1.0f; }
 };
 
+/// A [batch, heads, blocks] F32 per-block descale; absent means 1.
+struct BlockDescale {
+  const float* data = nullptr;
+  int64_t batch_stride = 0, head_stride = 0, block_stride = 0;
+  bool present() const { return data != nullptr; }
+  float at(int64_t b, int64_t h, int64_t block) const {
+    return data ? data[b * batch_stride + h * head_stride + block * block_stride] : 1.0f;
+  }
+};
+
 /// Where sequence b's rows start and how many there are.
 struct SeqSpan {
   int64_t q_offset, seqlen_q, k_offset, seqlen_k;
@@ -38,6 +48,7 @@ struct AttentionProblem {
   SeqTensor q, k, v, out;
   SeqTensor lse;  ///< dims used: batch, seq, head (dim_stride unused); data NULL when absent
   Descale q_descale, k_descale, v_descale;
+  BlockDescale q_block_descale, k_block_descale, v_block_descale;
   const int32_t* cu_seqlens_q = nullptr;  ///< varlen only
   const int32_t* cu_seqlens_k = nullptr;
   int64_t padded_seqlen_q = 0, padded_seqlen_k = 0;  ///< padded only

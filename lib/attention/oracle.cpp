@@ -57,14 +57,14 @@ void oracle_attention(const AttentionConfig& c, const AttentionProblem& p, Threa
     const double qd = p.q_descale.at(b, hk), kd = p.k_descale.at(b, hk), vd = p.v_descale.at(b, hk);
     for (int64_t j = 0; j < s.seqlen_k; ++j) {
       for (int e = 0; e < d; ++e)
-        w.k[j * d + e] = kd * num::load_as_float(p.k.data, p.k.dtype, element_offset(p.k, b, s.k_offset + j, hk, e));
+        w.k[j * d + e] = kd * p.k_block_descale.at(b, hk, j / c.tile.block_n) * num::load_as_float(p.k.data, p.k.dtype, element_offset(p.k, b, s.k_offset + j, hk, e));
       for (int e = 0; e < dv; ++e)
-        w.v[j * dv + e] = vd * num::load_as_float(p.v.data, p.v.dtype, element_offset(p.v, b, s.k_offset + j, hk, e));
+        w.v[j * dv + e] = vd * p.v_block_descale.at(b, hk, j / c.tile.block_n) * num::load_as_float(p.v.data, p.v.dtype, element_offset(p.v, b, s.k_offset + j, hk, e));
     }
     const sm90::MaskParams mask{c.causal, c.window_left, c.window_right, s.seqlen_q, s.seqlen_k};
     for (int64_t i = row0; i < row1; ++i) {
       for (int e = 0; e < d; ++e)
-        q[e] = qd * num::load_as_float(p.q.data, p.q.dtype, element_offset(p.q, b, s.q_offset + i, h, e));
+        q[e] = qd * p.q_block_descale.at(b, h, i / c.tile.block_m) * num::load_as_float(p.q.data, p.q.dtype, element_offset(p.q, b, s.q_offset + i, h, e));
       const sm90::KeyRange keys = sm90::visible_keys(mask, i);
       double m = -std::numeric_limits<double>::infinity();
       for (int64_t j = keys.first; j <= keys.last; ++j) {

@@ -43,6 +43,17 @@ fp8attn_tensor descale_tensor(const std::vector<float>& d, int64_t batch, int he
   return t;
 }
 
+fp8attn_tensor block_descale_tensor(const std::vector<float>& d, int64_t batch, int heads, int64_t blocks) {
+  fp8attn_tensor t{};
+  t.struct_size = sizeof t;
+  t.data = const_cast<float*>(d.data());
+  t.dtype = FP8ATTN_DTYPE_F32;
+  t.rank = 3;
+  t.shape[0] = batch, t.shape[1] = heads, t.shape[2] = blocks;
+  t.stride[0] = heads * blocks, t.stride[1] = blocks, t.stride[2] = 1;
+  return t;
+}
+
 void check(int32_t status, const fp8attn_error& err, const char* what) {
   if (status != FP8ATTN_OK)
     throw std::runtime_error(std::string(what) + " failed: " + fp8attn_status_name(status) + ": " + err.message);
@@ -104,6 +115,11 @@ struct ForwardCall {
     a.q_descale = descale_tensor(in.q_descale, batch, s.heads_kv, packed);
     a.k_descale = descale_tensor(in.k_descale, batch, s.heads_kv, packed);
     a.v_descale = descale_tensor(in.v_descale, batch, s.heads_kv, packed);
+    if (!in.q_block_descale.empty()) {
+      a.q_block_descale = block_descale_tensor(in.q_block_descale, batch, s.heads_q, in.q_blocks);
+      a.k_block_descale = block_descale_tensor(in.k_block_descale, batch, s.heads_kv, in.kv_blocks);
+      a.v_block_descale = block_descale_tensor(in.v_block_descale, batch, s.heads_kv, in.kv_blocks);
+    }
     result.telemetry.struct_size = sizeof result.telemetry;
     a.telemetry = &result.telemetry;
   }

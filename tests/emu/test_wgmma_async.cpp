@@ -203,14 +203,14 @@ TEST(WgmmaAsync, PrecisionModelTruncatesEachChunk) {
       for (int k0 = 0; k0 < K; k0 += 32) {
         float chunk = 0.0f;
         for (int k = k0; k < k0 + 32; ++k) chunk += decode(emu::MmaInputType::E4M3, a[m * K + k]) * decode(emu::MmaInputType::E4M3, b[n * K + k]);
-        acc += arch::truncate_mantissa(chunk, kBits);
+        acc = arch::truncate_mantissa(acc + chunk, kBits);  // the accumulator keeps kBits (mma_order.hpp)
       }
       mismatches += std::memcmp(&acc, &d[m * N + n], 4) != 0;
       differs_from_full += d[m * N + n] != full[m * N + n];
     }
   EXPECT_EQ(mismatches, 0);
   EXPECT_GT(differs_from_full, 0);
-  std::printf("%d-bit chunks: %d mismatches vs reference, %d of %d outputs differ from full FP32\n", kBits, mismatches,
+  std::printf("%d-bit accumulator: %d mismatches vs reference, %d of %d outputs differ from full FP32\n", kBits, mismatches,
               differs_from_full, 64 * N);
 }
 

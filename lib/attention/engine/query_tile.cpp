@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/sm90/kv_schedule.hpp"
 #include "kernels/sm90/mask.hpp"
 #include "kernels/sm90/softmax_math.hpp"
 #include "lib/attention/engine/tile_ops.hpp"
@@ -117,8 +118,15 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
   // The tie tolerance τ is in natural logit units; in raw S units it is τ / natural_scale.
   const float tie_tol_raw = c.stabilized_tie_tol / natural_scale;
   const bool stabilized = c.softmax_variant == FP8ATTN_SOFTMAX_STABILIZED;
-  const bool promote = c.pv_promote_interval > 0;
+  // NOTE: a per-block V descale needs each block's PV product on its own, so it implies
+  // two-level accumulation with promotion after every block.
+  const bool v_blocks = p.v_block_descale.present();
+  const bool promote = c.pv_promote_interval > 0 || v_blocks;
+  const int64_t promote_interval = v_blocks ? 1 : c.pv_promote_interval;
   float* pv_acc = promote ? t.o_fresh : t.o;
+  const int64_t tile_index = at.row_begin / c.tile.block_m;
+  const float q_block_descale = p.q_block_descale.at(at.batch, at.head, tile_index);
+  const bool k_blocks = p.k_block_descale.present() || p.q_block_descale.present();
 
   for (int r = 0; r < rows; ++r)
     for (int e = 0; e < d; ++e) t.q[r * d + e] = load_input(p.q, at.batch, span.q_offset + at.row_begin + r, at.head, e, lut);
@@ -129,15 +137,16 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
 
   const sm90::MaskParams mask{c.causal, c.window_left, c.window_right, span.seqlen_q, span.seqlen_k};
   const int64_t row0 = at.row_begin, row1 = at.row_begin + rows;
-  const sm90::BlockRange blocks = sm90::kv_block_range(mask, row0, row1, bn);
+  // NOTE: reverse order (the default) visits the last block first, so a sink at the start of
+  // the sequence is met last and cannot flush earlier blocks' P̃ to zero (P-cast paper).
+  const sm90::KvSchedule schedule = sm90::make_kv_schedule(mask, row0, row1, bn, c.sink_tokens,
+                                                           c.kv_order == FP8ATTN_KV_ORDER_REVERSE);
   float tile_max_abs_logit = 0.0f;
 
-  for (int64_t step = 0; step < blocks.count(); ++step) {
-    // NOTE: reverse order (the default) visits the last block first, so a sink at the start of
-    // the sequence is met last and cannot flush earlier blocks' P̃ to zero (P-cast paper).
-    const int64_t n = c.kv_order == FP8ATTN_KV_ORDER_REVERSE ? blocks.end - 1 - step : blocks.first + step;
-    const int64_t key0 = n * bn;
-    const int keys = static_cast<int>(std::min<int64_t>(bn, span.seqlen_k - key0));
+  for (int64_t step = 0; step < schedule.count(); ++step) {
+    const sm90::KeyBlock block = schedule.at(step);
+    const int64_t key0 = block.key_begin;
+    const int keys = static_cast<int>(block.key_end - block.key_begin);
 
     for (int j = 0; j < keys; ++j)
       for (int e = 0; e < d; ++e)
@@ -147,7 +156,14 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
         t.v[j * dv + e] = load_input(p.v, at.batch, span.k_offset + key0 + j, head_kv, e, lut);
 
     // S = Q·Kᵀ
-    mm_qkt(t.q, t.kt, t.s, rows, keys, d, bn, bn, c.tile.mma_k_qk, hooks.mma_model);
+    mm_qkt(t.q, t.kt, t.s, rows, keys, d, bn, bn, c.tile.mma_k_qk, c.mma_model);
+    if (k_blocks) {
+      // Per-block descales fold into this block's logits, so the running max and the exp2 step
+      // see one consistent scale across blocks.
+      const float f = q_block_descale * p.k_block_descale.at(at.batch, head_kv, block.index);
+      for (int r = 0; r < rows; ++r)
+        for (int j = 0; j < keys; ++j) t.s[static_cast<int64_t>(r) * bn + j] *= f;
+    }
 
     const bool full = sm90::block_fully_visible(mask, row0, row1, key0, key0 + keys);
     for (int r = 0; r < rows; ++r) {
@@ -205,12 +221,13 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
     }
 
     // O += P·V  (into the fresh tile when promotion is on)
-    mma_pv(t.s, t.v, pv_acc, rows, keys, dv, bn, c.tile.mma_k_pv, hooks.mma_model);
+    mma_pv(t.s, t.v, pv_acc, rows, keys, dv, bn, c.tile.mma_k_pv, c.mma_model);
     // NOTE: two-level accumulation guards against the FP8 tensor core's accumulator keeping
     // fewer bits than FP32 (DESIGN §3): the fresh tile is added into O every N blocks.
-    if (promote && ((step + 1) % c.pv_promote_interval == 0 || step + 1 == blocks.count())) {
+    if (promote && ((step + 1) % promote_interval == 0 || step + 1 == schedule.count())) {
+      const float vb = p.v_block_descale.at(at.batch, head_kv, block.index);
       for (int64_t i = 0; i < static_cast<int64_t>(rows) * dv; ++i) {
-        t.o[i] += t.o_fresh[i];
+        t.o[i] = v_blocks ? std::fmaf(t.o_fresh[i], vb, t.o[i]) : t.o[i] + t.o_fresh[i];
         t.o_fresh[i] = 0.0f;
       }
     }

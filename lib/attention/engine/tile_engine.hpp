@@ -17,7 +17,6 @@ namespace fp8attn::engine {
 
 /// Options that only tests and studies set.
 struct EngineHooks {
-  arch::MmaPrecisionModel mma_model{};
   /// Called for each (query tile row, KV block) with the cast P values that enter the PV
   /// product (keys [key_begin, key_begin + count)). Used by tests of the stabilized softmax.
   std::function<void(int64_t b, int head, int64_t row, int64_t key_begin, const float* p_cast, int count)> on_p_cast;

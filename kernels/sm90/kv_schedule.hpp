@@ -1,0 +1,75 @@
+// Which KV blocks a query tile visits, and in what order. Shared by the kernel and the CPU
+// engine so both visit the same key ranges in the same order.
+//
+// Without sink isolation the blocks are [n·BlockN, (n+1)·BlockN) aligned at key 0. With
+// `sink_tokens` = s > 0 the first s keys form a block of their own and the other blocks are
+// [s + n·BlockN, s + (n+1)·BlockN). Reverse order (the default) visits the last block first and
+// the sink block last.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/sm90/mask.hpp"
+
+namespace fp8attn::sm90 {
+
+struct KeyBlock {
+  int64_t key_begin;
+  int64_t key_end;
+  int64_t index;  ///< block index in the aligned-at-0 grid (for per-block descales); −1 for the sink block
+};
+
+struct KvSchedule {
+  int64_t sink_end = 0;    ///< keys [0, sink_end) form the sink block when has_sink_block
+  bool has_sink_block = false;
+  int64_t rest_first = 0;  ///< rest blocks [rest_first, rest_end), numbered from key sink_end
+  int64_t rest_end = 0;
+  int64_t seqlen_k = 0;
+  int block_n = 0;
+  bool reverse = true;
+
+  FP8ATTN_HOST_DEVICE constexpr int64_t count() const {
+    return (rest_end > rest_first ? rest_end - rest_first : 0) + (has_sink_block ? 1 : 0);
+  }
+
+  /// The step-th block visited.
+  FP8ATTN_HOST_DEVICE constexpr KeyBlock at(int64_t step) const {
+    const int64_t rest = rest_end > rest_first ? rest_end - rest_first : 0;
+    // Reverse: rest blocks last-to-first, then the sink block. Forward: sink block, then rest.
+    int64_t rest_step;
+    if (reverse) {
+      if (step == rest) return {0, sink_end, -1};
+      rest_step = rest_end - 1 - step;
+    } else {
+      if (has_sink_block && step == 0) return {0, sink_end, -1};
+      rest_step = rest_first + step - (has_sink_block ? 1 : 0);
+    }
+    const int64_t begin = sink_end + rest_step * block_n;
+    const int64_t end = begin + block_n < seqlen_k ? begin + block_n : seqlen_k;
+    return {begin, end, sink_end == 0 ? rest_step : -1};
+  }
+};
+
+/// The blocks holding a visible key of any row in [row_begin, row_end).
+FP8ATTN_HOST_DEVICE constexpr KvSchedule make_kv_schedule(const MaskParams& m, int64_t row_begin, int64_t row_end,
+                                                          int block_n, int64_t sink_tokens, bool reverse) {
+  KvSchedule s;
+  s.seqlen_k = m.seqlen_k;
+  s.block_n = block_n;
+  s.reverse = reverse;
+  s.sink_end = sink_tokens < m.seqlen_k ? sink_tokens : m.seqlen_k;
+  // Keys seen by row i are monotone in i at both ends, so the first and last rows bound them.
+  const KeyRange top = visible_keys(m, row_begin);
+  const KeyRange bottom = visible_keys(m, row_end - 1);
+  const int64_t first_key = top.first, last_key = bottom.last;
+  if (first_key > last_key) return s;
+  s.has_sink_block = s.sink_end > 0 && first_key < s.sink_end;
+  if (last_key >= s.sink_end) {
+    const int64_t lo = first_key > s.sink_end ? first_key : s.sink_end;
+    s.rest_first = (lo - s.sink_end) / block_n;
+    s.rest_end = (last_key - s.sink_end) / block_n + 1;
+  }
+  return s;
+}
+
+}  // namespace fp8attn::sm90

@@ -1,0 +1,122 @@
+// Per-block descales, sink isolation and the accumulator model in the CPU engine.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+
+#include "kernels/sm90/tile_config.hpp"
+#include "lib/workloads/forward_runner.hpp"
+#include "lib/workloads/low_precision_reference.hpp"
+
+namespace fp8attn::testing {
+namespace {
+
+using namespace fp8attn::workloads;
+
+uint64_t fresh_seed() {
+  std::random_device rd;
+  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+}
+
+// Per-block E4M3 descales (BlockM query rows per query head, BlockN keys per KV head) on
+// FlashAttention-3's outlier inputs, hd 128, 1024 tokens, 2 heads: the engine stays within
+// Bound 1 of the oracle on the same block-quantized inputs, and its RMSE against FP64 on the
+// BF16-rounded inputs is below the per-tensor quantization's.
+TEST(BlockDescales, WithinBoundAndMoreAccurateThanPerTensor) {
+  const uint64_t seed = fresh_seed();
+  const AttentionShape shape{1, 1024, 1024, 2, 2, 128};
+  const auto real = outlier_inputs(shape, seed);
+  const auto tile = sm90::attention_tile(128, true);
+  const auto blocks = quantize(real, FP8ATTN_DTYPE_E4M3, ScaleGranularity::PerBlock, tile.block_m, tile.block_n);
+  const auto per_tensor = quantize(real, FP8ATTN_DTYPE_E4M3, ScaleGranularity::PerTensor);
+  const auto desc = make_desc(shape, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_F32);
+
+  const ForwardResult engine = run_forward(desc, shape, blocks);
+  const ForwardResult oracle = run_forward(desc, shape, blocks, {FP8ATTN_BACKEND_REFERENCE});
+  const auto ref = low_precision_reference(desc, shape, dequantize(real, blocks));
+  for (float x : engine.out) ASSERT_TRUE(std::isfinite(x)) << "seed " << seed;
+  const double err = max_abs_diff(engine.out, oracle.out), bound = 2 * max_abs_diff(ref, oracle.out) + 1e-3;
+  std::printf("per-block: max|engine-oracle| = %.3e, bound %.3e\n", err, bound);
+  EXPECT_LE(err, bound) << "seed " << seed;
+
+  const auto bf16 = quantize(real, FP8ATTN_DTYPE_BF16, ScaleGranularity::Unit);
+  const ForwardResult exact = run_forward(make_desc(shape, FP8ATTN_DTYPE_BF16, FP8ATTN_DTYPE_F32), shape, bf16,
+                                          {FP8ATTN_BACKEND_REFERENCE});
+  const double rmse_blocks = rmse(engine.out, exact.out);
+  const double rmse_tensor = rmse(run_forward(desc, shape, per_tensor).out, exact.out);
+  std::printf("RMSE vs FP64: per-tensor %.3e, per-block %.3e (seed %llu)\n", rmse_tensor, rmse_blocks,
+              static_cast<unsigned long long>(seed));
+  EXPECT_LT(rmse_blocks, rmse_tensor) << "seed " << seed;
+}
+
+// Sink isolation: with the first 4 keys in a block of their own, visited last, reverse order at
+// S_p = 256 leaves no in-block underflow residue (sink model, k_sink = 4, Δ = 14, 4096 keys,
+// 512 rows). Without it the residue is about (B_c − 4)/4092 of the keys.
+TEST(SinkIsolation, RemovesTheInBlockResidue) {
+  const uint64_t seed = fresh_seed();
+  const AttentionShape shape{1, 512, 4096, 1, 1, 128};
+  const auto sink = sink_inputs(shape, seed, 4, 14.0, 1.0f / std::sqrt(128.0f));
+  const auto q = quantize(sink.inputs, FP8ATTN_DTYPE_E4M3, ScaleGranularity::Unit);
+  auto desc = make_desc(shape, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_F32);
+  desc.telemetry = 1;
+  const ForwardResult plain = run_forward(desc, shape, q);
+  desc.sink_tokens = 4;
+  const ForwardResult isolated = run_forward(desc, shape, q);
+  auto fraction = [&](const ForwardResult& r) {
+    return double(r.telemetry.p_underflow) / (double(r.telemetry.p_positive) - 4.0 * shape.seqlen_q);
+  };
+  std::printf("reverse, S_p=256, delta %.2f: underflow %.5f without isolation, %.6f with sink_tokens=4\n",
+              sink.realized_delta, fraction(plain), fraction(isolated));
+  EXPECT_GT(fraction(plain), 0.02);
+  EXPECT_LE(fraction(isolated), 1e-4);
+  const ForwardResult oracle = run_forward(desc, shape, q, {FP8ATTN_BACKEND_REFERENCE});
+  const auto ref = low_precision_reference(desc, shape, dequantize(sink.inputs, q));
+  const double err = max_abs_diff(isolated.out, oracle.out), bound = 2 * max_abs_diff(ref, oracle.out) + 1e-3;
+  std::printf("isolated: max|engine-oracle| = %.3e, bound %.3e\n", err, bound);
+  EXPECT_LE(err, bound) << "seed " << seed;
+}
+
+// sink_tokens = 0 is bit-identical to a caller whose struct ends before the field.
+TEST(SinkIsolation, ZeroIsBitIdenticalToTheOlderLayout) {
+  const uint64_t seed = fresh_seed();
+  const AttentionShape shape{1, 300, 700, 2, 1, 64};
+  const auto q = quantize(normal_inputs(shape, seed), FP8ATTN_DTYPE_E4M3, ScaleGranularity::PerHead);
+  auto desc = make_desc(shape, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_F32);
+  desc.causal = 1;
+  desc.sink_tokens = 0;
+  const ForwardResult with_field = run_forward(desc, shape, q);
+  desc.struct_size = offsetof(fp8attn_attention_desc, sink_tokens);
+  const ForwardResult older = run_forward(desc, shape, q);
+  EXPECT_EQ(0, std::memcmp(with_field.out.data(), older.out.data(), older.out.size() * sizeof(float))) << seed;
+}
+
+// The accumulator model: with a reduced-precision accumulator the error against the oracle
+// grows over a long KV loop, and promoting the PV accumulator into FP32 every block buys it
+// back. Inputs: N(0,1), E4M3 per-head descales, 1 head, 128 queries, 16384 keys. Checked at
+// 10 bits, where the effect is large; 14 bits (DeepSeek-V3's H800 figure) is printed.
+TEST(AccumulatorModel, PromotionRecoversPrecision) {
+  const uint64_t seed = fresh_seed();
+  const AttentionShape shape{1, 128, 16384, 1, 1, 128};
+  const auto q = quantize(normal_inputs(shape, seed), FP8ATTN_DTYPE_E4M3, ScaleGranularity::PerHead);
+  auto desc = make_desc(shape, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_F32);
+  const ForwardResult oracle = run_forward(desc, shape, q, {FP8ATTN_BACKEND_REFERENCE});
+  const double full = rmse(run_forward(desc, shape, q).out, oracle.out);
+  for (int bits : {14, 10}) {
+    desc.accumulator_model = 1;
+    desc.accumulator_mantissa_bits = bits;
+    desc.pv_promote_interval = 0;
+    const double modelled = rmse(run_forward(desc, shape, q).out, oracle.out);
+    desc.pv_promote_interval = 1;
+    const double promoted = rmse(run_forward(desc, shape, q).out, oracle.out);
+    std::printf("RMSE vs oracle: FP32 accumulator %.4e; %d-bit %.4e; %d-bit promoted every block %.4e\n", full, bits,
+                modelled, bits, promoted);
+    EXPECT_LT(promoted, modelled) << bits << " bits, seed " << seed;
+    EXPECT_LT(promoted, 1.05 * full) << bits << " bits, seed " << seed;
+    if (bits == 10) EXPECT_GT(modelled, 1.5 * full) << "seed " << seed;
+  }
+}
+
+}  // namespace
+}  // namespace fp8attn::testing
