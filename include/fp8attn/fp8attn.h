@@ -583,6 +583,7 @@ typedef struct fp8attn_power_iteration_options {
  * @retval FP8ATTN_STATUS_NULL_POINTER `bytes` is NULL.
  * @retval FP8ATTN_STATUS_BAD_HEADS    head counts not positive, or not divisible.
  * @retval FP8ATTN_STATUS_BAD_SHAPE    head_dim or d_model not positive.
+ * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND  the CUDA backend (see fp8attn_qk_spectral_norms()).
  * Thread-safe.
  */
 FP8ATTN_API int32_t fp8attn_qk_spectral_norms_workspace_size(fp8attn_context ctx, int32_t num_heads_q,
