@@ -37,7 +37,7 @@ struct MmaPrecisionModel {
 
 /// Truncates x toward zero to `bits` explicit mantissa bits (0 ≤ bits ≤ 23).
 FP8ATTN_MMA_HD inline float truncate_mantissa(float x, int bits) {
-  if (bits >= kFp32MantissaBits || bits < 0) return x;
+  if (bits >= kFp32MantissaBits || bits < 0 || x != x) return x;  // NaN stays NaN (payload kept)
   uint32_t u;
   std::memcpy(&u, &x, sizeof u);
   u &= ~((1u << (kFp32MantissaBits - bits)) - 1u);
