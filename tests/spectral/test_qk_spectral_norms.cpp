@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <thread>
 
 #include "lib/numerics/bfloat16.hpp"
 #include "lib/numerics/float8.hpp"
@@ -133,6 +134,31 @@ TEST(QkSpectralNorms, WarmStartConvergesFasterToTheSameSigma) {
   }
   std::printf("iterations: cold %d, warm %d\n", cold_total, warm_total);
   EXPECT_LT(warm_total, cold_total);
+}
+
+TEST(QkSpectralNorms, ConcurrentCallsMatchSerialResults) {
+  // Two host threads, each with its own context, call the entry point at once (OpenBLAS and the
+  // pools are shared process-wide); each must get exactly its serial result.
+  Problem p1(8, 2, 16, 96, kSeed + 40), p2(6, 3, 8, 64, kSeed + 41);
+  CpuContext c1, c2;
+  fp8attn_tensor q1 = tensor_view(p1.wq), k1 = tensor_view(p1.wk), q2 = tensor_view(p2.wq), k2 = tensor_view(p2.wk);
+  std::vector<float> serial1, serial2;
+  ASSERT_EQ(run(c1.ctx, q1, k1, p1, nullptr, serial1), FP8ATTN_OK);
+  ASSERT_EQ(run(c2.ctx, q2, k2, p2, nullptr, serial2), FP8ATTN_OK);
+  int mismatches = 0;
+  for (int round = 0; round < 20; ++round) {
+    std::vector<float> s1, s2;
+    int32_t st1 = -1, st2 = -1;
+    std::thread t1([&] { st1 = run(c1.ctx, q1, k1, p1, nullptr, s1); });
+    std::thread t2([&] { st2 = run(c2.ctx, q2, k2, p2, nullptr, s2); });
+    t1.join();
+    t2.join();
+    ASSERT_EQ(st1, FP8ATTN_OK);
+    ASSERT_EQ(st2, FP8ATTN_OK);
+    mismatches += (s1 != serial1) + (s2 != serial2);
+  }
+  std::printf("20 concurrent rounds, %d results differing from the serial ones\n", mismatches);
+  EXPECT_EQ(mismatches, 0);
 }
 
 TEST(QkSpectralNorms, RejectsBadInputsAndWritesNothing) {
