@@ -94,7 +94,8 @@ def test_spectral_command_reads_the_safetensors_file():
     from minilm_weights import safetensors_path
 
     tool = os.environ.get("FP8ATTN_TOOL")
-    assert tool, "FP8ATTN_TOOL must name the built fp8attn command-line tool"
+    if not tool:
+        pytest.skip("the command-line tool is not built (FP8ATTN_BUILD_TOOLS=OFF): FP8ATTN_TOOL is empty")
     out = subprocess.run([tool, "spectral", str(safetensors_path()), "--csv"], check=True, capture_output=True,
                          text=True).stdout.strip().splitlines()
     assert out[0] == "layer,head,sigma,iterations,residual"
