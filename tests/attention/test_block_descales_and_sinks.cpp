@@ -9,6 +9,7 @@
 
 #include "kernels/sm90/tile_config.hpp"
 #include "lib/workloads/forward_runner.hpp"
+#include "lib/workloads/fresh_seed.hpp"
 #include "lib/workloads/low_precision_reference.hpp"
 
 namespace fp8attn::testing {
@@ -16,10 +17,6 @@ namespace {
 
 using namespace fp8attn::workloads;
 
-uint64_t fresh_seed() {
-  std::random_device rd;
-  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
-}
 
 // Per-block E4M3 descales (BlockM query rows per query head, BlockN keys per KV head) on
 // FlashAttention-3's outlier inputs, N(0,1) + N(0,100)·Bernoulli(0.001), hd 128, 1024 tokens,
@@ -29,7 +26,7 @@ uint64_t fresh_seed() {
 // scales (on this distribution neither is reliably better without rotation; see the Table 3
 // study).
 TEST(BlockDescales, WithinBoundAndMoreAccurateThanPerTensor) {
-  const uint64_t seed = fresh_seed();
+  const uint64_t seed = workloads::fresh_seed();
   const AttentionShape shape{1, 1024, 1024, 2, 2, 128};
   auto real = outlier_inputs(shape, seed);
   const auto tile = sm90::attention_tile(128, true);
@@ -64,7 +61,7 @@ TEST(BlockDescales, WithinBoundAndMoreAccurateThanPerTensor) {
 // S_p = 256 leaves no in-block underflow residue (sink model, k_sink = 4, Δ = 14, 4096 keys,
 // 512 rows). Without it the residue is about (B_c − 4)/4092 of the keys.
 TEST(SinkIsolation, RemovesTheInBlockResidue) {
-  const uint64_t seed = fresh_seed();
+  const uint64_t seed = workloads::fresh_seed();
   const AttentionShape shape{1, 512, 4096, 1, 1, 128};
   const auto sink = sink_inputs(shape, seed, 4, 14.0, 1.0f / std::sqrt(128.0f));
   const auto q = quantize(sink.inputs, FP8ATTN_DTYPE_E4M3, ScaleGranularity::Unit);
@@ -89,7 +86,7 @@ TEST(SinkIsolation, RemovesTheInBlockResidue) {
 
 // sink_tokens = 0 is bit-identical to a caller whose struct ends before the field.
 TEST(SinkIsolation, ZeroIsBitIdenticalToTheOlderLayout) {
-  const uint64_t seed = fresh_seed();
+  const uint64_t seed = workloads::fresh_seed();
   const AttentionShape shape{1, 300, 700, 2, 1, 64};
   const auto q = quantize(normal_inputs(shape, seed), FP8ATTN_DTYPE_E4M3, ScaleGranularity::PerHead);
   auto desc = make_desc(shape, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_F32);
@@ -106,7 +103,7 @@ TEST(SinkIsolation, ZeroIsBitIdenticalToTheOlderLayout) {
 // back. Inputs: N(0,1), E4M3 per-head descales, 1 head, 128 queries, 16384 keys. Checked at
 // 10 bits, where the effect is large; 14 bits (DeepSeek-V3's H800 figure) is printed.
 TEST(AccumulatorModel, PromotionRecoversPrecision) {
-  const uint64_t seed = fresh_seed();
+  const uint64_t seed = workloads::fresh_seed();
   const AttentionShape shape{1, 128, 16384, 1, 1, 128};
   const auto q = quantize(normal_inputs(shape, seed), FP8ATTN_DTYPE_E4M3, ScaleGranularity::PerHead);
   auto desc = make_desc(shape, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_F32);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "lib/workloads/forward_runner.hpp"
+#include "lib/workloads/fresh_seed.hpp"
 
 namespace fp8attn::testing {
 namespace {
@@ -17,8 +18,7 @@ namespace {
 using namespace fp8attn::workloads;
 
 TEST(ConcurrentForward, SharedPlanGivesIdenticalResults) {
-  std::random_device rd;
-  const uint64_t seed = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  const uint64_t seed = workloads::fresh_seed();
   const AttentionShape shape{1, 300, 300, 2, 1, 64};
   const auto q = quantize(normal_inputs(shape, seed), FP8ATTN_DTYPE_E4M3, ScaleGranularity::PerHead);
   auto desc = make_desc(shape, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_F32);

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "lib/workloads/forward_runner.hpp"
+#include "lib/workloads/fresh_seed.hpp"
 #include "lib/workloads/low_precision_reference.hpp"
 
 namespace fp8attn::testing {
@@ -32,16 +33,12 @@ struct Case {
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
-uint64_t fresh_seed() {
-  std::random_device rd;
-  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
-}
 
 class EngineVsOracle : public ::testing::TestWithParam<Case> {};
 
 TEST_P(EngineVsOracle, WithinTwiceTheLowPrecisionReferencePlusAbs) {
   const Case& c = GetParam();
-  const uint64_t seed = fresh_seed();
+  const uint64_t seed = workloads::fresh_seed();
   const auto real = workloads::normal_inputs(c.shape, seed);
   const auto quantized = workloads::quantize(real, c.dtype, ScaleGranularity::PerHead);
   auto desc = make_desc(c.shape, c.dtype, c.out_dtype);
@@ -136,7 +133,7 @@ TEST(EngineVarlen, PackedSequencesMatchOracle) {
   for (int hd : {64, 128}) {
     for (bool causal : {false, true}) {
       const AttentionShape packed{1, cu.back(), cu.back(), 4, 2, hd};
-      const uint64_t seed = fresh_seed();
+      const uint64_t seed = workloads::fresh_seed();
       const auto real = workloads::normal_inputs(packed, seed);
       const auto quantized = workloads::quantize(real, FP8ATTN_DTYPE_E4M3, ScaleGranularity::PerTensor);
       auto desc = make_desc(packed, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_F32);

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "lib/workloads/forward_runner.hpp"
+#include "lib/workloads/fresh_seed.hpp"
 #include "lib/workloads/low_precision_reference.hpp"
 
 namespace fp8attn::testing {
@@ -14,8 +15,7 @@ using namespace fp8attn::workloads;
 namespace {
 
 TEST(OutlierRmse, PerTensorFp8WithinBound) {
-  std::random_device rd;
-  const uint64_t seed = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  const uint64_t seed = workloads::fresh_seed();
   const workloads::AttentionShape shape{1, 4096, 4096, 2, 2, 128};
   const auto q = workloads::quantize(workloads::outlier_inputs(shape, seed), FP8ATTN_DTYPE_E4M3,
                                      workloads::ScaleGranularity::PerTensor);

@@ -12,6 +12,7 @@
 
 #include "kernels/sm90/tile_config.hpp"
 #include "lib/workloads/forward_runner.hpp"
+#include "lib/workloads/fresh_seed.hpp"
 
 namespace fp8attn::testing {
 using namespace fp8attn::workloads;
@@ -51,15 +52,11 @@ Measured measure(double delta, int p_scale_log2, int32_t kv_order, uint64_t seed
   return m;
 }
 
-uint64_t fresh_seed() {
-  std::random_device rd;
-  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
-}
 
 TEST(SinkUnderflow, ForwardOrderMatchesExpectation) {
   for (int p_scale_log2 : {8, 0}) {
     for (double delta = 0.0; delta <= 14.0; delta += 2.0) {
-      const uint64_t seed = fresh_seed();
+      const uint64_t seed = workloads::fresh_seed();
       const Measured m = measure(delta, p_scale_log2, FP8ATTN_KV_ORDER_FORWARD, seed);
       std::printf("forward S_p=2^%d delta=%4.1f: measured %.4f expected %.4f (gap %+.4f) leading-order %.4f (gap %+.4f)\n",
                   p_scale_log2, delta, m.fraction, m.expected, m.fraction - m.expected, m.leading_order,
@@ -71,7 +68,7 @@ TEST(SinkUnderflow, ForwardOrderMatchesExpectation) {
 
 TEST(SinkUnderflow, ReverseOrderOnlyInsideTheSinkBlock) {
   for (double delta = 0.0; delta <= 14.0; delta += 2.0) {
-    const uint64_t seed = fresh_seed();
+    const uint64_t seed = workloads::fresh_seed();
     const Measured m = measure(delta, 8, FP8ATTN_KV_ORDER_REVERSE, seed);
     std::printf("reverse S_p=256 delta=%4.1f: measured %.5f predicted in-block residue %.5f (bound residue + 0.01)\n",
                 delta, m.fraction, m.expected);

@@ -11,6 +11,7 @@
 
 #include "kernels/sm90/tile_config.hpp"
 #include "lib/workloads/forward_runner.hpp"
+#include "lib/workloads/fresh_seed.hpp"
 #include "lib/workloads/low_precision_reference.hpp"
 
 namespace fp8attn::testing {
@@ -39,44 +40,33 @@ workloads::AttentionInputs tied_inputs(uint64_t seed) {
   return in;
 }
 
-struct OnesCount {
-  int64_t tied_blocks = 0;
+/// Counts the P̄ == 1 entries that enter the PV product (in BF16, P̄ = P̃ since S_p = 1). Every
+/// block of these inputs has a tied row max.
+int64_t count_ones(const fp8attn_attention_desc& desc, const workloads::QuantizedInputs& q) {
   int64_t ones = 0;
-};
-
-/// Counts P̄ == 1 entries (in BF16, P̄ = P̃ since S_p = 1) in blocks whose max is tied.
-OnesCount count_ones(const fp8attn_attention_desc& desc, const workloads::QuantizedInputs& q) {
-  OnesCount c;
   engine::EngineHooks hooks;
   hooks.on_p_cast = [&](int64_t, int, int64_t, int64_t, const float* p, int count) {
-    int ones = 0;
     for (int j = 0; j < count; ++j) ones += p[j] == 1.0f;
-    c.ones += ones;
   };
   run_engine_with_hooks(desc, kShape, q, hooks, 1);
-  c.tied_blocks = 0;
-  return c;
+  return ones;
 }
 
-uint64_t fresh_seed() {
-  std::random_device rd;
-  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
-}
 
 TEST(StabilizedSoftmax, NoPbarEqualsOneAndOutputWithinBound) {
-  const uint64_t seed = fresh_seed();
+  const uint64_t seed = workloads::fresh_seed();
   const auto real = tied_inputs(seed);
   const auto q = workloads::quantize(real, FP8ATTN_DTYPE_BF16, workloads::ScaleGranularity::Unit);
   auto desc = make_desc(kShape, FP8ATTN_DTYPE_BF16, FP8ATTN_DTYPE_F32);
 
   // The standard softmax does produce P̄ = 1 on these inputs: the test can see the problem.
-  const OnesCount standard = count_ones(desc, q);
+  const int64_t standard = count_ones(desc, q);
   desc.softmax_variant = FP8ATTN_SOFTMAX_STABILIZED;
-  const OnesCount stabilized = count_ones(desc, q);
+  const int64_t stabilized = count_ones(desc, q);
   std::printf("seed %llu: P̄ == 1 entries: standard %lld, stabilized %lld\n", static_cast<unsigned long long>(seed),
-              static_cast<long long>(standard.ones), static_cast<long long>(stabilized.ones));
-  EXPECT_GT(standard.ones, 2 * kShape.seqlen_q * kShape.heads_q) << "inputs lack ties; seed " << seed;
-  EXPECT_EQ(stabilized.ones, 0) << "seed " << seed;
+              static_cast<long long>(standard), static_cast<long long>(stabilized));
+  EXPECT_GT(standard, 2 * kShape.seqlen_q * kShape.heads_q) << "inputs lack ties; seed " << seed;
+  EXPECT_EQ(stabilized, 0) << "seed " << seed;
 
   const ForwardResult out = run_forward(desc, kShape, q);
   auto oracle_desc = desc;
@@ -88,7 +78,7 @@ TEST(StabilizedSoftmax, NoPbarEqualsOneAndOutputWithinBound) {
 }
 
 TEST(StabilizedSoftmax, ShiftCapKeepsRowSumPositiveForLargeBeta) {
-  const uint64_t seed = fresh_seed();
+  const uint64_t seed = workloads::fresh_seed();
   const auto real = tied_inputs(seed);
   const auto q = workloads::quantize(real, FP8ATTN_DTYPE_BF16, workloads::ScaleGranularity::Unit);
   auto desc = make_desc(kShape, FP8ATTN_DTYPE_BF16, FP8ATTN_DTYPE_F32);

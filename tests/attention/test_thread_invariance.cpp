@@ -7,14 +7,14 @@
 #include <random>
 
 #include "lib/workloads/forward_runner.hpp"
+#include "lib/workloads/fresh_seed.hpp"
 
 namespace fp8attn::testing {
 using namespace fp8attn::workloads;
 namespace {
 
 TEST(ThreadInvariance, BitIdenticalAcrossThreadCounts) {
-  std::random_device rd;
-  const uint64_t seed = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  const uint64_t seed = workloads::fresh_seed();
   const workloads::AttentionShape shape{2, 517, 517, 4, 1, 128};
   const auto q = workloads::quantize(workloads::outlier_inputs(shape, seed), FP8ATTN_DTYPE_E4M3,
                                      workloads::ScaleGranularity::PerHead);
