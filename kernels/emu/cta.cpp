@@ -85,7 +85,7 @@ void Cta::run(Dim3 block_idx, const std::function<void()>& body) {
       smem_[i + b] = static_cast<std::byte>(word >> (8 * b));
     }
   }
-  if (config_.race_check) race_.reset(config_.dynamic_smem_bytes, threads_);
+  if (config_.race_check) race_.reset(config_.dynamic_smem_bytes, threads_, config_.proxy_fence_check);
   named_barriers_.reset(threads_, config_.race_check ? race_.empty_clock() : VectorClock{});
   mbarriers_.reset();
   collectives_.reset();
@@ -274,6 +274,12 @@ void Cta::report_race(const RaceConflict& c) {
     if (slot < threads_) return describe_thread(slot);
     return "the async proxy (TMA/wgmma) on behalf of " + describe_thread(slot - threads_);
   };
+  if (c.kind == RaceConflict::Kind::MissingProxyFence) {
+    fail("async-proxy read by " + who(c.later_slot) + " of the shared memory byte at offset " +
+         std::to_string(c.offset) + " (address " + hex(reinterpret_cast<uintptr_t>(smem_ + c.offset)) +
+         "), last written through the generic proxy by " + who(c.earlier_slot) +
+         " with no fence.proxy.async by that thread after the write (PTX ISA 9.0 §9.7.15.4)");
+  }
   fail("shared memory race on the byte at offset " + std::to_string(c.offset) + " (address " +
        hex(reinterpret_cast<uintptr_t>(smem_ + c.offset)) + "): " +
        (c.earlier_is_write ? "write" : "read") + " by " + who(c.earlier_slot) + " and " +

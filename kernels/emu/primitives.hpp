@@ -40,10 +40,10 @@ bool mbarrier_try_wait_parity(uint64_t* mbar, uint32_t parity);
 // test_wait.parity: the same test without suspending (§9.7.13.15.16); a false result yields.
 bool mbarrier_test_wait_parity(uint64_t* mbar, uint32_t parity);
 
-// fence.proxy.async.shared::cta (PTX ISA 9.0, membar/fence: proxy fences) orders the calling
-// thread's generic-proxy shared memory accesses with its later async-proxy ones. The emulator
-// performs async accesses in program order on the issuing fiber and orders the async agent after
-// its issuer, so the fence has nothing to do on the host; a missing fence is not detected.
-inline void fence_proxy_async_shared_cta() {}
+// fence.proxy.async.shared::cta (the proxy fence of membar/fence, PTX ISA 9.0): the calling
+// thread's generic-proxy shared memory writes so far become visible to the async proxy. With
+// LaunchConfig::proxy_fence_check on, an async-proxy read (record_async_smem_access, is_write = false) of a byte whose
+// last write came from a thread's generic proxy with no later fence by that thread is reported.
+void fence_proxy_async_shared_cta();
 
 }  // namespace fp8attn::emu

@@ -19,6 +19,10 @@ namespace fp8attn::emu {
 using VectorClock = std::vector<uint32_t>;
 
 struct RaceConflict {
+  // Race: two unordered accesses. MissingProxyFence: an async-proxy read of a byte whose last
+  // write came through the generic proxy, with no fence.proxy.async by the writer after it.
+  enum class Kind { Race, MissingProxyFence };
+  Kind kind = Kind::Race;
   size_t offset = 0;        // byte offset in shared memory
   unsigned earlier_slot = 0;
   bool earlier_is_write = false;
@@ -29,7 +33,8 @@ struct RaceConflict {
 class RaceCheck {
  public:
   // Forgets all history; every slot starts at clock 1 with no knowledge of the others.
-  void reset(size_t smem_bytes, unsigned threads);
+  // check_proxy_fence: report MissingProxyFence conflicts.
+  void reset(size_t smem_bytes, unsigned threads, bool check_proxy_fence);
 
   unsigned threads() const { return threads_; }
   unsigned slots() const { return 2 * threads_; }
@@ -51,6 +56,8 @@ class RaceCheck {
   // recorded so far happens-before slot's later accesses. O(1), unlike acquire().
   void acquire_agent(unsigned slot, unsigned thread);
   VectorClock empty_clock() const { return VectorClock(slots(), 0); }
+  // fence.proxy.async by `thread`: its generic writes so far may be read by the async proxy.
+  void proxy_fence(unsigned thread);
 
  private:
   static constexpr uint16_t kSharedReads = 0xffff;  // several unordered reads: see shared_reads_
@@ -68,8 +75,11 @@ class RaceCheck {
   std::optional<RaceConflict> write_byte(unsigned slot, size_t offset);
 
   unsigned threads_ = 0;
+  bool check_proxy_fence_ = false;
   std::vector<uint32_t> clocks_;  // slots() x slots(), row = one slot's vector clock
   std::vector<Shadow> shadow_;
+  // fence_epoch_[t]: thread t's clock at its latest fence.proxy.async (0 = none yet).
+  std::vector<uint32_t> fence_epoch_;
   // Bytes read by several threads with no order among the reads: (slot, clock) of each reader.
   std::unordered_map<size_t, std::vector<std::pair<uint16_t, uint32_t>>> shared_reads_;
 };

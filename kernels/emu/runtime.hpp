@@ -32,8 +32,13 @@ struct LaunchConfig {
   // arrive-type operations may also give up the host thread, so other interleavings get tried.
   bool shuffle = false;
   int host_threads = 0;  // 0 = all cores
-  // Record every checked shared-memory access and report unordered conflicting ones (race.cpp).
+  // Record every checked shared-memory access and report unordered conflicting ones
+  // (race_check.cpp).
   bool race_check = true;
+  // With race_check: also report an async-proxy read (wgmma operand, TMA store source) of bytes
+  // written through the generic proxy without a later fence.proxy.async by the writer
+  // (PTX ISA 9.0 §9.7.15.4). Off by default until every kernel and test fences its operands.
+  bool proxy_fence_check = false;
   // Stack of each fiber; 0 = 64 KiB (256 KiB in sanitizer builds, whose frames are larger).
   size_t fiber_stack_bytes = 0;
 };

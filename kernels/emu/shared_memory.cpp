@@ -1,5 +1,6 @@
 // The CTA's dynamic shared memory: bounds checks and the race check's records of each access.
 #include "kernels/emu/cta.hpp"
+#include "kernels/emu/primitives.hpp"
 
 namespace fp8attn::emu {
 
@@ -54,6 +55,11 @@ void acquire_async_accesses(Group group) {
   const unsigned first = (me.linear_tid / size) * size;
   const unsigned last = std::min(first + size, cta.thread_count());
   for (unsigned t = first; t < last; ++t) race->acquire_agent(me.linear_tid, t);
+}
+
+void fence_proxy_async_shared_cta() {
+  Cta& cta = current_cta();
+  if (RaceCheck* race = cta.race()) race->proxy_fence(cta.current_thread());
 }
 
 void yield() { current_cta().yield_now(/*spinning=*/true); }

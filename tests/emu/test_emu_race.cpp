@@ -243,6 +243,43 @@ TEST(EmuRace, AsyncReadsAreReleasedOnlyAfterTheGroupAcquiresThem) {
   }
 }
 
+// Generic-proxy writes read by the async proxy (a TMA store or a wgmma operand) need a
+// fence.proxy.async by the writing thread after its writes (PTX ISA 9.0 §9.7.15.4): warp 0 writes
+// a tile, fences (after, before, or not at all), a __syncthreads follows, and thread 32 issues an
+// async read of the tile.
+enum class FencePlacement { AfterWrites, BeforeWrites, None };
+
+void proxy_fence_kernel(FencePlacement placement) {
+  uint32_t* tile = arch::dynamic_smem<uint32_t>();
+  if (arch::warp_idx() == 0) {
+    if (placement == FencePlacement::BeforeWrites) arch::fence_proxy_async_shared_cta();
+    arch::smem_store(&tile[arch::lane_idx()], 3 * arch::lane_idx());
+    if (placement == FencePlacement::AfterWrites) arch::fence_proxy_async_shared_cta();
+  }
+  arch::syncthreads();
+  if (arch::thread_rank() == 32) record_async_smem_access(tile, 128, /*is_write=*/false, nullptr);
+}
+
+TEST(EmuRace, AsyncReadOfGenericWritesNeedsAProxyFence) {
+  for (const Schedule& s : testing::schedules()) {
+    LaunchConfig c = testing::config({1, 1, 1}, {64, 1, 1}, 128, s);
+    c.proxy_fence_check = true;
+    launch(c, &proxy_fence_kernel, FencePlacement::AfterWrites);
+    const std::string none = testing::kernel_error_of([&] { launch(c, &proxy_fence_kernel, FencePlacement::None); });
+    const std::string early =
+        testing::kernel_error_of([&] { launch(c, &proxy_fence_kernel, FencePlacement::BeforeWrites); });
+    std::printf("%s:\n  no fence: %s\n  fence before the writes: %s\n", testing::schedule_name(s).c_str(),
+                none.c_str(), early.c_str());
+    for (const std::string& message : {none, early}) {
+      EXPECT_TRUE(contains(message, "no fence.proxy.async")) << message;
+      EXPECT_TRUE(contains(message, "async proxy (TMA/wgmma) on behalf of thread (32,0,0)")) << message;
+      EXPECT_TRUE(contains(message, "offset 0 ")) << message;  // lane 0's word is read first
+    }
+    c.proxy_fence_check = false;  // the default: not checked
+    launch(c, &proxy_fence_kernel, FencePlacement::None);
+  }
+}
+
 // ---- out-of-bounds shared memory ----
 
 void oob_write_kernel(long offset, unsigned bytes) {
