@@ -390,8 +390,10 @@ FP8ATTN_API int32_t fp8attn_plan_workspace_size(fp8attn_plan plan, int64_t batch
 /**
  * The tile sizes the plan's kernel and CPU engine use: query rows per tile and keys per KV block.
  * Per-block descales (fp8attn_attention_args) and the quantizer's block sizes follow them.
+ * @param plan    The plan.
  * @param block_m Out: rows per query tile; written only on success.
  * @param block_n Out: keys per KV block; written only on success.
+ * @param err     Optional error detail.
  * @retval FP8ATTN_OK
  * @retval FP8ATTN_STATUS_BAD_HANDLE   `plan` is NULL.
  * @retval FP8ATTN_STATUS_NULL_POINTER `block_m` or `block_n` is NULL.
