@@ -156,6 +156,78 @@ static void shape_and_stride_cases(void) {
   expect_args("lse stride 0", &a, FP8ATTN_STATUS_BAD_STRIDE, "args.lse has overlapping");
 }
 
+/* Per-block descales (appended to the args): shape, value and combination checks. */
+static void block_descale_cases(void) {
+  static float k_blocks[2 * 2 * 8], q_blocks[2 * 4 * 8];
+  fp8attn_attention_args a;
+  fp8attn_error err = abi_fresh_error();
+  int32_t block_m = 0, block_n = 0;
+  int64_t q_shape[3], k_shape[3];
+  size_t i;
+  int32_t status = fp8attn_plan_get_tile(g_problem.plan, &block_m, &block_n, &err);
+  abi_check(status == FP8ATTN_OK, "plan_get_tile", "%s", fp8attn_status_name(status));
+  if (status != FP8ATTN_OK) return;
+  q_shape[0] = k_shape[0] = g_problem.shape.batch;
+  q_shape[1] = g_problem.shape.heads_q, k_shape[1] = g_problem.shape.heads_kv;
+  q_shape[2] = (g_problem.shape.seqlen_q + block_m - 1) / block_m;
+  k_shape[2] = (g_problem.shape.seqlen_k + block_n - 1) / block_n;
+  if (q_shape[0] * q_shape[1] * q_shape[2] > 64 || k_shape[0] * k_shape[1] * k_shape[2] > 32) return;
+  for (i = 0; i < sizeof k_blocks / sizeof k_blocks[0]; ++i) k_blocks[i] = 0.5f + 0.125f * (float)(i % 5);
+  for (i = 0; i < sizeof q_blocks / sizeof q_blocks[0]; ++i) q_blocks[i] = 0.75f + 0.125f * (float)(i % 3);
+
+  a = g_problem.args;
+  a.q_block_descale = abi_tensor(q_blocks, FP8ATTN_DTYPE_F32, 3, q_shape);
+  a.k_block_descale = abi_tensor(k_blocks, FP8ATTN_DTYPE_F32, 3, k_shape);
+  abi_problem_poison(&g_problem);
+  err = abi_fresh_error();
+  status = fp8attn_attention_forward(g_problem.plan, &a, g_problem.workspace, g_problem.workspace_bytes, NULL, &err);
+  printf("valid block descales (q %lld blocks, k %lld blocks): %s\n", (long long)q_shape[2], (long long)k_shape[2],
+         fp8attn_status_name(status));
+  abi_check(status == FP8ATTN_OK && !abi_problem_untouched(&g_problem), "valid block descales", "%s: %s",
+            fp8attn_status_name(status), err.message);
+
+  a.k_block_descale.shape[2] = k_shape[2] + 1;
+  expect_args("k_block_descale block count", &a, FP8ATTN_STATUS_BAD_SHAPE, "args.k_block_descale");
+  a.k_block_descale.shape[2] = k_shape[2];
+  a.q_block_descale.rank = 2;
+  expect_args("q_block_descale rank 2", &a, FP8ATTN_STATUS_BAD_SHAPE, "args.q_block_descale.rank");
+  a.q_block_descale.rank = 3;
+  a.q_block_descale.shape[1] = g_problem.shape.heads_kv;
+  expect_args("q_block_descale heads_kv instead of heads_q", &a, FP8ATTN_STATUS_BAD_SHAPE, "args.q_block_descale");
+  a.q_block_descale.shape[1] = q_shape[1];
+  {
+    /* The last block of the last (batch, kv head), named by its index in the message. */
+    const size_t last = (size_t)(k_shape[0] * k_shape[1] * k_shape[2] - 1);
+    char needle[128];
+    sprintf(needle, "args.k_block_descale[%lld, %lld, %lld]", (long long)(k_shape[0] - 1), (long long)(k_shape[1] - 1),
+            (long long)(k_shape[2] - 1));
+    k_blocks[last] = NAN;
+    expect_args("k_block_descale NaN", &a, FP8ATTN_STATUS_BAD_SCALE, needle);
+    k_blocks[last] = 0.0f;
+    expect_args("k_block_descale 0", &a, FP8ATTN_STATUS_BAD_SCALE, needle);
+    k_blocks[last] = 1.0f;
+  }
+  a.v_block_descale = a.k_block_descale;
+  a.v_block_descale.stride[2] = -1;
+  expect_args("v_block_descale negative stride", &a, FP8ATTN_STATUS_BAD_STRIDE, "args.v_block_descale.stride[2]");
+  a.v_block_descale.stride[2] = 1;
+
+  {
+    /* Sink isolation does not combine with per-block K/V descales. */
+    fp8attn_attention_desc desc = g_problem.desc;
+    fp8attn_plan sink_plan = NULL, saved_plan = g_problem.plan;
+    desc.sink_tokens = 4;
+    err = abi_fresh_error();
+    status = fp8attn_plan_create(g_problem.ctx, &desc, &sink_plan, &err);
+    abi_check(status == FP8ATTN_OK, "sink plan", "%s: %s", fp8attn_status_name(status), err.message);
+    if (status != FP8ATTN_OK) return;
+    g_problem.plan = sink_plan;
+    expect_args("sink_tokens with k/v block descales", &a, FP8ATTN_STATUS_UNSUPPORTED, "sink_tokens");
+    g_problem.plan = saved_plan;
+    fp8attn_plan_destroy(sink_plan);
+  }
+}
+
 /* The overlap check must not refuse legal layouts: out stored as [batch, heads, seqlen, dim]
  * through permuted strides gives the same values as the contiguous call. */
 static void permuted_out_layout(void) {
@@ -257,6 +329,7 @@ int main(void) {
     descale_cases();
     telemetry_cases();
     permuted_out_layout();
+    block_descale_cases();
   }
   abi_problem_free(&g_problem);
   return abi_finish();

@@ -107,6 +107,45 @@ static void plan_create_cases(void) {
   expect_desc("stabilized_shift_cap_log2 0", &d, FP8ATTN_STATUS_BAD_SCALE, "stabilized_shift_cap_log2");
   d = g_valid, d.stabilized_shift_cap_log2 = NAN;
   expect_desc("stabilized_shift_cap_log2 NaN", &d, FP8ATTN_STATUS_BAD_SCALE, "stabilized_shift_cap_log2");
+  d = g_valid, d.sink_tokens = -1;
+  expect_desc("sink_tokens negative", &d, FP8ATTN_STATUS_BAD_OPTION, "sink_tokens");
+  d = g_valid, d.sink_tokens = 100000;
+  expect_desc("sink_tokens above block_n", &d, FP8ATTN_STATUS_BAD_OPTION, "sink_tokens");
+  d = g_valid, d.accumulator_model = 2;
+  expect_desc("accumulator_model 2", &d, FP8ATTN_STATUS_BAD_OPTION, "accumulator_model");
+  d = g_valid, d.accumulator_model = 1, d.accumulator_mantissa_bits = 0;
+  expect_desc("accumulator_mantissa_bits 0", &d, FP8ATTN_STATUS_BAD_OPTION, "accumulator_mantissa_bits");
+  d = g_valid, d.accumulator_model = 1, d.accumulator_mantissa_bits = 24;
+  expect_desc("accumulator_mantissa_bits 24", &d, FP8ATTN_STATUS_BAD_OPTION, "accumulator_mantissa_bits");
+}
+
+static void get_tile_cases(void) {
+  fp8attn_error err = abi_fresh_error();
+  fp8attn_plan plan = NULL;
+  int32_t block_m = 0x5A5A5A5A, block_n = 0x5A5A5A5A;
+  int32_t status = fp8attn_plan_create(g_ctx, &g_valid, &plan, &err);
+  abi_check(status == FP8ATTN_OK, "get_tile plan", "%s: %s", fp8attn_status_name(status), err.message);
+  if (status != FP8ATTN_OK) return;
+  status = fp8attn_plan_get_tile(plan, &block_m, &block_n, &err);
+  printf("plan_get_tile (head_dim %d, E4M3): %s, block %d x %d\n", g_valid.head_dim, fp8attn_status_name(status),
+         (int)block_m, (int)block_n);
+  abi_check(status == FP8ATTN_OK && block_m > 0 && block_n > 0 && block_m % 64 == 0, "plan_get_tile",
+            "%s, block %d x %d", fp8attn_status_name(status), (int)block_m, (int)block_n);
+
+  block_m = block_n = 0x5A5A5A5A;
+  err = abi_fresh_error();
+  status = fp8attn_plan_get_tile(NULL, &block_m, &block_n, &err);
+  abi_expect_status("get_tile: plan NULL", status, FP8ATTN_STATUS_BAD_HANDLE, &err, "plan");
+  abi_check(block_m == 0x5A5A5A5A && block_n == 0x5A5A5A5A, "get_tile: plan NULL", "outputs written on failure");
+  err = abi_fresh_error();
+  status = fp8attn_plan_get_tile(plan, NULL, &block_n, &err);
+  abi_expect_status("get_tile: block_m NULL", status, FP8ATTN_STATUS_NULL_POINTER, &err, "block_m");
+  abi_check(block_n == 0x5A5A5A5A, "get_tile: block_m NULL", "block_n written on failure");
+  err = abi_fresh_error();
+  status = fp8attn_plan_get_tile(plan, &block_m, NULL, &err);
+  abi_expect_status("get_tile: block_n NULL", status, FP8ATTN_STATUS_NULL_POINTER, &err, "block_n");
+  abi_check(block_m == 0x5A5A5A5A, "get_tile: block_n NULL", "block_m written on failure");
+  fp8attn_plan_destroy(plan);
 }
 
 static void expect_workspace(const char* what, fp8attn_plan plan, int64_t batch, int64_t seqlen_q, int64_t seqlen_k,
@@ -158,6 +197,7 @@ int main(void) {
   if (g_ctx != NULL) {
     plan_create_cases();
     workspace_cases();
+    get_tile_cases();
   }
   fp8attn_context_destroy(g_ctx);
   return abi_finish();

@@ -52,6 +52,9 @@ int main(void) {
   FIELD(fp8attn_attention_desc, stabilized_tie_tol);
   FIELD(fp8attn_attention_desc, telemetry);
   FIELD(fp8attn_attention_desc, stabilized_shift_cap_log2);
+  FIELD(fp8attn_attention_desc, sink_tokens);
+  FIELD(fp8attn_attention_desc, accumulator_model);
+  FIELD(fp8attn_attention_desc, accumulator_mantissa_bits);
 
   SIZE(fp8attn_telemetry);
   FIELD(fp8attn_telemetry, p_positive);
@@ -71,5 +74,8 @@ int main(void) {
   FIELD(fp8attn_attention_args, k_descale);
   FIELD(fp8attn_attention_args, v_descale);
   FIELD(fp8attn_attention_args, telemetry);
+  FIELD(fp8attn_attention_args, q_block_descale);
+  FIELD(fp8attn_attention_args, k_block_descale);
+  FIELD(fp8attn_attention_args, v_block_descale);
   return 0;
 }
