@@ -108,17 +108,35 @@ SinkInputs sink_inputs(const AttentionShape& s, uint64_t seed, int k_sink, doubl
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> n(0.0, 1.0);
   const int d = s.head_dim;
-  const float sink_key_value = 8.0f;  // exact in E4M3
+  // K's dimension 0 and Q's are both E4M3 values; pick the pair whose product realizes Δ most
+  // closely (E4M3 has 3 mantissa bits, so a fixed key value could miss Δ by up to 6 %).
+  float sink_key_value = 8.0f, best_error = INFINITY;
+  for (int bits = 0x40; bits <= 0x58; ++bits) {  // E4M3 values 4 … 16
+    const float k0 = num::e4m3_to_float(static_cast<uint8_t>(bits));
+    const float q0 = num::round_to_e4m3(static_cast<float>(delta / (k0 * softmax_scale)));
+    const float error = std::fabs(static_cast<float>(q0 * k0 * softmax_scale - delta));
+    if (error < best_error) best_error = error, sink_key_value = k0;
+  }
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t j = 0; j < s.seqlen_k; ++j)
       for (int h = 0; h < s.heads_kv; ++h) {
         float* k = &in.k[((b * s.seqlen_k + j) * s.heads_kv + h) * d];
         float* v = &in.v[((b * s.seqlen_k + j) * s.heads_kv + h) * d];
         k[0] = j < k_sink ? sink_key_value : 0.0f;
-        for (int e = 1; e < d; ++e) k[e] = static_cast<float>(n(rng));
+        // NOTE: each key's random part has norm exactly √(d−1), so that for every key the logit
+        // z over random unit queries has variance exactly 1; with raw N(0, I) rows a sink key's
+        // norm (fixed for all rows) would shift the sink maximum by several percent per seed.
+        double norm2 = 0.0;
+        std::vector<double> g(d);
+        for (int e = 1; e < d; ++e) {
+          g[e] = n(rng);
+          norm2 += g[e] * g[e];
+        }
+        const double to_unit_variance = std::sqrt((d - 1) / norm2);
+        for (int e = 1; e < d; ++e) k[e] = static_cast<float>(g[e] * to_unit_variance);
         for (int e = 0; e < d; ++e) v[e] = static_cast<float>(n(rng));
       }
-  const float q0 = num::e4m3_to_float(num::float_to_e4m3(static_cast<float>(delta / (sink_key_value * softmax_scale))));
+  const float q0 = num::round_to_e4m3(static_cast<float>(delta / (sink_key_value * softmax_scale)));
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t i = 0; i < s.seqlen_q; ++i)
       for (int h = 0; h < s.heads_q; ++h) {

@@ -30,10 +30,10 @@ AttentionInputs normal_inputs(const AttentionShape& shape, uint64_t seed, float 
 AttentionInputs outlier_inputs(const AttentionShape& shape, uint64_t seed);
 
 /// The sink model (DESIGN §3): for every query, the first k_sink keys have logit Δ + z and the
-/// others z, z ~ N(0,1), in natural-log units after `softmax_scale`. K rows are N(0, I) in all
-/// but dimension 0, which holds `sink_key_value` for sinks and 0 otherwise; each query is a
-/// random unit direction scaled by 1/softmax_scale in dimensions 1.., and Δ/(sink_key_value ·
-/// softmax_scale) in dimension 0. V ~ N(0,1). Q's dimension 0 is rounded to E4M3 here so that
+/// others z, z ~ N(0,1), in natural-log units after `softmax_scale`. K rows are random directions of norm √(d−1) in all
+/// but dimension 0, which holds an E4M3 value k₀ ∈ [4, 16] for sinks and 0 otherwise; each
+/// query is a random unit direction scaled by 1/softmax_scale in dimensions 1.., and the E4M3
+/// value nearest Δ/(k₀ · softmax_scale) in dimension 0, with k₀ chosen to realize Δ closest. V ~ N(0,1). Q's dimension 0 is rounded to E4M3 here so that
 /// E4M3 inputs with unit descales realize the requested Δ up to the reported `realized_delta`.
 struct SinkInputs {
   AttentionInputs inputs;
