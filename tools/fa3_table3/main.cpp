@@ -7,6 +7,7 @@
 #include <fstream>
 #include <string>
 
+#include "tools/fa3_table3/error_decomposition.hpp"
 #include "tools/fa3_table3/table3_study.hpp"
 
 namespace {
@@ -14,8 +15,10 @@ namespace {
 void usage() {
   std::fprintf(stderr,
                "usage: fa3_table3 [--heads N] [--seqlen N] [--head-dim N] [--seed N] [--rotation-seed N]\n"
-               "                  [--threads N] [--out FILE]\n"
-               "defaults: 16 heads, seqlen 4096, head_dim 128 (FlashAttention-3's setup), seeds 1 and 2\n");
+               "                  [--threads N] [--out FILE] [--decompose]\n"
+               "defaults: 16 heads, seqlen 4096, head_dim 128 (FlashAttention-3's setup), seeds 1 and 2\n"
+               "--decompose also runs the FP64 oracle on inputs of which only Q and K, or only V, were\n"
+               "quantized, to show where the FP8 error comes from\n");
 }
 
 }  // namespace
@@ -25,11 +28,16 @@ int main(int argc, char** argv) {
   o.input_seed = 1;
   o.rotation_seed = 2;
   std::string out_path;
+  bool decompose = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
       usage();
       return 0;
+    }
+    if (arg == "--decompose") {
+      decompose = true;
+      continue;
     }
     if (i + 1 >= argc) {
       usage();
@@ -56,7 +64,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "fa3_table3: %d heads, seqlen %lld, head_dim %d\n", o.heads, static_cast<long long>(o.seqlen),
                  o.head_dim);
     const auto result = fp8attn::table3::run_table3(o);
-    const std::string md = fp8attn::table3::table3_markdown(result, o);
+    std::string md = fp8attn::table3::table3_markdown(result, o);
+    if (decompose) {
+      md += '\n';
+      md += fp8attn::table3::error_sources_markdown(fp8attn::table3::decompose_fp8_error(o));
+    }
     std::fputs(md.c_str(), stdout);
     if (!out_path.empty()) {
       std::ofstream f(out_path);
