@@ -12,8 +12,9 @@ if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
   cuda=ON
   export PATH="$PATH:/usr/local/cuda/bin"
 fi
-cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DFP8ATTN_BUILD_CUDA="$cuda" "$@" >"$dir.configure.log" 2>&1 \
-  || { cat "$dir.configure.log"; exit 1; }
+mkdir -p "$dir"
+cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DFP8ATTN_BUILD_CUDA="$cuda" "$@" >"$dir/configure.log" 2>&1 \
+  || { cat "$dir/configure.log"; exit 1; }
 targets=()
 for t in ${FP8ATTN_BUILD_TARGETS:-}; do targets+=(--target "$t"); done
 cmake --build "$dir" -j"$(nproc)" "${targets[@]}"
