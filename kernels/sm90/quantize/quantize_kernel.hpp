@@ -61,7 +61,10 @@ FP8ATTN_ARCH_FN void load_transformed_chunk(const QuantizeParams& p, int64_t b, 
   // Stages with pair stride kPerLane·lane_mask: the partner element is in lane ^ lane_mask.
   for (int lane_mask = 1; lane_mask < 32; lane_mask <<= 1) {
     const bool is_upper = (lane & static_cast<unsigned>(lane_mask)) != 0;
-    for (int j = 0; j < kPerLane; ++j) x[j] = butterfly(x[j], arch::shfl_xor_sync(arch::kFullWarpMask, x[j], lane_mask), is_upper);
+    for (int j = 0; j < kPerLane; ++j) {
+      const float partner = arch::shfl_xor_sync(arch::kFullWarpMask, x[j], lane_mask);
+      x[j] = butterfly(x[j], partner, is_upper);
+    }
   }
   const float norm = hadamard_norm(p.log2_head_dim);
   for (int j = 0; j < kPerLane; ++j) {
