@@ -55,13 +55,17 @@ static void old_desc_layout(void) {
   abi_expect_status("full desc with cap NaN", status, FP8ATTN_STATUS_BAD_SCALE, &err, "stabilized_shift_cap_log2");
   fp8attn_plan_destroy(status == FP8ATTN_OK ? plan : NULL);
 
-  /* The older layout with the same garbage past its end is accepted: the field is not read. */
+  /* The older layout with garbage in every field past its end is accepted: none is read. */
   d.struct_size = DESC_V0_SIZE;
+  d.sink_tokens = -5;
+  d.accumulator_model = 7;
+  d.accumulator_mantissa_bits = 99;
   printf("older desc layout: struct_size %zu of %zu\n", (size_t)DESC_V0_SIZE, sizeof(fp8attn_attention_desc));
   abi_check(forward_with(&d, out_old) == FP8ATTN_OK, "older desc layout", "refused");
 
   /* ...and behaves exactly like the default cap, 16, which differs from another cap here. */
   d.struct_size = sizeof d;
+  d.sink_tokens = 0, d.accumulator_model = 0, d.accumulator_mantissa_bits = 22;
   d.stabilized_shift_cap_log2 = 16.0f;
   abi_check(forward_with(&d, out_cap16) == FP8ATTN_OK, "desc with cap 16", "refused");
   d.stabilized_shift_cap_log2 = 1.0f;
