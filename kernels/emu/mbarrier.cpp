@@ -62,6 +62,7 @@ void complete_if_done(Cta& cta, Mbarrier& m) {
   if (m.pending != 0 || m.tx_count != 0) return;
   ++m.phase;
   m.pending = m.expected;
+  m.completion_observed = !m.waiters.empty();  // each sleeping waiter will return True
   if (cta.race() != nullptr) {
     m.completed = m.released;
     m.released.assign(m.released.size(), 0);
@@ -89,6 +90,12 @@ uint64_t arrive(Cta& cta, uint64_t* mbar, uint32_t count, const char* op) {
              "): the count must be at least 1 and at most the pending arrivals "
              "(PTX ISA 9.0 §9.7.13.15.2, §9.7.13.15.13)");
   }
+  if (!m.completion_observed) {
+    cta.fail(cta.describe_thread(me) + ": " + op + " on the " + where(cta, offset) + " (" +
+             state_of(m) + ") races ahead of the waiters: it arrives in phase " +
+             std::to_string(m.phase) + " before any test_wait / try_wait returned True for phase " +
+             std::to_string(m.phase - 1) + " (PTX ISA 9.0 §9.7.13.15.4)");
+  }
   const uint64_t state = m.phase;
   if (RaceCheck* race = cta.race()) race->release(me, m.released);
   m.pending -= count;
@@ -108,6 +115,7 @@ bool test_parity(Cta& cta, uint64_t* mbar, uint32_t parity, const char* op, size
   // preceding one, and it has completed (§9.7.13.15.16).
   if ((m.phase & 1) == parity) return false;
   if (RaceCheck* race = cta.race()) race->acquire(cta.current_thread(), m.completed);
+  if (m.phase >= 1) m.completion_observed = true;  // True for the phase just completed
   return true;
 }
 

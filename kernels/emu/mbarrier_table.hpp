@@ -22,6 +22,9 @@ struct Mbarrier {
   uint32_t expected = 0;
   uint32_t pending = 0;
   int64_t tx_count = 0;
+  // Whether a test_wait / try_wait returned True for the last completed phase; an arrive-on in
+  // the following phase requires it (§9.7.13.15.4). True while no phase has completed yet.
+  bool completion_observed = true;
   unsigned init_thread = 0;  // who initialized it, at which clock (its init must be visible)
   uint32_t init_clock = 0;
   VectorClock released;         // join of the current phase's arrivals and complete_tx

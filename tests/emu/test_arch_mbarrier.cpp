@@ -211,6 +211,18 @@ void arrive_beyond_pending_kernel() {
   arch::mbarrier_arrive_count(bar, 2);
 }
 
+// §9.7.13.15.4: a phase's completion must be observed by a True test_wait / try_wait before any
+// arrive-on of the next phase. `observe` inserts that wait.
+void arrive_ahead_kernel(bool observe) {
+  auto* bar = arch::dynamic_smem<uint64_t>();
+  if (arch::thread_rank() == 0) {
+    arch::mbarrier_init(bar, 1);
+    arch::mbarrier_arrive(bar);  // completes phase 0
+    if (observe) arch::mbarrier_wait_parity(bar, 0);
+    arch::mbarrier_arrive(bar);  // an arrive-on in phase 1
+  }
+}
+
 void misaligned_kernel() {
   arch::mbarrier_init(reinterpret_cast<uint64_t*>(arch::dynamic_smem() + 4), 1);
 }
@@ -247,13 +259,21 @@ TEST(ArchMbarrier, MisuseIsReportedWithTheIsaRule) {
          testing::kernel_error_of([&] { launch(one, &arrive_beyond_pending_kernel); }), "pending"},
         {"misaligned object", testing::kernel_error_of([&] { launch(one, &misaligned_kernel); }),
          "8-byte aligned"},
+        {"arrive in the next phase before any wait observed the completed one",
+         testing::kernel_error_of([&] { launch(one, &arrive_ahead_kernel, false); }), "§9.7.13.15.4"},
+        {"the same with the wait (no error expected)",
+         testing::kernel_error_of([&] { launch(one, &arrive_ahead_kernel, true); }), ""},
         {"init not ordered before use",
          testing::kernel_error_of([&] { launch(one, &unordered_init_kernel, &initialized); }),
          "not ordered before"},
     };
     for (const Case& c : cases) {
       std::printf("%s, %s: %s\n", testing::schedule_name(s).c_str(), c.name, c.message.c_str());
-      EXPECT_NE(c.message.find(c.must_contain), std::string::npos) << c.name << ": " << c.message;
+      if (*c.must_contain == '\0') {
+        EXPECT_EQ(c.message, "") << c.name;
+      } else {
+        EXPECT_NE(c.message.find(c.must_contain), std::string::npos) << c.name << ": " << c.message;
+      }
     }
   }
 }
