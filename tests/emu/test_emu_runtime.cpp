@@ -190,6 +190,30 @@ TEST(EmuRuntime, ShuffledGridIsIndependentOfTheHostThreadCount) {
   EXPECT_TRUE(differs_across_ctas) << "each CTA draws its own schedule";
 }
 
+// The largest CTA Hopper allows: 1024 threads (32 warps, 8 warpgroups), each writing its word,
+// then reading another warp's word after a barrier, with the race check on.
+void max_cta_kernel(const uint32_t* in, uint32_t* out) {
+  uint32_t* smem = arch::dynamic_smem<uint32_t>();
+  const unsigned t = arch::thread_rank();
+  arch::smem_store(&smem[t], in[t]);
+  arch::syncthreads();
+  out[t] = arch::smem_load(&smem[(t + 321) % 1024]);
+}
+
+TEST(EmuRuntime, MaximumCtaOf1024Threads) {
+  for (const Schedule& s : {testing::schedules()[0], testing::schedules()[2]}) {
+    std::mt19937 rng(static_cast<uint32_t>(s.seed) + 1024);
+    std::vector<uint32_t> in(1024), out(1024, 0xdeadbeefu);
+    for (auto& v : in) v = rng();
+    launch(testing::config({1, 1, 1}, {32, 32, 1}, 4096, s), &max_cta_kernel,
+           static_cast<const uint32_t*>(in.data()), out.data());
+    unsigned wrong = 0;
+    for (unsigned t = 0; t < 1024; ++t) wrong += out[t] != in[(t + 321) % 1024];
+    std::printf("%s: %u of 1024 values wrong\n", testing::schedule_name(s).c_str(), wrong);
+    EXPECT_EQ(wrong, 0u);
+  }
+}
+
 void empty_kernel() {}
 
 TEST(EmuRuntime, LaunchRejectsConfigurationsBeyondHopperLimits) {
