@@ -5,6 +5,7 @@
                             predicted curves (forward order; reverse order's in-block residue)
   p_collapse_mse.png        MSE of O against the FP64 oracle vs the sink strength, forward vs
                             reverse order, one line per S_p
+  p_collapse_summary.md     the tables of docs/p_collapse.md (excerpts of the CSV)
 
 Usage: plot_p_collapse.py docs/p_collapse.csv --out-dir docs
 """
@@ -66,7 +67,8 @@ def plot_underflow(rows, k_sinks, path):
                     iso = series(rows, k_sink=k, kv_order=order, sink_isolation=1, p_scale=sp, source=measured_source(sp))
                     ax.plot([r["realized_delta"] for r in iso], [r["underflow"] for r in iso], "x", color=COLORS[sp],
                             ms=4, ls="none", label=f"S_p={sp:g}: measured, sink isolation")
-            ax.set_title(f"{order} KV order, k_sink = {k}")
+            where = " (all inside the sink's block)" if order == "reverse" else ""
+            ax.set_title(f"{order} KV order{where}, k_sink = {k}", fontsize=10)
             ax.set_xlabel("sink strength Δ (realized, natural-log units)")
             ax.set_ylabel("underflow fraction of non-sink P̃")
             ax.grid(alpha=0.3)
@@ -105,6 +107,95 @@ def plot_mse(rows, k_sinks, path):
     plt.close(fig)
 
 
+def fmt(x):
+    return f"{x:.4f}"
+
+
+def summary(rows, k_sinks):
+    """Markdown tables: forward-order agreement, reverse-order attribution, MSE ratios, and the
+    emulation's agreement with the engine."""
+    out = []
+    show = [0.0, 2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 14.0, 16.0]
+    out.append("### Forward order: measured underflow of non-sink P̃ (predicted expectation)\n")
+    out.append("| k_sink | Δ (realized) | " + " | ".join(f"S_p = {sp:g}" for sp in P_SCALES) + " |")
+    out.append("|---:|---:|" + "---:|" * len(P_SCALES))
+    for k in k_sinks:
+        for d in show:
+            cells, realized = [], None
+            for sp in P_SCALES:
+                s = [r for r in series(rows, k_sink=k, kv_order="forward", sink_isolation=0, p_scale=sp,
+                                       source=measured_source(sp)) if r["delta"] == d]
+                if s:
+                    realized = s[0]["realized_delta"]
+                    cells.append(f"{fmt(s[0]['underflow'])} ({fmt(s[0]['predicted_expected'])})")
+                else:
+                    cells.append("")
+            if realized is not None:
+                out.append(f"| {k} | {realized:.3f} | " + " | ".join(cells) + " |")
+    out.append("")
+    out.append("Largest |measured − expectation| over the whole sweep, forward order, per k_sink and S_p "
+               "(in units of the per-row standard error, stddev/√rows, in parentheses):\n")
+    out.append("| k_sink | " + " | ".join(f"S_p = {sp:g}" for sp in P_SCALES) + " |")
+    out.append("|---:|" + "---:|" * len(P_SCALES))
+    for k in k_sinks:
+        cells = []
+        for sp in P_SCALES:
+            s = series(rows, k_sink=k, kv_order="forward", sink_isolation=0, p_scale=sp, source=measured_source(sp))
+            worst = max(s, key=lambda r: abs(r["underflow"] - r["predicted_expected"]))
+            gap = worst["underflow"] - worst["predicted_expected"]
+            se = float(worst["underflow_row_stddev"]) / float(worst["rows"]) ** 0.5 if worst.get("rows") else None
+            cells.append(f"{gap:+.4f} at Δ={worst['realized_delta']:.2f}" + (f" ({abs(gap) / se:.1f} SE)" if se else ""))
+        out.append(f"| {k} | " + " | ".join(cells) + " |")
+    out.append("")
+    out.append("### Reverse order, S_p = 256: where the non-sink P̃ underflow\n")
+    out.append("| k_sink | Δ (realized) | in the sink's block | predicted residue | outside it (count) "
+               "| with sink isolation (count) |")
+    out.append("|---:|---:|---:|---:|---:|---:|")
+    for k in k_sinks:
+        for d in [8.0, 10.0, 12.0, 14.0, 16.0]:
+            s = [r for r in series(rows, k_sink=k, kv_order="reverse", sink_isolation=0, p_scale=256.0,
+                                   source="engine") if r["delta"] == d]
+            iso = [r for r in series(rows, k_sink=k, kv_order="reverse", sink_isolation=1, p_scale=256.0,
+                                     source="engine") if r["delta"] == d]
+            if s and iso:
+                r = s[0]
+                out.append(f"| {k} | {r['realized_delta']:.3f} | {r['underflow_in_sink_block']:.5f} | "
+                           f"{r['predicted_expected']:.5f} | {r['count_outside_sink_block']} | "
+                           f"{int(float(iso[0]['count_in_sink_block'])) + int(float(iso[0]['count_outside_sink_block']))} |")
+    out.append("")
+    out.append("### MSE of O: forward order at S_p = 1 over reverse order at S_p = 256\n")
+    ratio_deltas = [2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0, 12.0, 16.0]
+    out.append("| k_sink | " + " | ".join(f"Δ={d:g}" for d in ratio_deltas) + " |")
+    out.append("|---:|" + "---:|" * len(ratio_deltas))
+    for k in k_sinks:
+        cells = []
+        for d in ratio_deltas:
+            f = [r for r in series(rows, k_sink=k, kv_order="forward", sink_isolation=0, p_scale=1.0, source="engine")
+                 if r["delta"] == d]
+            b = [r for r in series(rows, k_sink=k, kv_order="reverse", sink_isolation=0, p_scale=256.0,
+                                   source="engine") if r["delta"] == d]
+            cells.append(f"{f[0]['mse'] / b[0]['mse']:.2f}" if f and b else "")
+        out.append(f"| {k} | " + " | ".join(cells) + " |")
+    out.append("")
+    out.append("(Δ here is the requested value; the realized values are in the CSV.)\n")
+    out.append("### The S_p = 448 emulation against the engine (S_p = 1, 16, 256; every point of the sweep)\n")
+    by_key = {}
+    for r in rows:
+        if r["p_scale"] != 448.0:
+            by_key.setdefault((r["k_sink"], r["delta"], r["p_scale"], r["kv_order"], r["sink_isolation"]), {})[
+                r["source"]] = r
+    du, dm, n = 0.0, 0.0, 0
+    for pair in by_key.values():
+        if "engine" in pair and "emulation" in pair:
+            e, m = pair["engine"], pair["emulation"]
+            du = max(du, abs(e["underflow"] - m["underflow"]))
+            dm = max(dm, abs(e["mse"] - m["mse"]) / e["mse"])
+            n += 1
+    out.append(f"Over {n} (k_sink, Δ, S_p, order, isolation) points: largest |underflow difference| {du:.2e}, "
+               f"largest relative MSE difference {dm:.2e}.\n")
+    return "\n".join(out)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("csv")
@@ -115,6 +206,8 @@ def main():
     os.makedirs(a.out_dir, exist_ok=True)
     plot_underflow(rows, k_sinks, os.path.join(a.out_dir, "p_collapse_underflow.png"))
     plot_mse(rows, k_sinks, os.path.join(a.out_dir, "p_collapse_mse.png"))
+    with open(os.path.join(a.out_dir, "p_collapse_summary.md"), "w") as f:
+        f.write("<!-- Generated by scripts/plot_p_collapse.py from p_collapse.csv. -->\n\n" + summary(rows, k_sinks) + "\n")
     print("wrote", os.path.join(a.out_dir, "p_collapse_underflow.png"), "and", os.path.join(a.out_dir, "p_collapse_mse.png"))
 
 

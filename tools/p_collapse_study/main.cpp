@@ -73,8 +73,9 @@ bool parse(int argc, char** argv, Options& o) {
 void write_row(FILE* f, const fp8attn::study::SinkCase& c, double p_scale, int32_t order, bool isolated,
                const char* source, const PointResult& p) {
   const double n = static_cast<double>(p.underflow.non_sink_positive);
-  std::fprintf(f, "%d,%.2f,%.6f,%llu,%g,%s,%d,%s,%.7f,%.5f,%.7f,%.7f,%.7f,%.7f,%llu,%llu,%.6e,%.6e\n", c.k_sink,
-               c.delta, c.realized_delta, static_cast<unsigned long long>(c.seed), p_scale,
+  std::fprintf(f, "%d,%.2f,%.6f,%llu,%lld,%lld,%g,%s,%d,%s,%.7f,%.5f,%.7f,%.7f,%.7f,%.7f,%llu,%llu,%.6e,%.6e\n",
+               c.k_sink, c.delta, c.realized_delta, static_cast<unsigned long long>(c.seed),
+               static_cast<long long>(c.shape.seqlen_q), static_cast<long long>(c.shape.seqlen_k), p_scale,
                order == FP8ATTN_KV_ORDER_FORWARD ? "forward" : "reverse", isolated ? 1 : 0, source,
                p.underflow.fraction(), p.row_fraction_stddev, p.predicted_leading, p.predicted_expected,
                p.underflow.in_sink_block / n, p.underflow.outside_sink_block / n,
@@ -96,7 +97,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::fprintf(f,
-               "k_sink,delta,realized_delta,seed,p_scale,kv_order,sink_isolation,source,underflow,"
+               "k_sink,delta,realized_delta,seed,rows,seqlen_k,p_scale,kv_order,sink_isolation,source,underflow,"
                "underflow_row_stddev,predicted_leading,predicted_expected,underflow_in_sink_block,"
                "underflow_outside_sink_block,count_in_sink_block,count_outside_sink_block,mse,max_abs_err\n");
   const auto start = std::chrono::steady_clock::now();
