@@ -20,3 +20,4 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -r scripts/requirements.txt
+.venv/bin/python -m pip install -q --disable-pip-version-check --no-deps -r scripts/requirements-nodeps.txt
