@@ -9,7 +9,7 @@
 namespace fp8attn::emu {
 namespace {
 
-std::string where(const Cta& cta, size_t offset) {
+std::string where(size_t offset) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "mbarrier at shared memory offset %zu", offset);
   return buf;
@@ -28,18 +28,18 @@ Mbarrier& resolve(Cta& cta, const uint64_t* mbar, const char* op, size_t* offset
   const unsigned me = cta.current_thread();
   const size_t offset = cta.smem_offset(mbar, 8, op);
   if (offset % 8 != 0) {
-    cta.fail(cta.describe_thread(me) + ": " + op + " on a " + where(cta, offset) +
+    cta.fail(cta.describe_thread(me) + ": " + op + " on a " + where(offset) +
              " that is not 8-byte aligned (PTX ISA 9.0 §9.7.13.15.1)");
   }
   auto it = cta.mbarriers().by_offset.find(offset);
   if (it == cta.mbarriers().by_offset.end() || !it->second.live) {
-    cta.fail(cta.describe_thread(me) + ": " + op + " on a " + where(cta, offset) +
+    cta.fail(cta.describe_thread(me) + ": " + op + " on a " + where(offset) +
              " that is not initialized (mbarrier.init, PTX ISA 9.0 §9.7.13.15.9)");
   }
   Mbarrier& m = it->second;
   if (RaceCheck* race = cta.race()) {
     if (m.init_clock > race->clock_of(me, m.init_thread)) {
-      cta.fail(cta.describe_thread(me) + ": " + op + " on a " + where(cta, offset) +
+      cta.fail(cta.describe_thread(me) + ": " + op + " on a " + where(offset) +
                " whose mbarrier.init by " + cta.describe_thread(m.init_thread) +
                " is not ordered before it (no barrier between the init and this use)");
     }
@@ -51,7 +51,7 @@ Mbarrier& resolve(Cta& cta, const uint64_t* mbar, const char* op, size_t* offset
 void check_tx_range(Cta& cta, const Mbarrier& m, size_t offset, const char* op) {
   if (m.tx_count > kMbarrierCountMax || m.tx_count < -kMbarrierCountMax) {
     cta.fail(cta.describe_thread(cta.current_thread()) + ": " + op + " takes the tx-count of the " +
-             where(cta, offset) + " to " + std::to_string(m.tx_count) +
+             where(offset) + " to " + std::to_string(m.tx_count) +
              ", outside [-(2^20-1), 2^20-1] (PTX ISA 9.0 §9.7.13.15.2)");
   }
 }
@@ -86,12 +86,12 @@ uint64_t arrive(Cta& cta, uint64_t* mbar, uint32_t count, const char* op) {
   const unsigned me = cta.current_thread();
   if (count == 0 || count > m.pending) {
     cta.fail(cta.describe_thread(me) + ": " + op + " with count " + std::to_string(count) +
-             " on a " + where(cta, offset) + " (" + state_of(m) +
+             " on a " + where(offset) + " (" + state_of(m) +
              "): the count must be at least 1 and at most the pending arrivals "
              "(PTX ISA 9.0 §9.7.13.15.2, §9.7.13.15.13)");
   }
   if (!m.completion_observed) {
-    cta.fail(cta.describe_thread(me) + ": " + op + " on the " + where(cta, offset) + " (" +
+    cta.fail(cta.describe_thread(me) + ": " + op + " on the " + where(offset) + " (" +
              state_of(m) + ") races ahead of the waiters: it arrives in phase " +
              std::to_string(m.phase) + " before any test_wait / try_wait returned True for phase " +
              std::to_string(m.phase - 1) + " (PTX ISA 9.0 §9.7.13.15.4)");
@@ -142,7 +142,7 @@ void mbarrier_init(uint64_t* mbar, uint32_t count) {
   const unsigned me = cta.current_thread();
   const size_t offset = cta.smem_offset(mbar, 8, "mbarrier.init");
   if (offset % 8 != 0) {
-    cta.fail(cta.describe_thread(me) + ": mbarrier.init on a " + where(cta, offset) +
+    cta.fail(cta.describe_thread(me) + ": mbarrier.init on a " + where(offset) +
              " that is not 8-byte aligned (PTX ISA 9.0 §9.7.13.15.1)");
   }
   if (count == 0 || count > kMbarrierCountMax) {
@@ -151,7 +151,7 @@ void mbarrier_init(uint64_t* mbar, uint32_t count) {
   }
   Mbarrier& m = cta.mbarriers().by_offset[offset];
   if (m.live) {
-    cta.fail(cta.describe_thread(me) + ": mbarrier.init on the live " + where(cta, offset) +
+    cta.fail(cta.describe_thread(me) + ": mbarrier.init on the live " + where(offset) +
              " (" + state_of(m) + "); invalidate it first (PTX ISA 9.0 §9.7.13.15.9)");
   }
   m = Mbarrier{};
@@ -171,7 +171,7 @@ void mbarrier_inval(uint64_t* mbar) {
   Mbarrier& m = resolve(cta, mbar, "mbarrier.inval", &offset);
   if (!m.waiters.empty()) {
     cta.fail(cta.describe_thread(cta.current_thread()) + ": mbarrier.inval on the " +
-             where(cta, offset) + " while " + std::to_string(m.waiters.size()) +
+             where(offset) + " while " + std::to_string(m.waiters.size()) +
              " threads wait on it");
   }
   m.live = false;
