@@ -82,6 +82,9 @@ void record_async_smem_access(const void* addr, size_t bytes, bool is_write,
 // they recorded so far happen-before the caller's later actions.
 enum class Group { Warp, Warpgroup };
 void acquire_async_accesses(Group group);
+// The calling thread acquires only its own async agent: for completions that are per thread,
+// such as cp.async.bulk.wait_group.read after the caller's own TMA stores.
+void acquire_own_async_accesses();
 
 // Collective over the calling thread's warp or warpgroup: each member passes a pointer to its own
 // data; the caller's fiber waits until all members arrived; the LAST to arrive runs op with all

@@ -57,6 +57,11 @@ void acquire_async_accesses(Group group) {
   for (unsigned t = first; t < last; ++t) race->acquire_agent(me.linear_tid, t);
 }
 
+void acquire_own_async_accesses() {
+  Cta& cta = current_cta();
+  if (RaceCheck* race = cta.race()) race->acquire_agent(cta.current_thread(), cta.current_thread());
+}
+
 void fence_proxy_async_shared_cta() {
   Cta& cta = current_cta();
   if (RaceCheck* race = cta.race()) race->proxy_fence(cta.current_thread());

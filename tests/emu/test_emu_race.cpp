@@ -243,6 +243,32 @@ TEST(EmuRace, AsyncReadsAreReleasedOnlyAfterTheGroupAcquiresThem) {
   }
 }
 
+// A per-thread acquire covers only the caller's own async accesses: lanes 0 and 1 each issue an
+// async read of their own word; only lane 0 acquires its own before the barrier, so warp 1's
+// overwrite of lane 1's word races with lane 1's async read (a warp-wide acquire would hide it).
+void own_acquire_kernel(bool lane1_acquires) {
+  uint32_t* words = arch::dynamic_smem<uint32_t>();
+  const unsigned t = arch::thread_rank();
+  if (t < 2) {
+    record_async_smem_access(&words[t], 4, /*is_write=*/false, nullptr);
+    if (t == 0 || lane1_acquires) acquire_own_async_accesses();
+  }
+  arch::syncthreads();
+  if (t == 32 || t == 33) arch::smem_store(&words[t - 32], 9u);
+}
+
+TEST(EmuRace, OwnAcquireCoversOnlyTheCallersAsyncAccesses) {
+  for (const Schedule& s : testing::schedules()) {
+    const LaunchConfig c = testing::config({1, 1, 1}, {64, 1, 1}, 64, s);
+    launch(c, &own_acquire_kernel, true);
+    const std::string message = testing::kernel_error_of([&] { launch(c, &own_acquire_kernel, false); });
+    std::printf("%s: lane 1 without its acquire: %s\n", testing::schedule_name(s).c_str(), message.c_str());
+    EXPECT_TRUE(contains(message, "offset 4 ")) << message;
+    EXPECT_TRUE(contains(message, "on behalf of thread (1,0,0)")) << message;
+    EXPECT_TRUE(contains(message, "write by thread (33,0,0)")) << message;
+  }
+}
+
 // Generic-proxy writes read by the async proxy (a TMA store or a wgmma operand) need a
 // fence.proxy.async by the writing thread after its writes (PTX ISA 9.0 §9.7.15.4): warp 0 writes
 // a tile, fences (after, before, or not at all), a __syncthreads follows, and thread 32 issues an
