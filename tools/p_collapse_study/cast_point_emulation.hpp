@@ -15,7 +15,8 @@ namespace fp8attn::study {
 
 class CastPointEmulation {
  public:
-  /// Computes the logits of the case once, in FP64 from the E4M3 inputs.
+  /// Computes the logits of the case once, in FP64 from the E4M3 inputs. `c` must outlive this
+  /// object.
   explicit CastPointEmulation(const SinkCase& c);
 
   /// Replays the forward at S_p = `p_scale` (> 0). Predictions are filled with predict().

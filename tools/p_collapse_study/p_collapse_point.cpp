@@ -27,9 +27,8 @@ SinkCase make_sink_case(int64_t rows, int64_t seqlen_k, int head_dim, int k_sink
   auto sink = workloads::sink_inputs(c.shape, seed, k_sink, delta, c.softmax_scale);
   c.realized_delta = sink.realized_delta;
   c.real = std::move(sink.inputs);
-  // NOTE: unit descales, as in the P-cast paper's experiment: the sink logit Δ is then exactly
-  // representable through Q's dimension 0 (attention_inputs.hpp), and P's cast point is the
-  // only scale that matters.
+  // NOTE: unit descales, as in the P-cast paper's experiment: Q's and K's dimension 0 carry Δ as
+  // E4M3 values (sink_inputs reports the realized Δ), and P's cast point is the only scale left.
   c.quantized = workloads::quantize(c.real, FP8ATTN_DTYPE_E4M3, workloads::ScaleGranularity::Unit);
   if (!with_oracle) return c;
   workloads::ForwardOptions oracle;
