@@ -197,3 +197,36 @@ TEST(QuantizeApi, ReferenceBackendQuantizesAndCudaContextsAreRefusedBeforeAnyChe
 
 }  // namespace
 }  // namespace fp8attn::quant::testing
+
+namespace fp8attn::quant::testing {
+namespace {
+
+// The amax the quantizer reports feeds a scale state, whose current-recipe scale for the next
+// step is then the quantizer's own scale: 448 / amax.
+TEST(QuantizeApi, ReportedAmaxDrivesTheScaleState) {
+  const uint64_t seed = test_seed("scale state");
+  Context ctx;
+  Call call(seed);
+  call.opts.granularity = FP8ATTN_QUANT_PER_TENSOR;
+  call.descale_t = make_tensor(call.descale.data(), FP8ATTN_DTYPE_F32, {1}, {1});
+  fp8attn_error err{sizeof err, 0, {0}};
+  ASSERT_EQ(call.run(ctx.ctx, &err), FP8ATTN_OK) << err.message;
+
+  fp8attn_scale_state_options so{};
+  so.struct_size = sizeof so;
+  so.recipe[FP8ATTN_TENSOR_Q] = FP8ATTN_RECIPE_CURRENT;
+  fp8attn_scale_state state = nullptr;
+  ASSERT_EQ(fp8attn_scale_state_create(ctx.ctx, &so, &state, &err), FP8ATTN_OK) << err.message;
+  EXPECT_EQ(fp8attn_scale_state_report_amax(state, 0, FP8ATTN_TENSOR_Q, call.amax, &err), FP8ATTN_OK) << err.message;
+  EXPECT_EQ(fp8attn_scale_state_step(state, &err), FP8ATTN_OK) << err.message;
+  float scale = 0.0f, scale_inv = 0.0f;
+  EXPECT_EQ(fp8attn_scale_state_get_scale(state, 0, FP8ATTN_TENSOR_Q, &scale, &scale_inv, &err), FP8ATTN_OK);
+  fp8attn_scale_state_destroy(state);
+  std::printf("rotated Q amax %.6g: quantizer scale %.8g (descale %.8g), scale state %.8g (scale_inv %.8g)\n",
+              call.amax, 1.0f / call.descale[0], call.descale[0], scale, scale_inv);
+  EXPECT_NEAR(scale, 448.0f / call.amax, 448.0f / call.amax * 1e-6f);
+  EXPECT_NEAR(scale_inv, call.descale[0], call.descale[0] * 1e-6f);
+}
+
+}  // namespace
+}  // namespace fp8attn::quant::testing
