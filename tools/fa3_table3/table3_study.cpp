@@ -4,7 +4,6 @@
 #include <stdexcept>
 
 #include "fp8attn/fp8attn.h"
-#include "kernels/sm90/tile_config.hpp"
 #include "lib/workloads/forward_runner.hpp"
 #include "lib/workloads/low_precision_reference.hpp"
 #include "tools/fa3_table3/exact_attention.hpp"
@@ -73,12 +72,10 @@ QuantizedInputs fp8_inputs(fp8attn_context ctx, const AttentionInputs& in, bool 
   out.q = q.bytes, out.k = k.bytes, out.v = v.bytes;
   const size_t per_head = static_cast<size_t>(s.batch * s.heads_kv);
   if (per_block) {
-#if FP8ATTN_TABLE3_BLOCK_DESCALE
     out.q_descale.assign(per_head, 1.0f), out.k_descale.assign(per_head, 1.0f), out.v_descale.assign(per_head, 1.0f);
     out.q_block_descale = q.descale, out.k_block_descale = k.descale, out.v_block_descale = v.descale;
     out.q_blocks = (s.seqlen_q + tiles.block_m - 1) / tiles.block_m;
     out.kv_blocks = (s.seqlen_k + tiles.block_n - 1) / tiles.block_n;
-#endif
   } else {
     out.q_descale.assign(per_head, q.descale[0]);
     out.k_descale.assign(per_head, k.descale[0]);
@@ -95,11 +92,6 @@ Table3Result run_table3(const Table3Options& o) {
   const std::vector<float> oracle = exact_attention(inputs, o.threads);
 
   Table3Result result;
-  // NOTE: the descale blocks follow the attention tiles (kernels/sm90/tile_config.hpp, the same
-  // numbers fp8attn_plan_get_tile reports): BlockM query rows for Q, BlockN keys for K and V.
-  const sm90::AttentionTile tile = sm90::attention_tile(o.head_dim, /*fp8=*/true);
-  result.block_m = tile.block_m, result.block_n = tile.block_n;
-
   fp8attn_context ctx = nullptr;
   fp8attn_context_options co{};
   co.struct_size = sizeof co;
@@ -107,31 +99,35 @@ Table3Result run_table3(const Table3Options& o) {
   co.num_threads = o.threads;
   fp8attn_error err{sizeof err, 0, {0}};
   check(fp8attn_context_create(&co, &ctx, &err), err, "fp8attn_context_create");
+  // NOTE: the descale blocks follow the attention tiles, as a host gets them from the plan:
+  // BlockM query rows for Q, BlockN keys for K and V.
+  {
+    const auto desc = workloads::make_desc(shape, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_F32);
+    fp8attn_plan plan = nullptr;
+    const int32_t status = fp8attn_plan_create(ctx, &desc, &plan, &err);
+    if (status == FP8ATTN_OK) check(fp8attn_plan_get_tile(plan, &result.block_m, &result.block_n, &err), err,
+                                    "fp8attn_plan_get_tile");
+    fp8attn_plan_destroy(plan);
+    if (status != FP8ATTN_OK) fp8attn_context_destroy(ctx);
+    check(status, err, "fp8attn_plan_create");
+  }
   workloads::ForwardOptions fo;
   fo.num_threads = o.threads;
 
   auto measure = [&](const char* method, const QuantizedInputs& q, const char* reference) {
     const auto desc = workloads::make_desc(shape, q.dtype, FP8ATTN_DTYPE_F32);
     const workloads::ForwardResult r = workloads::run_forward(desc, shape, q, fo);
-    result.rows.push_back({method, workloads::rmse(r.out, oracle), true, reference});
+    result.rows.push_back({method, workloads::rmse(r.out, oracle), reference});
     std::fprintf(stderr, "  %-42s RMSE %.3e\n", method, result.rows.back().rmse);
   };
   try {
     measure("BF16 inputs", workloads::quantize(inputs, FP8ATTN_DTYPE_BF16, workloads::ScaleGranularity::Unit), "");
     measure("FP8, per-tensor scales", fp8_inputs(ctx, inputs, false, false, result, 0, &result), "2.4e-2");
-#if FP8ATTN_TABLE3_BLOCK_DESCALE
     measure("FP8, per-block scales", fp8_inputs(ctx, inputs, true, false, result, 0, nullptr), "");
-#else
-    result.rows.push_back({"FP8, per-block scales", 0.0, false, ""});
-#endif
     measure("FP8, incoherent processing (per-tensor)",
             fp8_inputs(ctx, inputs, false, true, result, o.rotation_seed, &result), "");
-#if FP8ATTN_TABLE3_BLOCK_DESCALE
     measure("FP8, per-block scales + incoherent processing",
             fp8_inputs(ctx, inputs, true, true, result, o.rotation_seed, nullptr), "9.1e-3");
-#else
-    result.rows.push_back({"FP8, per-block scales + incoherent processing", 0.0, false, "9.1e-3"});
-#endif
   } catch (...) {
     fp8attn_context_destroy(ctx);
     throw;
@@ -141,7 +137,7 @@ Table3Result run_table3(const Table3Options& o) {
 }
 
 double improvement_ratio(const Table3Result& r) {
-  if (r.rows.size() < 5 || !r.rows[4].available || r.rows[4].rmse == 0.0) return 0.0;
+  if (r.rows.size() < 5 || r.rows[4].rmse == 0.0) return 0.0;
   return r.rows[1].rmse / r.rows[4].rmse;
 }
 
@@ -150,12 +146,7 @@ std::string table3_markdown(const Table3Result& r, const Table3Options& o) {
   char line[512];
   md += "| Method | RMSE vs FP64 | FlashAttention-3 (Table 3) |\n|---|---|---|\n";
   for (const Table3Row& row : r.rows) {
-    if (row.available)
-      std::snprintf(line, sizeof line, "| %s | %.2e | %s |\n", row.method.c_str(), row.rmse,
-                    row.reference.empty() ? "" : row.reference.c_str());
-    else
-      std::snprintf(line, sizeof line, "| %s | n/a (attention without per-block descales) | %s |\n",
-                    row.method.c_str(), row.reference.c_str());
+    std::snprintf(line, sizeof line, "| %s | %.2e | %s |\n", row.method.c_str(), row.rmse, row.reference.c_str());
     md += line;
   }
   std::snprintf(line, sizeof line,

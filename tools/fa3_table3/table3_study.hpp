@@ -24,13 +24,12 @@ struct Table3Options {
 struct Table3Row {
   std::string method;
   double rmse = 0.0;
-  bool available = true;  ///< false when this build's attention call lacks per-block descales
   std::string reference;  ///< FlashAttention-3's figure for this row, or empty
 };
 
 struct Table3Result {
   std::vector<Table3Row> rows;  ///< BF16; FP8 per-tensor; per-block; rotation; both
-  int block_m = 0, block_n = 0;  ///< the tiles the per-block descales follow
+  int32_t block_m = 0, block_n = 0;  ///< the plan's tiles, which the per-block descales follow
   double q_amax = 0.0, q_amax_rotated = 0.0;  ///< per-tensor amax of Q before and after rotation
 };
 
