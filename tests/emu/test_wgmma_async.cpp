@@ -163,9 +163,9 @@ TEST(WgmmaAsync, TruncateMantissaRoundsTowardZero) {
   EXPECT_EQ(arch::truncate_mantissa(-(1.0f + 0x1.fp-11f), 10), -1.0f);
   EXPECT_EQ(arch::truncate_mantissa(3.14159f, 23), 3.14159f);
   EXPECT_TRUE(std::isinf(arch::truncate_mantissa(INFINITY, 5)));
-  // The chunk is truncated before the add: 2^-12 (1 + 2^-11 + 2^-20) keeps 2^-12 at 10 bits.
-  EXPECT_EQ(arch::mma_chunk_accumulate(1.0f, 0x1.0p-12f * (1.0f + 0x1.0p-11f + 0x1.0p-20f), arch::MmaPrecisionModel{10}),
-            1.0f + 0x1.0p-12f);
+  // The accumulator keeps 10 bits: 1 + 2^-9 + 2^-12 is truncated to 1 + 2^-9 after the add.
+  EXPECT_EQ(arch::mma_chunk_accumulate(1.0f, 0x1.0p-9f + 0x1.0p-12f, arch::MmaPrecisionModel{10}), 1.0f + 0x1.0p-9f);
+  EXPECT_EQ(arch::mma_chunk_accumulate(1.0f, 0x1.0p-9f + 0x1.0p-12f, arch::MmaPrecisionModel{}), 1.0f + 0x1.0p-9f + 0x1.0p-12f);
 }
 
 // With the precision model on, each chunk is truncated before its add; the result must equal a
