@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/sm90/mask.hpp"
+#include "lib/core/error.hpp"
 #include "lib/numerics/element_io.hpp"
 
 namespace fp8attn {
@@ -26,7 +27,15 @@ size_t per_worker_doubles(const AttentionConfig& c, int64_t max_seqlen_k) {
 }  // namespace
 
 size_t oracle_workspace_size(const AttentionConfig& c, int64_t max_seqlen_k, int workers) {
-  return per_worker_doubles(c, max_seqlen_k) * sizeof(double) * static_cast<size_t>(workers);
+  // NOTE: checked arithmetic: a huge max_seqlen_k must not wrap into a small workspace.
+  size_t per_row = 0, bytes = 0;
+  const size_t row_doubles = static_cast<size_t>(c.head_dim + c.head_dim_v + 1);
+  const bool overflow = __builtin_mul_overflow(static_cast<size_t>(max_seqlen_k), row_doubles, &per_row) ||
+                        __builtin_add_overflow(per_row, static_cast<size_t>(c.head_dim + c.head_dim_v), &per_row) ||
+                        __builtin_mul_overflow(per_row, sizeof(double) * static_cast<size_t>(workers), &bytes);
+  require(!overflow, FP8ATTN_STATUS_BAD_SHAPE,
+          "max_seqlen_k = " + std::to_string(max_seqlen_k) + " makes the workspace size overflow size_t");
+  return bytes;
 }
 
 void oracle_attention(const AttentionConfig& c, const AttentionProblem& p, ThreadPool& pool, void* workspace,
