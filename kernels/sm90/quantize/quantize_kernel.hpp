@@ -7,9 +7,10 @@
 //   quantize_amax_kernel:  rotate the unit's rows, write the unit's amax;
 //   quantize_cast_kernel:  reduce the amax of the unit's descale group, write the descale (the
 //                          group's first unit), rotate again and cast with cvt.rn.satfinite.
-// NOTE: rotating twice instead of keeping FP32 rows between the kernels trades O(d log d) ALU
-// work per element for 4 bytes of global traffic each way; the rotation is cheap against a
-// memory-bound pass (QuaRot and FlashAttention-3 apply it on the fly the same way).
+// NOTE: rotating twice instead of keeping FP32 rows between the kernels trades log2(d) butterfly
+// operations per element for 8 bytes of global traffic per element (an FP32 write and read). Both
+// passes are memory-bound, so the butterflies should be cheap; this has not been measured on a
+// GPU yet.
 #pragma once
 
 #include <cstdint>
