@@ -78,3 +78,30 @@ TEST(Context, ExplicitCudaWithoutTheBackendIsA4xxxNamingTheLibrary) {
 }
 
 }  // namespace
+
+namespace {
+
+// The REFERENCE backend's workspace grows with max_seqlen_k; a size that overflows size_t is a
+// BAD_SHAPE, not a wrapped small number.
+TEST(PlanWorkspace, ReferenceSizeOverflowIsBadShape) {
+  fp8attn_context_options o{};
+  o.struct_size = sizeof o;
+  o.backend = FP8ATTN_BACKEND_REFERENCE;
+  fp8attn_context ctx = nullptr;
+  ASSERT_EQ(fp8attn_context_create(&o, &ctx, nullptr), FP8ATTN_OK);
+  fp8attn_attention_desc desc{};
+  fp8attn_attention_desc_init(&desc);
+  fp8attn_plan plan = nullptr;
+  ASSERT_EQ(fp8attn_plan_create(ctx, &desc, &plan, nullptr), FP8ATTN_OK);
+  size_t bytes = 12345;
+  fp8attn_error err{sizeof err, 0, {0}};
+  EXPECT_EQ(fp8attn_plan_workspace_size(plan, 1, 1, int64_t{1} << 61, &bytes, &err), FP8ATTN_STATUS_BAD_SHAPE);
+  EXPECT_EQ(bytes, 12345u) << "output written on failure";
+  std::printf("%s\n", err.message);
+  EXPECT_EQ(fp8attn_plan_workspace_size(plan, 1, 1, 4096, &bytes, &err), FP8ATTN_OK);
+  EXPECT_GT(bytes, size_t{4096} * 257 * sizeof(double));
+  fp8attn_plan_destroy(plan);
+  fp8attn_context_destroy(ctx);
+}
+
+}  // namespace
