@@ -967,9 +967,9 @@ FP8ATTN_API int32_t fp8attn_scale_state_deserialize(fp8attn_scale_state state, c
 /* ------------------------------------------------------------------------------------------ */
 /** @name Quantization
  * Casting real-valued Q, K and V to E4M3 with per-tensor, per-head or per-block descales, and
- * optional incoherent processing (FlashAttention-3, arXiv 2407.08608): each head-dim vector of Q and K is
- * multiplied by H·D before its amax is taken, where H is the normalized Walsh–Hadamard matrix of
- * size head_dim and D a random ±1 diagonal drawn from a seed. Because H·D is orthogonal,
+ * optional incoherent processing (FlashAttention-3, arXiv 2407.08608): each head-dim vector of Q
+ * and K is multiplied by H·D before its amax is taken, where H is the normalized Walsh–Hadamard
+ * matrix of size head_dim and D a random ±1 diagonal drawn from a seed. Because H·D is orthogonal,
  * (Q·H·D)(K·H·D)ᵀ = Q·Kᵀ: attention is unchanged in exact arithmetic, while outliers are spread
  * over the whole vector, which lowers the amax and so the relative rounding error of the rest.
  * @{ */
