@@ -116,8 +116,8 @@ int main(int argc, char** argv) {
               const PointResult p = fp8attn::study::run_engine_point(c, {p_scale_log2, order, isolated}, o.threads);
               write_row(f, c, std::ldexp(1.0, p_scale_log2), order, isolated, "engine", p);
             }
-            // NOTE: S_p = 448 = 256·1.75 is E4M3's largest finite value (the P-cast paper's
-            // choice); the engine's exp2 offset takes only powers of two, so it is emulated.
+            // NOTE: S_p = 448 = 256·1.75 is E4M3's largest finite value, the scale that uses the
+            // whole range; the engine's exp2 offset takes only powers of two, so it is emulated.
             for (double p_scale : {1.0, 16.0, 256.0, 448.0})
               write_row(f, c, p_scale, order, isolated, "emulation",
                         emulation.run(p_scale, order, isolated, o.threads > 0 ? o.threads : 2));
