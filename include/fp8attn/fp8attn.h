@@ -983,7 +983,9 @@ typedef enum fp8attn_quant_granularity {
   FP8ATTN_QUANT_PER_BLOCK = 2   /**< One per block of `block_rows` rows of a (sequence, head group):
                                      F32 [batch, heads / head_group, ceil(max_seqlen / block_rows)].
                                      Blocks start at each sequence's row 0, as the attention tiles
-                                     do. */
+                                     do: with head_group 1 they are the attention call's
+                                     q_block_descale (block_rows = block_m) and k_block_descale,
+                                     v_block_descale (block_rows = block_n). */
 } fp8attn_quant_granularity;
 
 /** Quantization options. Zero-initialize, then set `struct_size`; zeros are the defaults. */
