@@ -45,7 +45,7 @@ if [ "$kernels" -eq 6 ]; then pass "six kernels (two passes × head_dim 64, 128,
 if [ "$spilling" -eq 0 ]; then pass "no register spills"; else fail "register spills"; fi
 if [ "$stack" -eq 0 ] && [ "$lmem" -eq 0 ]; then pass "no stack frame, no local memory"; else fail "local memory used"; fi
 
-cuobjdump="${CUOBJDUMP:-$(find "$root/.venv" -path "*nvidia/cu*/bin/cuobjdump" -type f 2>/dev/null | head -1)}"
+cuobjdump="${CUOBJDUMP:-$(find -H "$root/.venv" -path "*nvidia/cu*/bin/cuobjdump" -type f 2>/dev/null | head -1)}"
 [ -z "$cuobjdump" ] && cuobjdump=$(command -v cuobjdump || true)
 if [ -z "$cuobjdump" ] || [ ! -x "$cuobjdump" ]; then
   fail "cuobjdump not found (scripts/install-deps.sh installs nvidia-cuda-cuobjdump into .venv)"
