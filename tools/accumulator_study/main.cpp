@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "lib/workloads/cli_args.hpp"
+
 #include "fp8attn/fp8attn.h"
 #include "lib/workloads/forward_runner.hpp"
 #include "lib/workloads/low_precision_reference.hpp"
@@ -44,23 +46,12 @@ void usage() {
       "0 (accumulate in O), 1, 4 and 16 blocks.\n");
 }
 
-std::vector<int64_t> parse_list(const char* s) {
-  std::vector<int64_t> v;
-  for (const char* p = s; *p;) {
-    v.push_back(std::atoll(p));
-    const char* comma = std::strchr(p, ',');
-    if (!comma) break;
-    p = comma + 1;
-  }
-  return v;
-}
-
 bool parse(int argc, char** argv, Options& o) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 >= argc) return false;
     const char* v = argv[++i];
-    if (a == "--seqlens") o.seqlens = parse_list(v);
+    if (a == "--seqlens") o.seqlens = fp8attn::workloads::parse_int_list(v);
     else if (a == "--rows") o.rows = std::atoll(v);
     else if (a == "--seeds") o.seeds = std::atoi(v);
     else if (a == "--seed") o.seed = std::strtoull(v, nullptr, 10);

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "lib/workloads/cli_args.hpp"
+
 #include "fp8attn/fp8attn.h"
 #include "tools/p_collapse_study/cast_point_emulation.hpp"
 #include "tools/p_collapse_study/p_collapse_point.hpp"
@@ -40,16 +42,7 @@ void usage() {
       "emulation at S_p = 1, 16, 256, 448; both KV orders; sink isolation off and on. Error against the FP64 oracle.\n");
 }
 
-std::vector<int> parse_list(const char* s) {
-  std::vector<int> v;
-  for (const char* p = s; *p;) {
-    v.push_back(std::atoi(p));
-    const char* comma = std::strchr(p, ',');
-    if (!comma) break;
-    p = comma + 1;
-  }
-  return v;
-}
+std::vector<int> to_ints(const std::vector<int64_t>& v) { return {v.begin(), v.end()}; }
 
 bool parse(int argc, char** argv, Options& o) {
   for (int i = 1; i < argc; ++i) {
@@ -59,7 +52,7 @@ bool parse(int argc, char** argv, Options& o) {
     ++i;
     if (a == "--rows") o.rows = std::atoll(v);
     else if (a == "--seqlen") o.seqlen_k = std::atoll(v);
-    else if (a == "--k-sinks") o.k_sinks = parse_list(v);
+    else if (a == "--k-sinks") o.k_sinks = to_ints(fp8attn::workloads::parse_int_list(v));
     else if (a == "--delta-max") o.delta_max = std::atof(v);
     else if (a == "--delta-step") o.delta_step = std::atof(v);
     else if (a == "--seed") o.seed = std::strtoull(v, nullptr, 10);
