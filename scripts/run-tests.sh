@@ -4,7 +4,8 @@
 #      every ctest test (unit, numerics, emulator, ABI, install, Python, docs, exhaustive);
 #   2. the CPU code under AddressSanitizer + UndefinedBehaviorSanitizer (all but the exhaustive
 #      sweep, the Python host test, the install and docs checks and the sm_90a static checks);
-#   3. the concurrency tests (label tsan) under ThreadSanitizer.
+#   3. the concurrency tests (label tsan: shared plans, the scale state, the emulator spreading
+#      CTAs over host threads) under ThreadSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -22,7 +23,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 
 echo "== 3/3 ThreadSanitizer (concurrency tests)"
 # NOTE: only the test executables that carry the tsan label are built here.
-FP8ATTN_BUILD_TARGETS="test_concurrent_forward test_scale_state_threads" \
+FP8ATTN_BUILD_TARGETS="test_concurrent_forward test_scale_state_threads test_emu_runtime test_gemm_emulated" \
   bash scripts/build.sh build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFP8ATTN_SANITIZE=thread \
   -DFP8ATTN_BUILD_TOOLS=OFF -DFP8ATTN_BUILD_CUDA=OFF
 TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -j"$jobs" -L tsan
