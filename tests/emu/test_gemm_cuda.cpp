@@ -12,41 +12,19 @@
 #include "kernels/arch/tma_tensor_map_cuda.hpp"
 #include "kernels/sm90/gemm/gemm_cuda.hpp"
 #include "tests/emu/gemm_test_support.hpp"
+#include "tests/common/cuda_test_device.hpp"
 
 namespace fp8attn::test {
 namespace {
-
-bool hopper_present(std::string* why) {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    *why = "no CUDA device";
-    return false;
-  }
-  cudaDeviceProp prop{};
-  cudaGetDeviceProperties(&prop, 0);
-  if (prop.major != 9) {
-    *why = std::string("device 0 is ") + prop.name + ", not sm_90";
-    return false;
-  }
-  return true;
-}
-
-template <class T>
-T* to_device(const std::vector<T>& host) {
-  T* p = nullptr;
-  EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&p), host.size() * sizeof(T)), cudaSuccess);
-  EXPECT_EQ(cudaMemcpy(p, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
-  return p;
-}
 
 void expect_close(GemmInput type, int m, int n, int k, uint64_t seed) {
   std::mt19937_64 rng(seed);
   const Operands o = make_operands(type, m, n, k, rng);
   const auto expect = reference_gemm(type, o, m, n, k);
-  uint8_t* a = to_device(o.a);
-  uint8_t* b = to_device(o.b);
+  uint8_t* a = fp8attn::testing::device_copy(o.a);
+  uint8_t* b = fp8attn::testing::device_copy(o.b);
   std::vector<float> c(static_cast<size_t>(m) * n, std::nanf(""));  // poisoned
-  float* dc = to_device(c);
+  float* dc = fp8attn::testing::device_copy(c);
   sm90::GemmProblem p;
   p.type = type;
   p.a = a;
@@ -102,7 +80,7 @@ TEST(GemmCuda, TensorMapEncodingValidatesThenAsksTheDriver) {
   EXPECT_NE(invalid.find("box dim 1"), std::string::npos) << invalid;
   spec.box_dims[1] = 8;
   std::string why;
-  const bool gpu = hopper_present(&why);
+  const bool gpu = fp8attn::testing::hopper_present(&why);
   const std::string encoded = arch::encode_tensor_map_cuda(spec, map);
   if (gpu) {
     EXPECT_EQ(encoded, "");
@@ -116,7 +94,7 @@ TEST(GemmCuda, TensorMapEncodingValidatesThenAsksTheDriver) {
 
 TEST(GemmCuda, MatchesTheReferenceOnRaggedShapes) {
   std::string why;
-  if (!hopper_present(&why)) GTEST_SKIP() << "needs an sm_90 GPU: " << why;
+  if (!fp8attn::testing::hopper_present(&why)) GTEST_SKIP() << "needs an sm_90 GPU: " << why;
   expect_close(GemmInput::E4M3, 200, 150, 300, 2);
   expect_close(GemmInput::E4M3, 512, 384, 1024, 6);
   expect_close(GemmInput::BF16, 130, 100, 90, 5);

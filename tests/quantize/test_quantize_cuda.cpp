@@ -13,32 +13,10 @@
 #include "lib/quantize/cpu_quantizer.hpp"
 #include "lib/quantize/quantize_problem.hpp"
 #include "tests/quantize/quantize_test_support.hpp"
+#include "tests/common/cuda_test_device.hpp"
 
 namespace fp8attn::quant::testing {
 namespace {
-
-bool hopper_present(std::string* why) {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    *why = "no CUDA device";
-    return false;
-  }
-  cudaDeviceProp prop{};
-  cudaGetDeviceProperties(&prop, 0);
-  if (prop.major != 9) {
-    *why = std::string("device 0 is ") + prop.name + ", not sm_90";
-    return false;
-  }
-  return true;
-}
-
-template <class T>
-T* device_copy(const std::vector<T>& host) {
-  T* p = nullptr;
-  EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&p), host.size() * sizeof(T)), cudaSuccess);
-  EXPECT_EQ(cudaMemcpy(p, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
-  return p;
-}
 
 template <class T>
 std::vector<T> host_copy(const T* device, size_t n) {
@@ -69,11 +47,11 @@ void expect_gpu_equals_cpu(int32_t granularity, int block_rows, bool rotate, int
   const float cpu_amax = quantize_on_cpu(p, pool);
 
   sm90::quant::QuantizeParams dp = p;
-  float* d_input = device_copy(input);
-  uint8_t* d_out = device_copy(std::vector<uint8_t>(cpu_out.size(), 0x7F));
-  float* d_descale = device_copy(std::vector<float>(cpu_descale.size(), std::nanf("")));
-  float* d_units = device_copy(std::vector<float>(static_cast<size_t>(unit_count(p)), std::nanf("")));
-  float* d_amax = device_copy(std::vector<float>(1, std::nanf("")));
+  float* d_input = fp8attn::testing::device_copy(input);
+  uint8_t* d_out = fp8attn::testing::device_copy(std::vector<uint8_t>(cpu_out.size(), 0x7F));
+  float* d_descale = fp8attn::testing::device_copy(std::vector<float>(cpu_descale.size(), std::nanf("")));
+  float* d_units = fp8attn::testing::device_copy(std::vector<float>(static_cast<size_t>(unit_count(p)), std::nanf("")));
+  float* d_amax = fp8attn::testing::device_copy(std::vector<float>(1, std::nanf("")));
   dp.input = d_input, dp.output = d_out, dp.descale = d_descale, dp.unit_amax = d_units, dp.tensor_amax = d_amax;
   ASSERT_EQ(sm90::quant::run_quantize_cuda(dp, nullptr), "");
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -97,7 +75,7 @@ void expect_gpu_equals_cpu(int32_t granularity, int block_rows, bool rotate, int
 
 TEST(QuantizeCuda, BitEqualToCpuQuantizer) {
   std::string why;
-  if (!hopper_present(&why)) GTEST_SKIP() << "needs an sm_90 GPU: " << why;
+  if (!fp8attn::testing::hopper_present(&why)) GTEST_SKIP() << "needs an sm_90 GPU: " << why;
   const uint64_t seed = test_seed("GPU quantizer");
   expect_gpu_equals_cpu(FP8ATTN_QUANT_PER_BLOCK, 128, true, 4, 128, seed);
   expect_gpu_equals_cpu(FP8ATTN_QUANT_PER_BLOCK, 224, true, 2, 256, seed ^ 1);
