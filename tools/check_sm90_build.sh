@@ -17,16 +17,9 @@ work="${1:-$(mktemp -d)}"
 mkdir -p "$work"
 source_file="$root/kernels/sm90/gemm/gemm_sm90a.cu"
 
-nvcc="${NVCC:-$(command -v nvcc || true)}"
-[ -z "$nvcc" ] && [ -x /usr/local/cuda/bin/nvcc ] && nvcc=/usr/local/cuda/bin/nvcc
-if [ -z "$nvcc" ]; then
-  echo "SKIP: nvcc not found (set NVCC or put it on PATH); the sm_90a static checks need it"
-  exit 77
-fi
-
-failures=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+# shellcheck source=tools/sm90_check_common.sh
+source "$root/tools/sm90_check_common.sh"
+require_nvcc "the sm_90a static checks"
 
 echo "== sm_90a static checks of $source_file"
 echo "   nvcc: $nvcc ($("$nvcc" --version | tail -1))"
@@ -58,8 +51,7 @@ if grep -qE "C751[15]" "$ptxas_log"; then fail "ptxas serialized wgmma (C7511/C7
 if grep -q "C7508" "$ptxas_log"; then fail "ptxas ignored setmaxnreg (C7508)"; grep "C7508" "$ptxas_log"; else pass "no C7508 (setmaxnreg honoured)"; fi
 
 # 2. SASS.
-venv_bin=$(find -H "$root/.venv" -path "*nvidia/cu*/bin/cuobjdump" -type f 2>/dev/null | head -1)
-cuobjdump="${CUOBJDUMP:-${venv_bin:-$(command -v cuobjdump || true)}}"
+find_cuobjdump
 if [ -z "$cuobjdump" ] || [ ! -x "$cuobjdump" ]; then
   fail "cuobjdump not found in .venv (scripts/install-deps.sh installs nvidia-cuda-cuobjdump)"
 else

@@ -12,15 +12,9 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 work="${1:-$(mktemp -d)}"
 mkdir -p "$work"
 source_file="$root/kernels/sm90/quantize/quantize_sm90a.cu"
-nvcc="${NVCC:-$(command -v nvcc || true)}"
-[ -z "$nvcc" ] && [ -x /usr/local/cuda/bin/nvcc ] && nvcc=/usr/local/cuda/bin/nvcc
-if [ -z "$nvcc" ]; then
-  echo "SKIP: nvcc not found; the quantizer's sm_90a checks need it"
-  exit 77
-fi
-failures=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+# shellcheck source=tools/sm90_check_common.sh
+source "$root/tools/sm90_check_common.sh"
+require_nvcc "the quantizer's sm_90a checks"
 
 raw_asm=$(grep -rnE "\basm[[:space:]]*(volatile[[:space:]]*)?\(" "$root/kernels/sm90/quantize" || true)
 if [ -z "$raw_asm" ]; then pass "no inline asm in kernels/sm90/quantize"; else fail "inline asm outside kernels/arch:"; echo "$raw_asm"; fi
@@ -45,8 +39,7 @@ if [ "$kernels" -eq 6 ]; then pass "six kernels (two passes × head_dim 64, 128,
 if [ "$spilling" -eq 0 ]; then pass "no register spills"; else fail "register spills"; fi
 if [ "$stack" -eq 0 ] && [ "$lmem" -eq 0 ]; then pass "no stack frame, no local memory"; else fail "local memory used"; fi
 
-cuobjdump="${CUOBJDUMP:-$(find -H "$root/.venv" -path "*nvidia/cu*/bin/cuobjdump" -type f 2>/dev/null | head -1)}"
-[ -z "$cuobjdump" ] && cuobjdump=$(command -v cuobjdump || true)
+find_cuobjdump
 if [ -z "$cuobjdump" ] || [ ! -x "$cuobjdump" ]; then
   fail "cuobjdump not found (scripts/install-deps.sh installs nvidia-cuda-cuobjdump into .venv)"
 else
