@@ -6,6 +6,7 @@
 #include <exception>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "tools/fa3_table3/error_decomposition.hpp"
 #include "tools/fa3_table3/table3_study.hpp"
@@ -15,10 +16,12 @@ namespace {
 void usage() {
   std::fprintf(stderr,
                "usage: fa3_table3 [--heads N] [--seqlen N] [--head-dim N] [--seed N] [--rotation-seed N]\n"
-               "                  [--threads N] [--out FILE] [--decompose]\n"
+               "                  [--threads N] [--out FILE] [--decompose] [--draws N]\n"
                "defaults: 16 heads, seqlen 4096, head_dim 128 (FlashAttention-3's setup), seeds 1 and 2\n"
                "--decompose also runs the FP64 oracle on inputs of which only Q and K, or only V, were\n"
-               "quantized, to show where the FP8 error comes from\n");
+               "quantized, to show where the FP8 error comes from\n"
+               "--draws N repeats the table for input seeds seed .. seed + N - 1 and adds the improvement\n"
+               "ratio of each draw\n");
 }
 
 }  // namespace
@@ -29,6 +32,7 @@ int main(int argc, char** argv) {
   o.rotation_seed = 2;
   std::string out_path;
   bool decompose = false;
+  int draws = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
@@ -51,20 +55,30 @@ int main(int argc, char** argv) {
     else if (arg == "--rotation-seed") o.rotation_seed = std::strtoull(value, nullptr, 0);
     else if (arg == "--threads") o.threads = std::atoi(value);
     else if (arg == "--out") out_path = value;
+    else if (arg == "--draws") draws = std::atoi(value);
     else {
       usage();
       return 2;
     }
   }
-  if (o.heads < 1 || o.seqlen < 1 || o.head_dim < 1) {
+  if (o.heads < 1 || o.seqlen < 1 || o.head_dim < 1 || draws < 1) {
     usage();
     return 2;
   }
   try {
     std::fprintf(stderr, "fa3_table3: %d heads, seqlen %lld, head_dim %d\n", o.heads, static_cast<long long>(o.seqlen),
                  o.head_dim);
-    const auto result = fp8attn::table3::run_table3(o);
-    std::string md = fp8attn::table3::table3_markdown(result, o);
+    std::vector<fp8attn::table3::Table3Draw> results;
+    for (int i = 0; i < draws; ++i) {
+      fp8attn::table3::Table3Options draw = o;
+      draw.input_seed = o.input_seed + static_cast<uint64_t>(i);
+      results.push_back({draw.input_seed, fp8attn::table3::run_table3(draw)});
+    }
+    std::string md = fp8attn::table3::table3_markdown(results.front().result, o);
+    if (draws > 1) {
+      md += '\n';
+      md += fp8attn::table3::draws_markdown(results, o);
+    }
     if (decompose) {
       md += '\n';
       md += fp8attn::table3::error_sources_markdown(fp8attn::table3::decompose_fp8_error(o));

@@ -42,4 +42,14 @@ std::string table3_markdown(const Table3Result& result, const Table3Options& opt
 /// RMSE of FP8 per-tensor without rotation over RMSE of FP8 with per-block descales and rotation.
 double improvement_ratio(const Table3Result& result);
 
+/// One draw of the inputs: its seed and its result.
+struct Table3Draw {
+  uint64_t input_seed = 0;
+  Table3Result result;
+};
+
+/// The improvement ratio over several draws of the inputs, as a markdown table with the smallest
+/// and largest ratio below it: one draw's ratio depends on where its outliers fall.
+std::string draws_markdown(const std::vector<Table3Draw>& draws, const Table3Options& options);
+
 }  // namespace fp8attn::table3
