@@ -21,7 +21,9 @@
  *   booleans are `uint32_t`.
  * - **Handles** are opaque pointers. Destroy functions accept NULL.
  * - **Streams and workspaces are per call.** An execute call allocates nothing and never
- *   synchronizes. On the CPU backend the stream must be NULL.
+ *   synchronizes. On the CPU backend the stream must be NULL. The one exception is
+ *   fp8attn_quantize(), a host-memory call without a stream: it allocates a little host scratch
+ *   (one float per descale slice, one head-dim row per worker thread).
  * - **No exception, abort or exit** crosses this ABI.
  *
  * ## Versioning
@@ -1051,8 +1053,11 @@ typedef struct fp8attn_quantize_options {
  * @retval FP8ATTN_STATUS_BAD_DEVICE       a tensor not in host memory.
  * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND the context runs on the CUDA backend.
  * @retval FP8ATTN_STATUS_NUMERICS         the input holds a NaN or an infinity.
- * @retval FP8ATTN_STATUS_OUT_OF_MEMORY
+ * @retval FP8ATTN_STATUS_OUT_OF_MEMORY   its host scratch could not be allocated.
  * Thread-safe: runs on the context's worker threads (one CPU call per context at a time).
+ * Unlike the execute calls, it takes no workspace: it allocates one float per descale slice and
+ * one head-dim row per worker thread. A CUDA entry point, with a stream and a workspace, comes
+ * with the CUDA backend.
  */
 FP8ATTN_API int32_t fp8attn_quantize(fp8attn_context ctx, const fp8attn_tensor* input,
                                      const fp8attn_tensor* cu_seqlens,
