@@ -80,7 +80,6 @@ inline uint8_t float_to_fp8(float x, const Fp8Format& f) {
 
 }  // namespace detail
 
-inline uint8_t float_to_e4m3(float x) { return detail::float_to_fp8(x, kE4M3); }
 inline float e4m3_to_float(uint8_t bits) { return detail::fp8_to_float(bits, kE4M3); }
 inline uint8_t float_to_e5m2(float x) { return detail::float_to_fp8(x, kE5M2); }
 inline float e5m2_to_float(uint8_t bits) { return detail::fp8_to_float(bits, kE5M2); }
@@ -108,6 +107,20 @@ inline float round_to_e4m3(float x) {
     if (r > 448.0f) r = 448.0f;
   }
   return std::copysign(r, x);
+}
+
+/// E4M3 bits of x: round_to_e4m3, then the exact encoding of the representable value it gives.
+/// The same bits as detail::float_to_fp8(x, kE4M3) for all 2³² inputs (tests/numerics checks it),
+/// without that function's libm calls, which dominate a bulk cast such as the quantizer's.
+inline uint8_t float_to_e4m3(float x) {
+  if (std::isnan(x)) return kE4M3.nan_bits;
+  const uint32_t u = std::bit_cast<uint32_t>(round_to_e4m3(x));
+  const auto sign = static_cast<uint8_t>((u >> 24) & 0x80u);
+  const uint32_t magnitude = u & 0x7FFFFFFFu;
+  // Below 2⁻⁶ (bits 0x3C800000) the value is m·2⁻⁹ with m in 0..7: the subnormal field is m.
+  if (magnitude < 0x3C800000u) return sign | static_cast<uint8_t>(std::bit_cast<float>(magnitude) * 512.0f);
+  // Normal: the FP32 exponent rebiased from 127 to 7, and the top 3 mantissa bits.
+  return sign | static_cast<uint8_t>((((magnitude >> 23) - 120u) << 3) | ((magnitude >> 20) & 7u));
 }
 
 /// Largest finite E4M3 value.
