@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,29 +61,40 @@ std::vector<float> scales_per_unit(const QuantizeParams& p, const std::vector<fl
   return unit_scale;
 }
 
-}  // namespace
-
-void load_transformed_row(const QuantizeParams& p, int64_t b, int64_t row, int64_t h, float* x) {
-  for (int64_t e = 0; e < p.head_dim; ++e) {
-    const int64_t at = sm90::quant::input_offset(p, b, row, h, e);
-    x[e] = p.input_is_bf16 ? num::bf16_to_float(static_cast<const uint16_t*>(p.input)[at])
-                           : static_cast<const float*>(p.input)[at];
+/// Loads row (b, row, h) as floats into x[0 .. head_dim) and rotates it when asked: the values
+/// whose amax is taken and that are scaled and cast.
+void load_transformed_row(const QuantizeParams& p, const HadamardRotation* rotation, int64_t b, int64_t row,
+                          int64_t h, float* x) {
+  const int64_t base = sm90::quant::input_offset(p, b, row, h, 0), step = p.in_stride[3];
+  if (p.input_is_bf16) {
+    const auto* in = static_cast<const uint16_t*>(p.input) + base;
+    for (int64_t e = 0; e < p.head_dim; ++e) x[e] = num::bf16_to_float(in[e * step]);
+  } else if (step == 1) {
+    std::memcpy(x, static_cast<const float*>(p.input) + base, static_cast<size_t>(p.head_dim) * sizeof(float));
+  } else {
+    const auto* in = static_cast<const float*>(p.input) + base;
+    for (int64_t e = 0; e < p.head_dim; ++e) x[e] = in[e * step];
   }
-  if (p.rotate) rotate_row(x, p.log2_head_dim, p.seed);
+  if (rotation != nullptr) rotation->apply(x);
 }
+
+}  // namespace
 
 float quantize_on_cpu(const QuantizeParams& p, ThreadPool& pool) {
   const int64_t units = unit_count(p);
   std::vector<float> unit_amax(static_cast<size_t>(units), 0.0f);
   std::vector<std::vector<float>> rows(static_cast<size_t>(pool.size()),
                                        std::vector<float>(static_cast<size_t>(p.head_dim)));
+  const std::optional<HadamardRotation> rotation =
+      p.rotate ? std::optional<HadamardRotation>(std::in_place, p.log2_head_dim, p.seed) : std::nullopt;
+  const HadamardRotation* rotate = rotation ? &*rotation : nullptr;
   // Pass 1: the amax of every unit's transformed rows.
   pool.parallel_for(units, [&](int64_t index, int worker) {
     float* x = rows[worker].data();
     for_unit_rows(p, index, [&](int64_t b, int64_t h, int64_t, int64_t first, int64_t count) {
       float amax = 0.0f;
       for (int64_t r = first; r < first + count; ++r) {
-        load_transformed_row(p, b, r, h, x);
+        load_transformed_row(p, rotate, b, r, h, x);
         for (int64_t e = 0; e < p.head_dim; ++e) amax = std::max(amax, sm90::quant::amax_term(x[e]));
       }
       unit_amax[index] = amax;
@@ -100,9 +112,9 @@ float quantize_on_cpu(const QuantizeParams& p, ThreadPool& pool) {
     const float scale = unit_scale[index];
     for_unit_rows(p, index, [&](int64_t b, int64_t h, int64_t, int64_t first, int64_t count) {
       for (int64_t r = first; r < first + count; ++r) {
-        load_transformed_row(p, b, r, h, x);
-        for (int64_t e = 0; e < p.head_dim; ++e)
-          p.output[sm90::quant::output_offset(p, b, r, h, e)] = num::float_to_e4m3(x[e] * scale);
+        load_transformed_row(p, rotate, b, r, h, x);
+        uint8_t* out = p.output + sm90::quant::output_offset(p, b, r, h, 0);
+        for (int64_t e = 0; e < p.head_dim; ++e) out[e * p.out_stride[3]] = num::float_to_e4m3(x[e] * scale);
       }
     });
   });

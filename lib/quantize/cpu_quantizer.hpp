@@ -14,8 +14,4 @@ namespace fp8attn::quant {
 /// of the whole (rotated) tensor.
 float quantize_on_cpu(const sm90::quant::QuantizeParams& p, ThreadPool& pool);
 
-/// Loads row (b, row, h) as floats into x[0 .. head_dim) and rotates it when p.rotate is set:
-/// the values whose amax is taken and that are scaled and cast.
-void load_transformed_row(const sm90::quant::QuantizeParams& p, int64_t b, int64_t row, int64_t h, float* x);
-
 }  // namespace fp8attn::quant

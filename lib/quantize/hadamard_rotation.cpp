@@ -21,4 +21,16 @@ void rotate_row(float* x, int log2_d, uint64_t seed) {
   }
 }
 
+HadamardRotation::HadamardRotation(int log2_d, uint64_t seed)
+    : log2_d_(log2_d), signed_norm_(static_cast<size_t>(1) << log2_d) {
+  const float norm = sm90::quant::hadamard_norm(log2_d);
+  for (size_t j = 0; j < signed_norm_.size(); ++j)
+    signed_norm_[j] = sm90::quant::rotation_sign_negative(seed, static_cast<int>(j)) ? -norm : norm;
+}
+
+void HadamardRotation::apply(float* x) const {
+  walsh_hadamard_butterflies(x, log2_d_);
+  for (size_t j = 0; j < signed_norm_.size(); ++j) x[j] *= signed_norm_[j];
+}
+
 }  // namespace fp8attn::quant

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "kernels/sm90/quantize/quantize_math.hpp"
 
@@ -15,22 +16,37 @@ namespace fp8attn::quant {
 int exact_log2(int64_t d);
 
 /// Rotates x[0 .. 2^log2_d) in place, in FP32: log2_d butterfly stages (O(d log d)), the
-/// normalization fl(1/√d), then D's signs from `seed`. The quantizer's transform.
+/// normalization fl(1/√d), then D's signs from `seed`. The quantizer's transform, by its
+/// definition; HadamardRotation computes the same bits with the signs drawn once.
 void rotate_row(float* x, int log2_d, uint64_t seed);
 
-/// The unnormalized butterflies x ← x·H_d (H_d with entries ±1), stage order as above.
+/// rotate_row for many vectors of one size and seed: D's signs and the normalization are folded
+/// into one factor per entry at construction (x·fl(1/√d) negated is x·(−fl(1/√d)) exactly, so the
+/// bits are rotate_row's).
+class HadamardRotation {
+ public:
+  HadamardRotation(int log2_d, uint64_t seed);
+  void apply(float* x) const;
+
+ private:
+  int log2_d_;
+  std::vector<float> signed_norm_;  ///< ±fl(1/√d), the sign from the seed
+};
+
+/// The unnormalized butterflies x ← x·H_d (H_d with entries ±1): stage h = 1, 2, 4, … pairs
+/// x[i] and x[i + h] for i with bit h clear. Every element sees the same additions in the same
+/// order as in the kernel's cross-lane form; the loops are laid out so the compiler vectorizes
+/// the wide stages.
 template <class T>
 void walsh_hadamard_butterflies(T* x, int log2_d) {
   const int d = 1 << log2_d;
-  for (int stage = 0; stage < log2_d; ++stage) {
-    const int h = 1 << stage;
-    for (int i = 0; i < d; ++i) {
-      if (i & h) continue;
-      const T lower = x[i], upper = x[i + h];
-      x[i] = lower + upper;
-      x[i + h] = lower - upper;
-    }
-  }
+  for (int h = 1; h < d; h <<= 1)
+    for (int base = 0; base < d; base += 2 * h)
+      for (int i = base; i < base + h; ++i) {
+        const T lower = x[i], upper = x[i + h];
+        x[i] = lower + upper;
+        x[i + h] = lower - upper;
+      }
 }
 
 /// x ← x·H·D in FP64 (normalization 1/√d in double).
