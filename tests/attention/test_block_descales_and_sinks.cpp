@@ -120,7 +120,9 @@ TEST(AccumulatorModel, PromotionRecoversPrecision) {
                 modelled, bits, promoted);
     EXPECT_LT(promoted, modelled) << bits << " bits, seed " << seed;
     EXPECT_LT(promoted, 1.05 * full) << bits << " bits, seed " << seed;
-    if (bits == 10) EXPECT_GT(modelled, 1.5 * full) << "seed " << seed;
+    if (bits == 10) {
+      EXPECT_GT(modelled, 1.5 * full) << "seed " << seed;
+    }
   }
 }
 
