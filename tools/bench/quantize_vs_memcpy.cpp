@@ -26,8 +26,11 @@
 
 #include "fp8attn/fp8attn.h"
 #include "lib/quantize/hadamard_rotation.hpp"
+#include "lib/workloads/host_tensor.hpp"
 
 namespace {
+
+using fp8attn::workloads::dense_host_tensor;
 
 constexpr int64_t kSeqlen = 4096, kHeads = 16, kHeadDim = 128;
 constexpr int64_t kElements = kSeqlen * kHeads * kHeadDim;
@@ -41,17 +44,6 @@ const std::vector<float>& input() {
     return v;
   }();
   return x;
-}
-
-fp8attn_tensor dense(void* data, int32_t dtype, std::vector<int64_t> shape) {
-  fp8attn_tensor t{};
-  t.struct_size = sizeof t;
-  t.data = data;
-  t.dtype = dtype;
-  t.rank = static_cast<int32_t>(shape.size());
-  int64_t stride = 1;
-  for (int i = t.rank - 1; i >= 0; --i) t.shape[i] = shape[i], t.stride[i] = stride, stride *= shape[i];
-  return t;
 }
 
 void BM_memcpy(benchmark::State& state) {
@@ -93,12 +85,12 @@ void BM_quantize(benchmark::State& state) {
   o.block_rows = 128;
   o.rotate = rotate ? 1u : 0u;
   o.seed = 3;
-  const fp8attn_tensor in = dense(const_cast<float*>(x.data()), FP8ATTN_DTYPE_F32, {1, kSeqlen, kHeads, kHeadDim});
-  const fp8attn_tensor o8 = dense(out.data(), FP8ATTN_DTYPE_E4M3, {1, kSeqlen, kHeads, kHeadDim});
+  const fp8attn_tensor in = dense_host_tensor(const_cast<float*>(x.data()), FP8ATTN_DTYPE_F32, {1, kSeqlen, kHeads, kHeadDim});
+  const fp8attn_tensor o8 = dense_host_tensor(out.data(), FP8ATTN_DTYPE_E4M3, {1, kSeqlen, kHeads, kHeadDim});
   const int64_t blocks = kSeqlen / o.block_rows;
-  const fp8attn_tensor d = granularity == FP8ATTN_QUANT_PER_TENSOR ? dense(descale.data(), FP8ATTN_DTYPE_F32, {1})
-                           : granularity == FP8ATTN_QUANT_PER_HEAD ? dense(descale.data(), FP8ATTN_DTYPE_F32, {1, kHeads})
-                                                                   : dense(descale.data(), FP8ATTN_DTYPE_F32, {1, kHeads, blocks});
+  const fp8attn_tensor d = granularity == FP8ATTN_QUANT_PER_TENSOR ? dense_host_tensor(descale.data(), FP8ATTN_DTYPE_F32, {1})
+                           : granularity == FP8ATTN_QUANT_PER_HEAD ? dense_host_tensor(descale.data(), FP8ATTN_DTYPE_F32, {1, kHeads})
+                                                                   : dense_host_tensor(descale.data(), FP8ATTN_DTYPE_F32, {1, kHeads, blocks});
   for (auto _ : state) {
     if (fp8attn_quantize(ctx, &in, nullptr, &o, &o8, &d, nullptr, &err) != FP8ATTN_OK) {
       state.SkipWithError(err.message);
@@ -149,6 +141,10 @@ class RatioReporter : public benchmark::ConsoleReporter {
   void Finalize() override {
     ConsoleReporter::Finalize();
     const double memcpy_rate = rate("BM_memcpy");
+    if (memcpy_rate <= 0.0) {
+      std::printf("\nNo ratios: BM_memcpy, the ceiling, did not run (see --benchmark_filter).\n");
+      return;
+    }
     std::printf("\nCeiling: parallel memcpy %.2f GB/s (read + write) on these cores (same run).\n", memcpy_rate * 1e-9);
     std::printf("%-34s %10s %10s %12s\n", "quantizer benchmark", "GB/s", "/ memcpy", "/ 5/9 bound");
     for (const auto& [name, r] : rates_)

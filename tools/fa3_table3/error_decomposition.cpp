@@ -7,22 +7,14 @@
 #include "lib/numerics/float8.hpp"
 #include "lib/quantize/hadamard_rotation.hpp"
 #include "lib/workloads/attention_inputs.hpp"
+#include "lib/workloads/host_tensor.hpp"
 #include "lib/workloads/low_precision_reference.hpp"
 #include "tools/fa3_table3/exact_attention.hpp"
 
 namespace fp8attn::table3 {
 namespace {
 
-fp8attn_tensor dense(void* data, int32_t dtype, std::vector<int64_t> shape) {
-  fp8attn_tensor t{};
-  t.struct_size = sizeof t;
-  t.data = data;
-  t.dtype = dtype;
-  t.rank = static_cast<int32_t>(shape.size());
-  int64_t stride = 1;
-  for (int i = t.rank - 1; i >= 0; --i) t.shape[i] = shape[i], t.stride[i] = stride, stride *= shape[i];
-  return t;
-}
+using workloads::dense_host_tensor;
 
 /// x → E4M3 (per tensor, rotated when asked) → × descale, as floats; with `rotate_back`, each
 /// head-dim row is then turned back into the original basis (D·H, in FP64).
@@ -32,9 +24,9 @@ std::vector<float> quantize_dequantize(fp8attn_context ctx, const std::vector<fl
   std::vector<uint8_t> bytes(x.size());
   float descale = 0.0f;
   const std::vector<int64_t> shape{s.batch, s.seqlen_q, heads, s.head_dim};
-  const fp8attn_tensor in = dense(const_cast<float*>(x.data()), FP8ATTN_DTYPE_F32, shape);
-  const fp8attn_tensor out = dense(bytes.data(), FP8ATTN_DTYPE_E4M3, shape);
-  const fp8attn_tensor d = dense(&descale, FP8ATTN_DTYPE_F32, {1});
+  const fp8attn_tensor in = dense_host_tensor(const_cast<float*>(x.data()), FP8ATTN_DTYPE_F32, shape);
+  const fp8attn_tensor out = dense_host_tensor(bytes.data(), FP8ATTN_DTYPE_E4M3, shape);
+  const fp8attn_tensor d = dense_host_tensor(&descale, FP8ATTN_DTYPE_F32, {1});
   fp8attn_quantize_options o{};
   o.struct_size = sizeof o;
   o.rotate = rotate ? 1u : 0u;

@@ -5,11 +5,14 @@
 
 #include "fp8attn/fp8attn.h"
 #include "lib/workloads/forward_runner.hpp"
+#include "lib/workloads/host_tensor.hpp"
 #include "lib/workloads/low_precision_reference.hpp"
 #include "tools/fa3_table3/exact_attention.hpp"
 
 namespace fp8attn::table3 {
 namespace {
+
+using workloads::dense_host_tensor;
 
 using workloads::AttentionInputs;
 using workloads::AttentionShape;
@@ -18,18 +21,6 @@ using workloads::QuantizedInputs;
 void check(int32_t status, const fp8attn_error& err, const char* what) {
   if (status != FP8ATTN_OK)
     throw std::runtime_error(std::string(what) + " failed: " + fp8attn_status_name(status) + ": " + err.message);
-}
-
-fp8attn_tensor host_tensor(void* data, int32_t dtype, std::vector<int64_t> shape) {
-  fp8attn_tensor t{};
-  t.struct_size = sizeof t;
-  t.data = data;
-  t.dtype = dtype;
-  t.device = FP8ATTN_DEVICE_HOST;
-  t.rank = static_cast<int32_t>(shape.size());
-  int64_t stride = 1;
-  for (int i = t.rank - 1; i >= 0; --i) t.shape[i] = shape[i], t.stride[i] = stride, stride *= shape[i];
-  return t;
 }
 
 /// One tensor [batch, seqlen, heads, dim] through fp8attn_quantize.
@@ -50,10 +41,10 @@ Quantized quantize(fp8attn_context ctx, const std::vector<float>& x, const Atten
   o.block_rows = block_rows;
   o.rotate = rotate ? 1u : 0u;
   o.seed = seed;
-  const fp8attn_tensor in = host_tensor(const_cast<float*>(x.data()), FP8ATTN_DTYPE_F32, {s.batch, seqlen, heads, s.head_dim});
-  const fp8attn_tensor out = host_tensor(q.bytes.data(), FP8ATTN_DTYPE_E4M3, {s.batch, seqlen, heads, s.head_dim});
-  const fp8attn_tensor d = per_block ? host_tensor(q.descale.data(), FP8ATTN_DTYPE_F32, {s.batch, heads, blocks})
-                                     : host_tensor(q.descale.data(), FP8ATTN_DTYPE_F32, {1});
+  const fp8attn_tensor in = dense_host_tensor(const_cast<float*>(x.data()), FP8ATTN_DTYPE_F32, {s.batch, seqlen, heads, s.head_dim});
+  const fp8attn_tensor out = dense_host_tensor(q.bytes.data(), FP8ATTN_DTYPE_E4M3, {s.batch, seqlen, heads, s.head_dim});
+  const fp8attn_tensor d = per_block ? dense_host_tensor(q.descale.data(), FP8ATTN_DTYPE_F32, {s.batch, heads, blocks})
+                                     : dense_host_tensor(q.descale.data(), FP8ATTN_DTYPE_F32, {1});
   fp8attn_error err{sizeof err, 0, {0}};
   check(fp8attn_quantize(ctx, &in, nullptr, &o, &out, &d, &q.amax, &err), err, "fp8attn_quantize");
   return q;
