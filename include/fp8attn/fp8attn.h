@@ -23,7 +23,7 @@
  * - **Streams and workspaces are per call.** An execute call allocates nothing and never
  *   synchronizes. On the CPU backend the stream must be NULL. The one exception is
  *   fp8attn_quantize(), a host-memory call without a stream: it allocates a little host scratch
- *   (one float per descale slice, one head-dim row per worker thread).
+ *   (one float per descale slice, one head-dim row per worker thread, the rotation's signs).
  * - **No exception, abort or exit** crosses this ABI.
  *
  * ## Versioning
@@ -1055,9 +1055,9 @@ typedef struct fp8attn_quantize_options {
  * @retval FP8ATTN_STATUS_NUMERICS         the input holds a NaN or an infinity.
  * @retval FP8ATTN_STATUS_OUT_OF_MEMORY   its host scratch could not be allocated.
  * Thread-safe: runs on the context's worker threads (one CPU call per context at a time).
- * Unlike the execute calls, it takes no workspace: it allocates one float per descale slice and
- * one head-dim row per worker thread. A CUDA entry point, with a stream and a workspace, comes
- * with the CUDA backend.
+ * Unlike the execute calls, it takes no workspace: it allocates one float per descale slice, one
+ * head-dim row per worker thread and, when rotating, head_dim signs. A CUDA entry point, with a
+ * stream and a workspace, comes with the CUDA backend.
  */
 FP8ATTN_API int32_t fp8attn_quantize(fp8attn_context ctx, const fp8attn_tensor* input,
                                      const fp8attn_tensor* cu_seqlens,
