@@ -5,6 +5,10 @@
 // `sink_tokens` = s > 0 the first s keys form a block of their own and the other blocks are
 // [s + n·BlockN, s + (n+1)·BlockN). Reverse order (the default) visits the last block first and
 // the sink block last.
+//
+// Per-block K/V descales follow the same blocks, so that each visited block has one descale:
+// slot n is block n without isolation; with it, slot 0 is the sink block and slot n + 1 the
+// block starting at key s + n·BlockN (fp8attn_quantize's `leading_rows` = s makes that grid).
 #pragma once
 
 #include <cstdint>
@@ -16,8 +20,20 @@ namespace fp8attn::sm90 {
 struct KeyBlock {
   int64_t key_begin;
   int64_t key_end;
-  int64_t index;  ///< block index in the aligned-at-0 grid (for per-block descales); −1 for the sink block
+  int64_t index;  ///< the block's per-block descale slot (kv_descale_slot of its first key)
 };
+
+/// The per-block descale slot of `key`: its block's index in the KV grid above.
+FP8ATTN_HOST_DEVICE constexpr int64_t kv_descale_slot(int64_t key, int64_t sink_tokens, int block_n) {
+  if (sink_tokens <= 0) return key / block_n;
+  return key < sink_tokens ? 0 : 1 + (key - sink_tokens) / block_n;
+}
+
+/// Slots of per-block K/V descales for sequences of up to `max_seqlen_k` keys.
+FP8ATTN_HOST_DEVICE constexpr int64_t kv_descale_slots(int64_t max_seqlen_k, int64_t sink_tokens, int block_n) {
+  if (sink_tokens <= 0) return (max_seqlen_k + block_n - 1) / block_n;
+  return 1 + (max_seqlen_k > sink_tokens ? (max_seqlen_k - sink_tokens + block_n - 1) / block_n : 0);
+}
 
 struct KvSchedule {
   int64_t sink_end = 0;    ///< keys [0, sink_end) form the sink block when has_sink_block
@@ -38,15 +54,15 @@ struct KvSchedule {
     // Reverse: rest blocks last-to-first, then the sink block. Forward: sink block, then rest.
     int64_t rest_step;
     if (reverse) {
-      if (step == rest) return {0, sink_end, -1};
+      if (step == rest) return {0, sink_end, 0};
       rest_step = rest_end - 1 - step;
     } else {
-      if (has_sink_block && step == 0) return {0, sink_end, -1};
+      if (has_sink_block && step == 0) return {0, sink_end, 0};
       rest_step = rest_first + step - (has_sink_block ? 1 : 0);
     }
     const int64_t begin = sink_end + rest_step * block_n;
     const int64_t end = begin + block_n < seqlen_k ? begin + block_n : seqlen_k;
-    return {begin, end, sink_end == 0 ? rest_step : -1};
+    return {begin, end, sink_end == 0 ? rest_step : rest_step + 1};
   }
 };
 

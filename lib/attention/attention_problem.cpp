@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "kernels/sm90/kv_schedule.hpp"
 #include "lib/core/error.hpp"
 #include "lib/core/tensor.hpp"
 
@@ -65,13 +66,13 @@ Descale read_descale(const fp8attn_tensor& t, const std::string& what, int64_t b
 }
 
 /// Checks a per-block descale: F32 [batch, heads, ceil(max_seqlen / block)], finite and > 0.
+/// `blocks` is the descale tensor's block extent; `blocks_meaning` says how it is computed.
 BlockDescale read_block_descale(const fp8attn_tensor& t, const std::string& what, int64_t batch, int heads,
-                                int64_t max_seqlen, int block, const std::string& block_name, int32_t device) {
+                                int64_t blocks, const std::string& blocks_meaning, int32_t device) {
   if (!check_tensor(t, what, {3, FP8ATTN_DTYPE_F32, device, true})) return {};
-  const int64_t blocks = (max_seqlen + block - 1) / block;
   require_extent(t, what, 0, batch, "batch");
   require_extent(t, what, 1, heads, "heads");
-  require_extent(t, what, 2, blocks, "ceil(max_seqlen / " + block_name + ")");
+  require_extent(t, what, 2, blocks, blocks_meaning);
   BlockDescale d{static_cast<const float*>(t.data), t.stride[0], t.stride[1], t.stride[2]};
   if (device == FP8ATTN_DEVICE_HOST)
     for (int64_t b = 0; b < batch; ++b)
@@ -179,16 +180,19 @@ AttentionProblem make_attention_problem(const AttentionConfig& cfg, const fp8att
   p.q_descale = read_descale(a.q_descale, "args.q_descale", p.batch, cfg.num_heads_kv, device);
   p.k_descale = read_descale(a.k_descale, "args.k_descale", p.batch, cfg.num_heads_kv, device);
   p.v_descale = read_descale(a.v_descale, "args.v_descale", p.batch, cfg.num_heads_kv, device);
+  const int64_t q_blocks = (p.max_seqlen_q + cfg.tile.block_m - 1) / cfg.tile.block_m;
   p.q_block_descale = read_block_descale(a.q_block_descale, "args.q_block_descale", p.batch, cfg.num_heads_q,
-                                         p.max_seqlen_q, cfg.tile.block_m, "block_m", device);
+                                         q_blocks, "ceil(max_seqlen_q / block_m)", device);
+  // NOTE: with sink isolation the KV blocks are the sink block and then blocks of block_n from key
+  // sink_tokens, and the descales follow them (kernels/sm90/kv_schedule.hpp).
+  const int64_t kv_blocks = sm90::kv_descale_slots(p.max_seqlen_k, cfg.sink_tokens, cfg.tile.block_n);
+  const std::string kv_meaning = cfg.sink_tokens == 0 ? "ceil(max_seqlen_k / block_n)"
+                                                      : "1 + ceil((max_seqlen_k − sink_tokens) / block_n), the sink "
+                                                        "block first (desc.sink_tokens > 0)";
   p.k_block_descale = read_block_descale(a.k_block_descale, "args.k_block_descale", p.batch, cfg.num_heads_kv,
-                                         p.max_seqlen_k, cfg.tile.block_n, "block_n", device);
+                                         kv_blocks, kv_meaning, device);
   p.v_block_descale = read_block_descale(a.v_block_descale, "args.v_block_descale", p.batch, cfg.num_heads_kv,
-                                         p.max_seqlen_k, cfg.tile.block_n, "block_n", device);
-  require(cfg.sink_tokens == 0 || (!p.k_block_descale.present() && !p.v_block_descale.present()),
-          FP8ATTN_STATUS_UNSUPPORTED,
-          "per-block K/V descales follow blocks aligned at key 0, which sink isolation (desc.sink_tokens > 0) "
-          "shifts; use per-(batch, head) descales with sink isolation");
+                                         kv_blocks, kv_meaning, device);
   if (cfg.telemetry && a.telemetry) {
     require(a.telemetry->struct_size >= sizeof(fp8attn_telemetry), FP8ATTN_STATUS_BAD_STRUCT_SIZE,
             "args.telemetry->struct_size is " + std::to_string(a.telemetry->struct_size) + ", expected " +

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "fp8attn/fp8attn.h"
+#include "kernels/sm90/kv_schedule.hpp"
 #include "lib/numerics/bfloat16.hpp"
 #include "lib/numerics/float8.hpp"
 
@@ -154,16 +155,19 @@ SinkInputs sink_inputs(const AttentionShape& s, uint64_t seed, int k_sink, doubl
   return {std::move(in), static_cast<double>(q0) * sink_key_value * softmax_scale};
 }
 
-/// E4M3 with one scale per block of `block` rows of one head: [batch, heads, ceil(seqlen/block)].
+/// E4M3 with one scale per block of one head: [batch, heads, slots]. Blocks of `block` rows from
+/// row 0, or, with `leading` > 0, rows [0, leading) and then blocks of `block` (sink isolation's
+/// KV blocks, kernels/sm90/kv_schedule.hpp).
 static void quantize_blocks(const std::vector<float>& x, std::vector<uint8_t>& out, std::vector<float>& block_descale,
-                     const AttentionShape& s, int64_t seqlen, int heads, int block) {
-  const int64_t blocks = (seqlen + block - 1) / block;
+                            const AttentionShape& s, int64_t seqlen, int heads, int block, int64_t leading) {
+  const int64_t blocks = sm90::kv_descale_slots(seqlen, leading, block);
   out.resize(x.size());
   block_descale.assign(static_cast<size_t>(s.batch * heads * blocks), 1.0f);
   for (int64_t b = 0; b < s.batch; ++b)
     for (int h = 0; h < heads; ++h)
       for (int64_t n = 0; n < blocks; ++n) {
-        const int64_t t0 = n * block, t1 = std::min<int64_t>(seqlen, t0 + block);
+        const int64_t t0 = leading == 0 ? n * block : (n == 0 ? 0 : leading + (n - 1) * block);
+        const int64_t t1 = std::min<int64_t>(seqlen, leading != 0 && n == 0 ? leading : t0 + block);
         auto index = [&](int64_t t, int e) { return static_cast<size_t>(((b * seqlen + t) * heads + h) * s.head_dim + e); };
         float amax = 0.0f;
         for (int64_t t = t0; t < t1; ++t)
@@ -176,20 +180,21 @@ static void quantize_blocks(const std::vector<float>& x, std::vector<uint8_t>& o
 }
 
 QuantizedInputs quantize(const AttentionInputs& in, int32_t dtype, ScaleGranularity granularity, int block_m,
-                         int block_n) {
+                         int block_n, int64_t sink_tokens) {
   const AttentionShape& s = in.shape;
   QuantizedInputs out;
   out.dtype = dtype;
   if (granularity == ScaleGranularity::PerBlock) {
     out.q_descale.assign(static_cast<size_t>(s.batch * s.heads_kv), 1.0f);
     out.k_descale = out.v_descale = out.q_descale;
-    quantize_blocks(in.q, out.q, out.q_block_descale, s, s.seqlen_q, s.heads_q, block_m);
-    quantize_blocks(in.k, out.k, out.k_block_descale, s, s.seqlen_k, s.heads_kv, block_n);
-    quantize_blocks(in.v, out.v, out.v_block_descale, s, s.seqlen_k, s.heads_kv, block_n);
+    quantize_blocks(in.q, out.q, out.q_block_descale, s, s.seqlen_q, s.heads_q, block_m, 0);
+    quantize_blocks(in.k, out.k, out.k_block_descale, s, s.seqlen_k, s.heads_kv, block_n, sink_tokens);
+    quantize_blocks(in.v, out.v, out.v_block_descale, s, s.seqlen_k, s.heads_kv, block_n, sink_tokens);
     out.q_blocks = (s.seqlen_q + block_m - 1) / block_m;
-    out.kv_blocks = (s.seqlen_k + block_n - 1) / block_n;
+    out.kv_blocks = sm90::kv_descale_slots(s.seqlen_k, sink_tokens, block_n);
     out.block_m = block_m;
     out.block_n = block_n;
+    out.kv_leading = sink_tokens;
     return out;
   }
   const int group = s.heads_q / s.heads_kv;
@@ -204,18 +209,19 @@ DequantizedInputs dequantize(const AttentionInputs& in, const QuantizedInputs& q
   const int group = s.heads_q / s.heads_kv;
   if (!qi.q_block_descale.empty()) {
     auto blocks = [&](const std::vector<uint8_t>& bytes, const std::vector<float>& bd, int64_t seqlen, int heads,
-                      int64_t nblocks, int block) {
+                      int64_t nblocks, int block, int64_t leading) {
       std::vector<double> out(bytes.size());
       for (size_t i = 0; i < bytes.size(); ++i) {
         const int64_t e_h = static_cast<int64_t>(i) / s.head_dim;
         const int64_t h = e_h % heads, t = (e_h / heads) % seqlen, b = e_h / heads / seqlen;
-        out[i] = num::e4m3_to_float(bytes[i]) * static_cast<double>(bd[(b * heads + h) * nblocks + t / block]);
+        const int64_t slot = sm90::kv_descale_slot(t, leading, block);
+        out[i] = num::e4m3_to_float(bytes[i]) * static_cast<double>(bd[(b * heads + h) * nblocks + slot]);
       }
       return out;
     };
-    return {blocks(qi.q, qi.q_block_descale, s.seqlen_q, s.heads_q, qi.q_blocks, qi.block_m),
-            blocks(qi.k, qi.k_block_descale, s.seqlen_k, s.heads_kv, qi.kv_blocks, qi.block_n),
-            blocks(qi.v, qi.v_block_descale, s.seqlen_k, s.heads_kv, qi.kv_blocks, qi.block_n)};
+    return {blocks(qi.q, qi.q_block_descale, s.seqlen_q, s.heads_q, qi.q_blocks, qi.block_m, 0),
+            blocks(qi.k, qi.k_block_descale, s.seqlen_k, s.heads_kv, qi.kv_blocks, qi.block_n, qi.kv_leading),
+            blocks(qi.v, qi.v_block_descale, s.seqlen_k, s.heads_kv, qi.kv_blocks, qi.block_n, qi.kv_leading)};
   }
   return {dequantize_tensor(qi.q, qi.q_descale, s, s.seqlen_q, s.heads_q, group, qi.dtype),
           dequantize_tensor(qi.k, qi.k_descale, s, s.seqlen_k, s.heads_kv, 1, qi.dtype),

@@ -47,10 +47,11 @@ struct QuantizedInputs {
   std::vector<uint8_t> q, k, v;  // raw element bytes
   std::vector<float> q_descale, k_descale, v_descale;
   /// PerBlock only: F32 [batch, heads_q, ceil(seqlen_q / block_m)] and [batch, heads_kv,
-  /// ceil(seqlen_k / block_n)]; the per-head descales above are then 1.
+  /// kv_blocks]; the per-head descales above are then 1.
   std::vector<float> q_block_descale, k_block_descale, v_block_descale;
   int64_t q_blocks = 0, kv_blocks = 0;
   int block_m = 0, block_n = 0;
+  int64_t kv_leading = 0;  ///< PerBlock: the sink block's keys under sink isolation (0: none)
 };
 
 /// Granularity of the descales.
@@ -59,9 +60,10 @@ enum class ScaleGranularity { Unit, PerTensor, PerHead, PerBlock };
 /// Casts to E4M3 with scale = 448 / amax per (sequence, KV head) (`PerHead`; Q's slice is the
 /// query heads of that KV head), per tensor, or with unit scales; or to BF16 (unit scales).
 /// PerBlock: one scale per block of block_m query rows of one query head, and per block of
-/// block_n keys of one KV head (padded layout; blocks aligned at row 0).
+/// block_n keys of one KV head (padded layout; blocks aligned at row 0). With `sink_tokens` > 0
+/// the K/V blocks are those of sink isolation: keys [0, sink_tokens), then blocks of block_n.
 QuantizedInputs quantize(const AttentionInputs& in, int32_t dtype, ScaleGranularity granularity, int block_m = 0,
-                         int block_n = 0);
+                         int block_n = 0, int64_t sink_tokens = 0);
 
 /// Dequantized values of quantized inputs, as doubles, in the same layout.
 struct DequantizedInputs {

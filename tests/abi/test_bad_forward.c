@@ -213,16 +213,31 @@ static void block_descale_cases(void) {
   a.v_block_descale.stride[2] = 1;
 
   {
-    /* Sink isolation does not combine with per-block K/V descales. */
+    /* Under sink isolation the K/V block descales follow the isolated blocks: the sink block, then
+     * blocks of block_n from key sink_tokens. The grid aligned at key 0 has the wrong extent. */
     fp8attn_attention_desc desc = g_problem.desc;
     fp8attn_plan sink_plan = NULL, saved_plan = g_problem.plan;
-    desc.sink_tokens = 4;
+    const int64_t sink = 4, isolated = 1 + (g_problem.shape.seqlen_k - sink + block_n - 1) / block_n;
+    abi_check(isolated != k_shape[2], "sink grid", "the problem must make the two grids differ (%lld blocks)",
+              (long long)isolated);
+    desc.sink_tokens = (int32_t)sink;
     err = abi_fresh_error();
     status = fp8attn_plan_create(g_problem.ctx, &desc, &sink_plan, &err);
     abi_check(status == FP8ATTN_OK, "sink plan", "%s: %s", fp8attn_status_name(status), err.message);
     if (status != FP8ATTN_OK) return;
     g_problem.plan = sink_plan;
-    expect_args("sink_tokens with k/v block descales", &a, FP8ATTN_STATUS_UNSUPPORTED, "sink_tokens");
+    expect_args("sink_tokens with k/v block descales of the aligned grid", &a, FP8ATTN_STATUS_BAD_SHAPE,
+                "sink_tokens");
+    if (k_shape[0] * k_shape[1] * isolated <= 32) { /* the isolated grid is accepted */
+      a.k_block_descale.shape[2] = a.v_block_descale.shape[2] = isolated;
+      a.k_block_descale.stride[1] = a.v_block_descale.stride[1] = isolated;
+      a.k_block_descale.stride[0] = a.v_block_descale.stride[0] = k_shape[1] * isolated;
+      abi_problem_poison(&g_problem);
+      err = abi_fresh_error();
+      status = fp8attn_attention_forward(sink_plan, &a, g_problem.workspace, g_problem.workspace_bytes, NULL, &err);
+      abi_check(status == FP8ATTN_OK && !abi_problem_untouched(&g_problem), "sink_tokens with the isolated grid",
+                "%s: %s", fp8attn_status_name(status), err.message);
+    }
     g_problem.plan = saved_plan;
     fp8attn_plan_destroy(sink_plan);
   }

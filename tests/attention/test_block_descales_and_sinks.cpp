@@ -7,6 +7,7 @@
 #include <cstring>
 #include <random>
 
+#include "kernels/sm90/kv_schedule.hpp"
 #include "kernels/sm90/tile_config.hpp"
 #include "lib/workloads/forward_runner.hpp"
 #include "lib/workloads/fresh_seed.hpp"
@@ -82,6 +83,44 @@ TEST(SinkIsolation, RemovesTheInBlockResidue) {
   const double err = max_abs_diff(isolated.out, oracle.out), bound = 2 * max_abs_diff(ref, oracle.out) + 1e-3;
   std::printf("isolated: max|engine-oracle| = %.3e, bound %.3e\n", err, bound);
   EXPECT_LE(err, bound) << "seed " << seed;
+}
+
+// Sink isolation with per-block K/V descales: the descales follow the isolated blocks (slot 0
+// holds the 4 sink keys, slot n + 1 the keys from 4 + n·BlockN), so the sink keys get a scale of
+// their own. Sink model k_sink = 4, Δ = 3 (the other keys keep most of the weight), 2048 keys, 256 rows, with the sinks' V 50× larger
+// (massive activations) and the V of the other isolated blocks scaled by 1, 8 or 15 in turn, so
+// that a descale taken from the wrong slot would be off by up to 15×; non-causal and causal. The
+// engine stays within Bound 1 of the oracle, which applies each key's descale on its own
+// (kv_descale_slot).
+TEST(SinkIsolation, CombinesWithPerBlockDescales) {
+  const uint64_t seed = workloads::fresh_seed();
+  const AttentionShape shape{1, 256, 2048, 1, 1, 128};
+  auto sink = sink_inputs(shape, seed, 4, 3.0, 1.0f / std::sqrt(128.0f));
+  const auto tile = sm90::attention_tile(128, true);
+  for (int64_t key = 0; key < shape.seqlen_k; ++key) {
+    const int64_t slot = sm90::kv_descale_slot(key, 4, tile.block_n);
+    const float factor = slot == 0 ? 50.0f : 1.0f + 7.0f * static_cast<float>(slot % 3);
+    for (int64_t e = 0; e < shape.head_dim; ++e) sink.inputs.v[key * shape.head_dim + e] *= factor;
+  }
+  const auto q = quantize(sink.inputs, FP8ATTN_DTYPE_E4M3, ScaleGranularity::PerBlock, tile.block_m, tile.block_n, 4);
+  ASSERT_EQ(q.kv_blocks, 1 + (shape.seqlen_k - 4 + tile.block_n - 1) / tile.block_n);
+  float sink_amax = 0.0f;
+  for (int64_t i = 0; i < 4 * shape.head_dim; ++i) sink_amax = std::max(sink_amax, std::fabs(sink.inputs.v[i]));
+  EXPECT_EQ(q.v_block_descale[0], sink_amax / 448.0f) << "slot 0 is the sink block's own descale";
+  EXPECT_GT(q.v_block_descale[0], 10.0f * q.v_block_descale[3]);  // slot 3: factor 1
+  for (int causal = 0; causal < 2; ++causal) {
+    auto desc = make_desc(shape, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_F32);
+    desc.causal = causal;
+    desc.sink_tokens = 4;
+    const ForwardResult engine = run_forward(desc, shape, q);
+    const ForwardResult oracle = run_forward(desc, shape, q, {FP8ATTN_BACKEND_REFERENCE});
+    const auto ref = low_precision_reference(desc, shape, dequantize(sink.inputs, q));
+    for (float x : engine.out) ASSERT_TRUE(std::isfinite(x)) << "seed " << seed;
+    const double err = max_abs_diff(engine.out, oracle.out), bound = 2 * max_abs_diff(ref, oracle.out) + 1e-3;
+    std::printf("causal %d, sink_tokens 4, per-block descales: max|engine-oracle| = %.3e, bound %.3e\n", causal, err,
+                bound);
+    EXPECT_LE(err, bound) << "causal " << causal << ", seed " << seed;
+  }
 }
 
 // sink_tokens = 0 is bit-identical to a caller whose struct ends before the field.
