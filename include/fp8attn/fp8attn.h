@@ -326,7 +326,9 @@ typedef struct fp8attn_attention_desc {
                             order); the other blocks start at key `sink_tokens`. This removes the
                             in-block P underflow residue of reverse order. 0 (default) is off and
                             gives bit-identical results to a description without the field.
-                            Not combinable with per-block K/V descales. */
+                            Per-block K/V descales then follow these blocks: slot 0 is the sink
+                            block, slot n + 1 the block from key sink_tokens + n·block_n
+                            (fp8attn_quantize with `leading_rows` = sink_tokens makes them). */
   uint32_t accumulator_model; /**< 1: model the FP8 tensor core's reduced-precision accumulator: each
                                    MMA instruction's sum (32 products) is truncated toward zero to
                                    `accumulator_mantissa_bits` before it is added. E4M3 inputs only.
@@ -454,8 +456,10 @@ typedef struct fp8attn_attention_args {
                                        fp8attn_plan_get_tile() for block_m. */
   fp8attn_tensor k_block_descale; /**< Optional F32 [batch, heads_kv, ceil(max_seqlen_k / block_n)]: a
                                        descale per KV block, multiplied with k_descale; folded into
-                                       the logits of its block. */
-  fp8attn_tensor v_block_descale; /**< Optional F32 [batch, heads_kv, ceil(max_seqlen_k / block_n)]: a
+                                       the logits of its block. With desc.sink_tokens = s > 0 the
+                                       extent is 1 + ceil((max_seqlen_k − s) / block_n): the sink
+                                       block first, then blocks of block_n from key s. */
+  fp8attn_tensor v_block_descale; /**< Optional F32, the shape of k_block_descale: a
                                        descale per KV block, multiplied with v_descale; each block's
                                        PV product is accumulated in a fresh FP32 tile and added into
                                        O scaled by it (pv_promote_interval is then 1). */
@@ -987,7 +991,9 @@ typedef enum fp8attn_quant_granularity {
                                      Blocks start at each sequence's row 0, as the attention tiles
                                      do: with head_group 1 they are the attention call's
                                      q_block_descale (block_rows = block_m) and k_block_descale,
-                                     v_block_descale (block_rows = block_n). */
+                                     v_block_descale (block_rows = block_n). With `leading_rows`
+                                     L > 0 the extent is 1 + ceil((max_seqlen − L) / block_rows)
+                                     (1 when max_seqlen ≤ L), block 0 being rows [0, L). */
 } fp8attn_quant_granularity;
 
 /** Quantization options. Zero-initialize, then set `struct_size`; zeros are the defaults. */
@@ -1009,6 +1015,14 @@ typedef struct fp8attn_quantize_options {
   uint64_t seed;       /**< Seed of D's signs when `rotate` is 1. D depends on the seed and the
                             head-dim index only, so every head, and Q and K, share it. */
   int32_t margin;      /**< Power-of-two headroom, 0..64: scale = (448 / amax) / 2^margin. */
+  /* Fields below were appended after the first layout. */
+  int32_t leading_rows; /**< Per-block only, ≥ 0: the first `leading_rows` rows of each sequence
+                             form block 0 of their own, and the other blocks hold `block_rows` rows
+                             from there. Pass desc.sink_tokens when quantizing K and V for an
+                             attention call with sink isolation: the descales then follow its KV
+                             blocks, and the sink tokens get a scale of their own. 0 (the default):
+                             blocks of `block_rows` from row 0. Ignored by the other
+                             granularities. */
 } fp8attn_quantize_options;
 
 /**
@@ -1048,7 +1062,8 @@ typedef struct fp8attn_quantize_options {
  *                                         at total.
  * @retval FP8ATTN_STATUS_BAD_HEADS        head_group negative or not dividing the head count.
  * @retval FP8ATTN_STATUS_BAD_OPTION       unknown granularity, block_rows < 1 for per-block,
- *                                         rotate not 0 or 1, margin out of 0..64.
+ *                                         rotate not 0 or 1, margin out of 0..64,
+ *                                         leading_rows < 0.
  * @retval FP8ATTN_STATUS_UNSUPPORTED_HEAD_DIM rotate with a head_dim that is not a power of two.
  * @retval FP8ATTN_STATUS_BAD_DEVICE       a tensor not in host memory.
  * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND the context runs on the CUDA backend.

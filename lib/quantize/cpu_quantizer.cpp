@@ -27,7 +27,7 @@ void for_unit_rows(const QuantizeParams& p, int64_t index, F&& f) {
   const int64_t u = index % p.units_per_head, h = (index / p.units_per_head) % p.heads;
   const int64_t b = index / (p.units_per_head * p.heads);
   const sm90::quant::RowSpan span = sm90::quant::sequence_rows(p, b);
-  const int64_t begin = u * p.unit_rows, end = std::min(span.rows, begin + p.unit_rows);
+  const int64_t begin = sm90::quant::unit_first_row(p, u), end = std::min(span.rows, sm90::quant::unit_first_row(p, u + 1));
   f(b, h, u, span.offset + begin, std::max<int64_t>(0, end - begin));
 }
 

@@ -45,6 +45,8 @@ void check_options(const fp8attn_quantize_options& o, int64_t heads, int64_t hea
           FP8ATTN_STATUS_BAD_OPTION, "options->granularity is unknown: " + std::to_string(o.granularity));
   require(o.granularity != FP8ATTN_QUANT_PER_BLOCK || o.block_rows >= 1, FP8ATTN_STATUS_BAD_OPTION,
           "options->block_rows must be ≥ 1 for per-block descales, got " + std::to_string(o.block_rows));
+  require(o.leading_rows >= 0, FP8ATTN_STATUS_BAD_OPTION,
+          "options->leading_rows must be ≥ 0, got " + std::to_string(o.leading_rows));
   require(o.rotate <= 1, FP8ATTN_STATUS_BAD_OPTION, "options->rotate must be 0 or 1, got " + std::to_string(o.rotate));
   require(o.margin >= 0 && o.margin <= sm90::quant::kMaxMargin, FP8ATTN_STATUS_BAD_OPTION,
           "options->margin must be in 0..64, got " + std::to_string(o.margin));
@@ -129,12 +131,17 @@ QuantizeParams make_quantize_params(const fp8attn_tensor* input, const fp8attn_t
   const int64_t groups = p.heads / p.head_group;
   if (p.granularity == Granularity::PerBlock) {
     p.block_rows = o.block_rows;
-    p.num_blocks = (max_seqlen + p.block_rows - 1) / p.block_rows;
+    p.leading_rows = o.leading_rows;
+    const int64_t after_leading = std::max<int64_t>(0, max_seqlen - p.leading_rows);
+    p.num_blocks = p.leading_rows == 0 ? (max_seqlen + p.block_rows - 1) / p.block_rows
+                                       : 1 + (after_leading + p.block_rows - 1) / p.block_rows;
     p.unit_rows = p.block_rows;
     check_tensor(*descale, "descale", {3, FP8ATTN_DTYPE_F32, FP8ATTN_DEVICE_HOST, false});
     require_extent(*descale, "descale", 0, p.batch, "batch");
     require_extent(*descale, "descale", 1, groups, "heads / head_group");
-    require_extent(*descale, "descale", 2, p.num_blocks, "ceil(max_seqlen / block_rows)");
+    require_extent(*descale, "descale", 2, p.num_blocks,
+                   p.leading_rows == 0 ? "ceil(max_seqlen / block_rows)"
+                                       : "1 + ceil((max_seqlen − leading_rows) / block_rows)");
     for (int i = 0; i < 3; ++i) p.descale_stride[i] = descale->stride[i];
   } else if (p.granularity == Granularity::PerHead) {
     p.unit_rows = kDefaultUnitRows;
@@ -149,7 +156,8 @@ QuantizeParams make_quantize_params(const fp8attn_tensor* input, const fp8attn_t
   }
   require_disjoint_elements(*descale, "descale");
   p.descale = static_cast<float*>(descale->data);
-  p.units_per_head = (max_seqlen + p.unit_rows - 1) / p.unit_rows;
+  // NOTE: per-block units are the descale blocks (scale_group relies on it), leading block included.
+  p.units_per_head = p.granularity == Granularity::PerBlock ? p.num_blocks : (max_seqlen + p.unit_rows - 1) / p.unit_rows;
   return p;
 }
 

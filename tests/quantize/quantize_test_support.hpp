@@ -57,7 +57,7 @@ struct Context {
 };
 
 inline fp8attn_quantize_options options(int32_t granularity, int32_t block_rows, bool rotate, uint64_t seed,
-                                        int32_t margin = 0, int32_t head_group = 0) {
+                                        int32_t margin = 0, int32_t head_group = 0, int32_t leading_rows = 0) {
   fp8attn_quantize_options o{};
   o.struct_size = sizeof o;
   o.granularity = granularity;
@@ -66,6 +66,7 @@ inline fp8attn_quantize_options options(int32_t granularity, int32_t block_rows,
   o.seed = seed;
   o.margin = margin;
   o.head_group = head_group;
+  o.leading_rows = leading_rows;
   return o;
 }
 
@@ -99,6 +100,17 @@ inline std::vector<float> outlier_values(size_t n, uint64_t seed, bool bf16) {
   return v;
 }
 
+/// Per-block descales, from the definition: blocks of block_rows from row 0, or, with L leading
+/// rows, rows [0, L) and then blocks of block_rows.
+inline int64_t block_of_row(int64_t s, const fp8attn_quantize_options& o) {
+  if (o.leading_rows == 0) return s / o.block_rows;
+  return s < o.leading_rows ? 0 : 1 + (s - o.leading_rows) / o.block_rows;
+}
+inline int64_t per_block_count(int64_t max_rows, const fp8attn_quantize_options& o) {
+  if (o.leading_rows == 0) return (max_rows + o.block_rows - 1) / o.block_rows;
+  return 1 + (std::max<int64_t>(0, max_rows - o.leading_rows) + o.block_rows - 1) / o.block_rows;
+}
+
 /// The expected result of fp8attn_quantize, from the definition: per descale slice, rotate
 /// each row (kernel order), take the amax, scale = ldexp(448 / amax, −margin) (1 when amax is
 /// 0), cast with float_to_e4m3. Output and descales in the logical layouts: bytes like
@@ -112,7 +124,7 @@ inline Expected reference_quantize(const Rows& r, const fp8attn_quantize_options
   const int log2_d = exact_log2(r.dim);
   const int64_t group = o.head_group == 0 ? 1 : o.head_group;
   const int64_t groups = r.heads / group;
-  const int64_t blocks = o.granularity == FP8ATTN_QUANT_PER_BLOCK ? (r.max_rows() + o.block_rows - 1) / o.block_rows : 1;
+  const int64_t blocks = o.granularity == FP8ATTN_QUANT_PER_BLOCK ? per_block_count(r.max_rows(), o) : 1;
   // The transformed values, row by row.
   std::vector<float> x(r.values.size());
   for (size_t i = 0; i < x.size(); i += static_cast<size_t>(r.dim)) {
@@ -122,7 +134,7 @@ inline Expected reference_quantize(const Rows& r, const fp8attn_quantize_options
   // Which descale slot each (sequence, row, head) uses.
   auto slot = [&](int64_t b, int64_t s, int64_t h) -> int64_t {
     if (o.granularity == FP8ATTN_QUANT_PER_TENSOR) return 0;
-    const int64_t blk = o.granularity == FP8ATTN_QUANT_PER_BLOCK ? s / o.block_rows : 0;
+    const int64_t blk = o.granularity == FP8ATTN_QUANT_PER_BLOCK ? block_of_row(s, o) : 0;
     return (b * groups + h / group) * blocks + blk;
   };
   const int64_t slots = o.granularity == FP8ATTN_QUANT_PER_TENSOR ? 1 : r.batch * groups * blocks;

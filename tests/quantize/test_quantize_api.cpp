@@ -84,6 +84,9 @@ TEST(QuantizeApi, BadInputGivesItsStatusAndLeavesOutputsUntouched) {
       {"rotate 2", FP8ATTN_STATUS_BAD_OPTION, [](Call& c) { c.opts.rotate = 2; }},
       {"margin 65", FP8ATTN_STATUS_BAD_OPTION, [](Call& c) { c.opts.margin = 65; }},
       {"margin −1", FP8ATTN_STATUS_BAD_OPTION, [](Call& c) { c.opts.margin = -1; }},
+      {"leading_rows −1", FP8ATTN_STATUS_BAD_OPTION, [](Call& c) { c.opts.leading_rows = -1; }},
+      {"leading_rows 1 with the descales of the grid from row 0 (4 blocks, not 3)", FP8ATTN_STATUS_BAD_SHAPE,
+       [](Call& c) { c.opts.leading_rows = 1; }},
       {"head_group 3 of 4 heads", FP8ATTN_STATUS_BAD_HEADS, [](Call& c) { c.opts.head_group = 3; }},
       {"head_group −1", FP8ATTN_STATUS_BAD_HEADS, [](Call& c) { c.opts.head_group = -1; }},
       {"options->next set", FP8ATTN_STATUS_BAD_EXTENSION, [](Call& c) { c.opts.next = &c; }},
@@ -135,6 +138,21 @@ TEST(QuantizeApi, BadInputGivesItsStatusAndLeavesOutputsUntouched) {
   Call packed(seed);
   packed.make_packed();
   EXPECT_EQ(packed.run(ctx.ctx, &err), FP8ATTN_OK) << err.message;
+}
+
+// A caller compiled before `leading_rows` was appended passes a shorter struct: the field reads
+// as 0 whatever lies past the struct, and the result is the grid from row 0, bit for bit.
+TEST(QuantizeApi, OlderOptionsLayoutHasNoLeadingRows) {
+  const uint64_t seed = test_seed("older options layout");
+  Context ctx;
+  Call current(seed), older(seed);
+  fp8attn_error err{sizeof err, 0, {0}};
+  ASSERT_EQ(current.run(ctx.ctx, &err), FP8ATTN_OK) << err.message;
+  older.opts.leading_rows = 5;  // past the older struct: must not be read
+  older.opts.struct_size = offsetof(fp8attn_quantize_options, leading_rows);
+  ASSERT_EQ(older.run(ctx.ctx, &err), FP8ATTN_OK) << err.message;
+  EXPECT_EQ(current.output, older.output);
+  EXPECT_EQ(0, std::memcmp(current.descale.data(), older.descale.data(), current.descale.size() * sizeof(float)));
 }
 
 TEST(QuantizeApi, ReportsTheAmaxOfTheTensorItCast) {

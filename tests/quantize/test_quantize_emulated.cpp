@@ -59,7 +59,7 @@ void expect_kernel_equals_cpu(const KernelCase& c, uint64_t seed) {
     out_stride = {c.seqlen * c.heads * c.dim, c.heads * c.dim, c.dim, 1};
   }
   const int64_t groups = c.heads / (c.opts.head_group == 0 ? 1 : c.opts.head_group);
-  const int64_t blocks = (max_rows + c.opts.block_rows - 1) / std::max(1, c.opts.block_rows);
+  const int64_t blocks = c.opts.granularity == FP8ATTN_QUANT_PER_BLOCK ? per_block_count(max_rows, c.opts) : 1;
   std::vector<int64_t> d_shape, d_stride;
   if (c.opts.granularity == FP8ATTN_QUANT_PER_TENSOR) d_shape = {1}, d_stride = {1};
   if (c.opts.granularity == FP8ATTN_QUANT_PER_HEAD) d_shape = {batch, groups}, d_stride = {groups, 1};
@@ -119,6 +119,16 @@ TEST(QuantizeEmulated, PerHeadAndPerTensorBitEqualToCpu) {
                            seed);
   expect_kernel_equals_cpu({"per-tensor, margin 1, not rotated, hd256, F32", false, 1, 40, 2, 256, {},
                             options(FP8ATTN_QUANT_PER_TENSOR, 0, false, 0, 1), false},
+                           seed);
+}
+
+TEST(QuantizeEmulated, LeadingRowsBitEqualToCpu) {
+  const uint64_t seed = test_seed("kernel leading rows");
+  expect_kernel_equals_cpu({"per-block 48 rows after 4 leading, rotated, hd128, F32", false, 2, 100, 2, 128, {},
+                            options(FP8ATTN_QUANT_PER_BLOCK, 48, true, seed, 0, 0, 4), false},
+                           seed);
+  expect_kernel_equals_cpu({"varlen per-block 32 after 8 leading, hd64, BF16", true, 0, 0, 2, 64, {5, 0, 8, 70},
+                            options(FP8ATTN_QUANT_PER_BLOCK, 32, false, 0, 0, 0, 8), true},
                            seed);
 }
 

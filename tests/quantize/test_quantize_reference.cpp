@@ -85,7 +85,7 @@ void run_case(const Case& c, uint64_t seed) {
 
   // Descales: permuted strides with a gap, poisoned with NaN.
   const int64_t groups = r.heads / (c.opts.head_group == 0 ? 1 : c.opts.head_group);
-  const int64_t blocks = c.opts.granularity == FP8ATTN_QUANT_PER_BLOCK ? (r.max_rows() + c.opts.block_rows - 1) / c.opts.block_rows : 1;
+  const int64_t blocks = c.opts.granularity == FP8ATTN_QUANT_PER_BLOCK ? per_block_count(r.max_rows(), c.opts) : 1;
   std::vector<float> descale(static_cast<size_t>((r.batch + 1) * groups * blocks + 2), std::nanf(""));
   fp8attn_tensor descale_t;
   auto descale_at = [&](int64_t b, int64_t g, int64_t k) { return b + (r.batch + 1) * (g + groups * k); };
@@ -174,6 +174,22 @@ TEST(QuantizeReference, PerBlockStridedRaggedLastBlock) {
            seed);
   run_case({"per-block, head_dim 96, not rotated", FP8ATTN_DTYPE_F32, Layout::Contiguous, 1, 70, 2, 96, {},
             options(FP8ATTN_QUANT_PER_BLOCK, 32, false, 0)},
+           seed);
+}
+
+// Leading rows (the KV blocks of sink isolation): rows [0, L) form block 0, then blocks of
+// block_rows; the descale extent is 1 + ceil((max_seqlen − L) / block_rows). Padded with a
+// ragged last block, and varlen with sequences shorter than, equal to and longer than L.
+TEST(QuantizeReference, PerBlockWithLeadingRows) {
+  const uint64_t seed = test_seed("per-block, leading rows");
+  run_case({"per-block 224 rows after 4 leading", FP8ATTN_DTYPE_F32, Layout::Strided, 2, 500, 2, 128, {},
+            options(FP8ATTN_QUANT_PER_BLOCK, 224, false, 0, 0, 0, 4)},
+           seed);
+  run_case({"per-block 64 rows after 1 leading, rotated", FP8ATTN_DTYPE_BF16, Layout::Contiguous, 1, 129, 3, 64, {},
+            options(FP8ATTN_QUANT_PER_BLOCK, 64, true, seed, 0, 0, 1)},
+           seed);
+  run_case({"varlen per-block 32 after 16 leading", FP8ATTN_DTYPE_F32, Layout::Packed, 0, 0, 2, 128, {3, 16, 0, 17, 90},
+            options(FP8ATTN_QUANT_PER_BLOCK, 32, true, seed ^ 5, 0, 0, 16)},
            seed);
 }
 

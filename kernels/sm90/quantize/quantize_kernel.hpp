@@ -108,8 +108,8 @@ FP8ATTN_ARCH_FN UnitRows this_unit(const QuantizeParams& p) {
   const arch::Index3 cta = arch::block_idx();
   UnitRows r{cta.z, cta.y, cta.x, 0, 0};
   const RowSpan span = sequence_rows(p, r.b);
-  const int64_t begin = r.u * p.unit_rows;
-  const int64_t end = span.rows < begin + p.unit_rows ? span.rows : begin + p.unit_rows;
+  const int64_t begin = unit_first_row(p, r.u), next = unit_first_row(p, r.u + 1);
+  const int64_t end = span.rows < next ? span.rows : next;
   r.first = span.offset + begin;
   r.count = end > begin ? end - begin : 0;
   return r;

@@ -40,12 +40,14 @@ struct QuantizeParams {
   Granularity granularity = Granularity::PerTensor;
   int32_t head_group = 1;
   int64_t block_rows = 1;   ///< per-block: rows per descale block
+  int64_t leading_rows = 0; ///< per-block: rows [0, leading_rows) form block 0 (sink isolation's grid)
   int64_t num_blocks = 1;   ///< per-block: the descale tensor's block extent
   bool rotate = false;
   int32_t log2_head_dim = 0;  ///< when rotating
   uint64_t seed = 0;
   int32_t margin = 0;
-  // Work units: (b, h, u) covers rows [u·unit_rows, (u+1)·unit_rows) of sequence b, head h.
+  // Work units: (b, h, u) covers rows [unit_first_row(u), unit_first_row(u + 1)) of sequence b,
+  // head h: blocks of unit_rows from row 0, or after a leading unit of leading_rows rows.
   int64_t unit_rows = 1;
   int64_t units_per_head = 1;
   float* unit_amax = nullptr;  ///< workspace: [batch, heads, units_per_head]
@@ -65,6 +67,14 @@ FP8ATTN_QUANT_FN int64_t input_offset(const QuantizeParams& p, int64_t b, int64_
 }
 FP8ATTN_QUANT_FN int64_t output_offset(const QuantizeParams& p, int64_t b, int64_t row, int64_t h, int64_t e) {
   return b * p.out_stride[0] + row * p.out_stride[1] + h * p.out_stride[2] + e * p.out_stride[3];
+}
+
+/// The first row of unit u within its sequence. With leading rows (per-block under sink
+/// isolation) unit 0 is rows [0, leading_rows) and unit u ≥ 1 starts at leading_rows +
+/// (u − 1)·unit_rows: the grid of kernels/sm90/kv_schedule.hpp's kv_descale_slot.
+FP8ATTN_QUANT_FN int64_t unit_first_row(const QuantizeParams& p, int64_t u) {
+  if (p.leading_rows == 0 || u == 0) return u * p.unit_rows;
+  return p.leading_rows + (u - 1) * p.unit_rows;
 }
 
 FP8ATTN_QUANT_FN int64_t unit_index(const QuantizeParams& p, int64_t b, int64_t h, int64_t u) {
