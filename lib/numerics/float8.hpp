@@ -109,18 +109,26 @@ inline float round_to_e4m3(float x) {
   return std::copysign(r, x);
 }
 
-/// E4M3 bits of x: round_to_e4m3, then the exact encoding of the representable value it gives.
-/// The same bits as detail::float_to_fp8(x, kE4M3) for all 2³² inputs (tests/numerics checks it),
-/// without that function's libm calls, which dominate a bulk cast such as the quantizer's.
+/// E4M3 bits of x, computed on the FP32 bits with selects instead of branches, so that a bulk
+/// cast such as the quantizer's vectorizes. round_to_e4m3's two roundings, then the encoding of
+/// the value they give. The same bits as detail::float_to_fp8(x, kE4M3) for all 2³² inputs
+/// (tests/numerics checks it), without that function's libm calls.
 inline uint8_t float_to_e4m3(float x) {
-  if (std::isnan(x)) return kE4M3.nan_bits;
-  const uint32_t u = std::bit_cast<uint32_t>(round_to_e4m3(x));
-  const auto sign = static_cast<uint8_t>((u >> 24) & 0x80u);
-  const uint32_t magnitude = u & 0x7FFFFFFFu;
-  // Below 2⁻⁶ (bits 0x3C800000) the value is m·2⁻⁹ with m in 0..7: the subnormal field is m.
-  if (magnitude < 0x3C800000u) return sign | static_cast<uint8_t>(std::bit_cast<float>(magnitude) * 512.0f);
-  // Normal: the FP32 exponent rebiased from 127 to 7, and the top 3 mantissa bits.
-  return sign | static_cast<uint8_t>((((magnitude >> 23) - 120u) << 3) | ((magnitude >> 20) & 7u));
+  const uint32_t u = std::bit_cast<uint32_t>(x);
+  const uint32_t a = u & 0x7FFFFFFFu;
+  // Normal results: the FP32 mantissa rounded to 3 bits, ties to even, and the exponent rebiased
+  // from 127 to 7. Only used where |x| ≥ 2⁻⁶ (bits 0x3C800000).
+  const uint32_t n = (a + 0x7FFFFu + ((a >> 20) & 1u)) & ~0xFFFFFu;
+  const uint32_t normal = ((((n >> 23) - 120u) << 3) | ((n >> 20) & 7u)) & 0x7Fu;
+  // Below 2⁻⁶ the quantum is 2⁻⁹: adding 1.5·2¹⁴ rounds there (ties to even), and the count of
+  // quanta is the field (8 quanta is 2⁻⁶, whose bits 0x08 are the same).
+  const bool below_normal = a < 0x3C800000u;
+  const float small = std::bit_cast<float>(below_normal ? a : 0u);
+  const auto subnormal = static_cast<uint32_t>(((small + 24576.0f) - 24576.0f) * 512.0f);
+  uint32_t magnitude = below_normal ? subnormal : normal;
+  magnitude = a >= 0x43E80000u ? 0x7Eu : magnitude;  // |x| ≥ 464, ±inf: saturate to ±448
+  const uint32_t bits = ((u >> 24) & 0x80u) | magnitude;
+  return static_cast<uint8_t>(a > 0x7F800000u ? kE4M3.nan_bits : bits);  // NaN: the canonical one
 }
 
 /// Largest finite E4M3 value.

@@ -114,7 +114,11 @@ float quantize_on_cpu(const QuantizeParams& p, ThreadPool& pool) {
       for (int64_t r = first; r < first + count; ++r) {
         load_transformed_row(p, rotate, b, r, h, x);
         uint8_t* out = p.output + sm90::quant::output_offset(p, b, r, h, 0);
-        for (int64_t e = 0; e < p.head_dim; ++e) out[e * p.out_stride[3]] = num::float_to_e4m3(x[e] * scale);
+        if (p.out_stride[3] == 1) {
+          for (int64_t e = 0; e < p.head_dim; ++e) out[e] = num::float_to_e4m3(x[e] * scale);
+        } else {
+          for (int64_t e = 0; e < p.head_dim; ++e) out[e * p.out_stride[3]] = num::float_to_e4m3(x[e] * scale);
+        }
       }
     });
   });
