@@ -72,7 +72,7 @@ TEST(ConvertersExhaustive, AllFp32InputsMatchCudaHostCode) {
 #endif
 }
 
-// float_to_e4m3 is round_to_e4m3 plus an exact encoding; the generic encoder (rounding by
+// float_to_e4m3 rounds on the FP32 bits with selects; the generic encoder (rounding by
 // nearbyint at the value's quantum) is its specification. Needs no CUDA headers.
 TEST(ConvertersExhaustive, FastE4m3EncoderMatchesTheGenericEncoder) {
   std::atomic<uint64_t> mismatches{0};
