@@ -65,7 +65,7 @@ Descale read_descale(const fp8attn_tensor& t, const std::string& what, int64_t b
   return d;
 }
 
-/// Checks a per-block descale: F32 [batch, heads, ceil(max_seqlen / block)], finite and > 0.
+/// Checks a per-block descale: F32 [batch, heads, blocks], finite and > 0.
 /// `blocks` is the descale tensor's block extent; `blocks_meaning` says how it is computed.
 BlockDescale read_block_descale(const fp8attn_tensor& t, const std::string& what, int64_t batch, int heads,
                                 int64_t blocks, const std::string& blocks_meaning, int32_t device) {
