@@ -15,7 +15,7 @@ int32_t fp8attn_context_create(const fp8attn_context_options* options, fp8attn_c
     o.struct_size = sizeof o;
     if (options != nullptr)
       o = read_struct(options, "fp8attn_context_options", FP8ATTN_LAYOUT_THROUGH(fp8attn_context_options, log_user_data), o);
-    fp8attn::require(o.backend >= FP8ATTN_BACKEND_AUTO && o.backend <= FP8ATTN_BACKEND_REFERENCE,
+    fp8attn::require(o.backend >= FP8ATTN_BACKEND_AUTO && o.backend <= FP8ATTN_BACKEND_EMULATOR,
                      FP8ATTN_STATUS_BAD_OPTION, "options->backend is unknown: " + std::to_string(o.backend));
     fp8attn::require(o.log_level >= FP8ATTN_LOG_DEFAULT && o.log_level <= FP8ATTN_LOG_OFF, FP8ATTN_STATUS_BAD_OPTION,
                      "options->log_level is unknown: " + std::to_string(o.log_level));

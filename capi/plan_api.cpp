@@ -39,6 +39,7 @@ int32_t fp8attn_plan_create(fp8attn_context ctx, const fp8attn_attention_desc* d
     const fp8attn_attention_desc d =
         read_struct(desc, "fp8attn_attention_desc", FP8ATTN_LAYOUT_THROUGH(fp8attn_attention_desc, telemetry), default_desc());
     const fp8attn::AttentionConfig config = fp8attn::make_attention_config(d);
+    ctx->impl.backend().check_attention(config);
     ctx->impl.log().debug("plan: {} heads_q={} heads_kv={} head_dim={} block {}x{} kv_order={} p_scale_log2={}",
                           d.input_dtype == FP8ATTN_DTYPE_E4M3 ? "E4M3" : "BF16", config.num_heads_q, config.num_heads_kv,
                           config.head_dim, config.tile.block_m, config.tile.block_n, config.kv_order, config.p_scale_log2);

@@ -163,7 +163,14 @@ typedef enum fp8attn_backend {
   FP8ATTN_BACKEND_AUTO = 0,     /**< CUDA if libfp8attn_cuda loads and an sm_90 device exists; else CPU. */
   FP8ATTN_BACKEND_CPU = 1,      /**< The kernel-faithful CPU tile engine. */
   FP8ATTN_BACKEND_CUDA = 2,     /**< The Hopper kernels in libfp8attn_cuda. */
-  FP8ATTN_BACKEND_REFERENCE = 3 /**< The FP64 oracle: exact softmax, no casts; slow by design. */
+  FP8ATTN_BACKEND_REFERENCE = 3, /**< The FP64 oracle: exact softmax, no casts; slow by design. */
+  FP8ATTN_BACKEND_EMULATOR = 4   /**< The Hopper backend's host code and its sm_90a kernels, run on
+                                      the CPU by the SIMT emulator: host tensors, a NULL stream.
+                                      Bit-equal to ::FP8ATTN_BACKEND_CPU; slow; for tests,
+                                      debugging, and seeing what the GPU kernel computes without a
+                                      GPU. FP8ATTN_EMULATOR_SCHEDULE ("round-robin" or
+                                      "shuffle:SEED") and FP8ATTN_EMULATOR_SMS (default 4) set
+                                      its thread schedule and persistent grid at context creation. */
 } fp8attn_backend;
 
 /** Log levels. 0 picks the default (::FP8ATTN_LOG_WARN). */

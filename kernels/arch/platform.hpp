@@ -17,13 +17,27 @@
 // Functions of the arch layer: forced-inline device functions under nvcc.
 #define FP8ATTN_ARCH_FN __device__ __forceinline__
 // Kernel-side helpers (index math, small structs) usable from host and device code.
+#if !defined(FP8ATTN_HOST_DEVICE)  // also defined, identically, by kernels/sm90/tile_config.hpp
 #define FP8ATTN_HOST_DEVICE __host__ __device__ __forceinline__
+#endif
 // A kernel entry point. Under the emulator it is an ordinary host function run by emu::launch.
 #define FP8ATTN_KERNEL __global__
 #else
 #define FP8ATTN_ARCH_FN inline
+#if !defined(FP8ATTN_HOST_DEVICE)
 #define FP8ATTN_HOST_DEVICE inline
+#endif
 #define FP8ATTN_KERNEL
+#endif
+
+// Loop unrolling hint for the device build (the host compiler does not know the pragma).
+// Launch bounds: ptxas needs the register count at kernel entry to honour setmaxnreg.
+#if FP8ATTN_DEVICE_BUILD
+#define FP8ATTN_UNROLL _Pragma("unroll")
+#define FP8ATTN_LAUNCH_BOUNDS(threads, min_blocks) __launch_bounds__(threads, min_blocks)
+#else
+#define FP8ATTN_UNROLL
+#define FP8ATTN_LAUNCH_BOUNDS(threads, min_blocks)
 #endif
 
 #if !FP8ATTN_DEVICE_BUILD

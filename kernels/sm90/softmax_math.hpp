@@ -19,16 +19,16 @@ inline constexpr float kNegInf = -INFINITY;
 
 /// scale_log2 = softmax_scale · log2(e) · q_descale · k_descale, folded in this order once per
 /// (sequence, KV head), as the kernel's Params do.
-FP8ATTN_HOST_DEVICE inline float logit_scale_log2(float softmax_scale, float q_descale, float k_descale) {
+FP8ATTN_HOST_DEVICE float logit_scale_log2(float softmax_scale, float q_descale, float k_descale) {
   return softmax_scale * kLog2e * q_descale * k_descale;
 }
 
 /// The max used for a row in the exp2 step: −inf (no visible key yet) becomes 0, so that
 /// exp2(−inf − 0) = 0 rather than NaN.
-FP8ATTN_HOST_DEVICE inline float finite_or_zero(float row_max) { return row_max == kNegInf ? 0.0f : row_max; }
+FP8ATTN_HOST_DEVICE float finite_or_zero(float row_max) { return row_max == kNegInf ? 0.0f : row_max; }
 
 /// Factor that rescales O and l when the running max moves from `old_max` to `new_max`.
-FP8ATTN_HOST_DEVICE inline float rescale_factor(float old_max, float new_max, float scale_log2) {
+FP8ATTN_HOST_DEVICE float rescale_factor(float old_max, float new_max, float scale_log2) {
   return exp2f((old_max - finite_or_zero(new_max)) * scale_log2);
 }
 
@@ -36,12 +36,12 @@ FP8ATTN_HOST_DEVICE inline float rescale_factor(float old_max, float new_max, fl
 /// NOTE: the static P scale S_p = 2^p_scale_log2 enters as an offset in the exp2 domain, so P̃
 /// lies in [0, S_p] and small P stay above E4M3's round-to-zero point 2⁻¹⁰ (P-cast paper;
 /// FlashAttention-3 uses the same offset of 8).
-FP8ATTN_HOST_DEVICE inline float max_scaled(float row_max, float scale_log2, float p_scale_log2) {
+FP8ATTN_HOST_DEVICE float max_scaled(float row_max, float scale_log2, float p_scale_log2) {
   return finite_or_zero(row_max) * scale_log2 - p_scale_log2;
 }
 
 /// P̃ = exp2(S·scale_log2 − max_scaled), one fused multiply-add then exp2.
-FP8ATTN_HOST_DEVICE inline float p_tilde(float s, float scale_log2, float max_scaled_value) {
+FP8ATTN_HOST_DEVICE float p_tilde(float s, float scale_log2, float max_scaled_value) {
   return exp2f(fmaf(s, scale_log2, -max_scaled_value));
 }
 
@@ -50,7 +50,7 @@ FP8ATTN_HOST_DEVICE inline float p_tilde(float s, float scale_log2, float max_sc
 /// tie tolerance of it. With ties, the max used for exp is shifted so that no P̄ equals 1:
 /// β·r_m when r_m > 0, and 0 otherwise. NOTE: beyond the paper, the shift is capped so that
 /// exp2((r_m − m′)·scale_log2) ≥ 2^−cap; a large β then cannot underflow l to zero.
-FP8ATTN_HOST_DEVICE inline float stabilized_block_max(float block_max, int ties, float beta, float cap_log2,
+FP8ATTN_HOST_DEVICE float stabilized_block_max(float block_max, int ties, float beta, float cap_log2,
                                                       float scale_log2) {
   if (ties <= 1 || block_max == kNegInf) return block_max;
   float shifted = block_max > 0.0f ? beta * block_max : 0.0f;
@@ -61,20 +61,20 @@ FP8ATTN_HOST_DEVICE inline float stabilized_block_max(float block_max, int ties,
 
 /// Final row sum from the four per-thread partial sums of a quad (columns 2q, 2q+1, 8+2q, ...
 /// belong to partial q, per the wgmma D fragment): the butterfly of shfl_xor 2 then 1.
-FP8ATTN_HOST_DEVICE inline float quad_sum(float p0, float p1, float p2, float p3) { return (p0 + p2) + (p1 + p3); }
+FP8ATTN_HOST_DEVICE float quad_sum(float p0, float p1, float p2, float p3) { return (p0 + p2) + (p1 + p3); }
 
 /// Which quad partial a column of the S tile belongs to (wgmma D fragment, PTX_FACTS §1).
 FP8ATTN_HOST_DEVICE constexpr int quad_partial_of_column(int col) { return (col >> 1) & 3; }
 
 /// O's epilogue factor: v_descale / l, with l = 0 (no visible key) or NaN giving v_descale
 /// (O is zero there).
-FP8ATTN_HOST_DEVICE inline float output_factor(float row_sum, float v_descale) {
+FP8ATTN_HOST_DEVICE float output_factor(float row_sum, float v_descale) {
   const float inv = (row_sum == 0.0f || row_sum != row_sum) ? 1.0f : 1.0f / row_sum;
   return inv * v_descale;
 }
 
 /// Log-sum-exp in natural-log units: (m·scale_log2 − log2 S_p)·ln 2 + ln l; −inf for an empty row.
-FP8ATTN_HOST_DEVICE inline float row_lse(float row_max, float row_sum, float scale_log2, float p_scale_log2) {
+FP8ATTN_HOST_DEVICE float row_lse(float row_max, float row_sum, float scale_log2, float p_scale_log2) {
   if (row_sum == 0.0f || row_sum != row_sum) return kNegInf;
   return max_scaled(row_max, scale_log2, p_scale_log2) * kLn2 + logf(row_sum);
 }

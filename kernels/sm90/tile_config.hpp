@@ -8,10 +8,14 @@
 
 #include <cstdint>
 
+// NOTE: the same definition as kernels/arch/platform.hpp (whichever header comes first defines
+// it): host-and-device, and inline, so these headers can be shared by the engine and kernels.
+#if !defined(FP8ATTN_HOST_DEVICE)
 #if defined(__CUDACC__)
-#define FP8ATTN_HOST_DEVICE __host__ __device__
+#define FP8ATTN_HOST_DEVICE __host__ __device__ __forceinline__
 #else
-#define FP8ATTN_HOST_DEVICE
+#define FP8ATTN_HOST_DEVICE inline
+#endif
 #endif
 
 namespace fp8attn::sm90 {

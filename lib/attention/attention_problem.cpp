@@ -145,6 +145,8 @@ AttentionProblem make_attention_problem(const AttentionConfig& cfg, const fp8att
             "args.cu_seqlens_q and cu_seqlens_k describe " + std::to_string(batch_q) + " and " +
                 std::to_string(batch_k) + " sequences");
     p.batch = batch_q;
+    p.total_q = a.q.shape[0];
+    p.total_k = a.k.shape[0];
     p.q = packed_view(a.q);
     p.k = packed_view(a.k);
     p.v = packed_view(a.v);

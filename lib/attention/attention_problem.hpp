@@ -52,6 +52,7 @@ struct AttentionProblem {
   const int32_t* cu_seqlens_q = nullptr;  ///< varlen only
   const int32_t* cu_seqlens_k = nullptr;
   int64_t padded_seqlen_q = 0, padded_seqlen_k = 0;  ///< padded only
+  int64_t total_q = 0, total_k = 0;                  ///< varlen only: rows of the packed tensors
   fp8attn_telemetry* telemetry = nullptr;  ///< when the plan asks for telemetry and one is given
 
   SeqSpan span(int64_t b) const {

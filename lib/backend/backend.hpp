@@ -16,10 +16,13 @@ namespace fp8attn {
 class Backend {
  public:
   virtual ~Backend() = default;
-  /// FP8ATTN_BACKEND_CPU, _CUDA or _REFERENCE.
+  /// FP8ATTN_BACKEND_CPU, _CUDA, _REFERENCE or _EMULATOR.
   virtual int32_t kind() const = 0;
   /// FP8ATTN_DEVICE_HOST or FP8ATTN_DEVICE_CUDA: where this backend's tensors live.
   virtual int32_t tensor_device() const = 0;
+  /// Throws Error (UNSUPPORTED_ON_BACKEND, ...) when this backend cannot run the configuration;
+  /// plan creation calls it, so an unsupported plan fails early.
+  virtual void check_attention(const AttentionConfig&) const {}
   virtual size_t attention_workspace_size(const AttentionConfig& config, int64_t batch, int64_t max_seqlen_q,
                                           int64_t max_seqlen_k) const = 0;
   /// Runs the forward. The workspace has at least attention_workspace_size() bytes for the

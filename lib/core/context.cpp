@@ -5,6 +5,8 @@
 #include "lib/attention/cpu_backend.hpp"
 #include "lib/attention/reference_backend.hpp"
 #include "lib/backend/cuda_backend_loader.hpp"
+#include "lib/backend/emulated_runtime.hpp"
+#include "lib/backend/gpu/gpu_backend.hpp"
 #include "lib/core/error.hpp"
 #include "lib/core/logging.hpp"
 
@@ -30,6 +32,10 @@ Context::Context(const fp8attn_context_options& o)
       break;
     case FP8ATTN_BACKEND_CUDA:
       backend_ = load_cuda_backend(o.device_ordinal);
+      break;
+    case FP8ATTN_BACKEND_EMULATOR:
+      runtime_counters_ = std::make_shared<DeviceRuntimeCounters>();
+      backend_ = make_gpu_backend(make_emulated_runtime(emulator_schedule_from_environment(), runtime_counters_));
       break;
     case FP8ATTN_BACKEND_AUTO:
       try {

@@ -12,6 +12,8 @@
 
 namespace fp8attn {
 
+struct DeviceRuntimeCounters;
+
 class Context {
  public:
   /// `options` is a full-size, checked copy. Throws Error (4xxx when CUDA was asked for and
@@ -24,11 +26,14 @@ class Context {
   ThreadPool& pool() { return pool_; }
   spdlog::logger& log() { return *logger_; }
   int num_threads() const { return pool_.size(); }
+  /// The device runtime's call counters (EMULATOR backend only; null otherwise).
+  const DeviceRuntimeCounters* runtime_counters() const { return runtime_counters_.get(); }
 
  private:
   std::shared_ptr<spdlog::logger> logger_;
   ThreadPool pool_;
   std::unique_ptr<Backend> backend_;
+  std::shared_ptr<DeviceRuntimeCounters> runtime_counters_;
 };
 
 }  // namespace fp8attn

@@ -9,16 +9,6 @@
 #include "kernels/arch/platform.hpp"
 #include "kernels/arch/wgmma_descriptor.hpp"
 
-// Loop unrolling hint for the device build (the host compiler does not know the pragma).
-// Launch bounds: ptxas needs the register count at kernel entry to honour setmaxnreg.
-#if FP8ATTN_DEVICE_BUILD
-#define FP8ATTN_UNROLL _Pragma("unroll")
-#define FP8ATTN_LAUNCH_BOUNDS(threads, min_blocks) __launch_bounds__(threads, min_blocks)
-#else
-#define FP8ATTN_UNROLL
-#define FP8ATTN_LAUNCH_BOUNDS(threads, min_blocks)
-#endif
-
 namespace fp8attn::sm90 {
 
 /// Input element type of the GEMM.

@@ -1,0 +1,73 @@
+// Compile-time configuration of the FP8 attention forward kernel for one head dimension: tile
+// sizes from the shared tile_config.hpp (so the CPU engine visits the same tiles), the warp
+// roles, register budgets and the typed shared storage.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/arch/platform.hpp"
+#include "kernels/arch/wgmma_descriptor.hpp"
+#include "kernels/sm90/tile_config.hpp"
+
+namespace fp8attn::sm90 {
+
+template <int kHeadDimT, bool kPromoteT, bool kTelemetryT>
+struct FwdConfig {
+  static constexpr int kHeadDim = kHeadDimT;
+  static constexpr bool kPromote = kPromoteT;      ///< two-level PV accumulation compiled in
+  static constexpr bool kTelemetry = kTelemetryT;  ///< off costs nothing: the code is not compiled
+  static constexpr AttentionTile kTile = attention_tile(kHeadDim, true);
+  static constexpr int kBlockM = kTile.block_m;
+  static constexpr int kBlockN = kTile.block_n;
+  static constexpr int kConsumers = kTile.consumer_warpgroups;
+  static constexpr int kStages = kTile.stages;
+  static constexpr int kThreads = 128 * (1 + kConsumers);  // warpgroup 0 is the producer
+  static_assert(kBlockM == 64 * kConsumers, "each consumer warpgroup owns 64 query rows");
+  static_assert(kBlockN % 32 == 0 && kBlockN <= 256, "BlockN is the N of Q·Kᵀ and the K of P·V");
+  static_assert(kHeadDim % 32 == 0 && kHeadDim <= 256, "head_dim is the K of Q·Kᵀ and the N of P·V");
+
+  // Q and K tiles are K-major with rows of one swizzle span: 64 B rows (64B swizzle) at
+  // head_dim 64, else 128 B rows (128B swizzle) in head_dim / 128 chunks, as TMA boxes allow.
+  static constexpr uint32_t kChunkBytes = kHeadDim == 64 ? 64 : 128;
+  static constexpr arch::Swizzle kSwizzle = kHeadDim == 64 ? arch::Swizzle::B64 : arch::Swizzle::B128;
+  static constexpr int kChunks = kHeadDim / static_cast<int>(kChunkBytes);
+  static constexpr uint32_t kAtomBytes = 8 * kChunkBytes;  // SBO: 8 rows of one swizzle span
+
+  // Vᵀ ([head_dim][BlockN], keys contiguous) in the canonical no-swizzle K-major layout: 8x16 B
+  // core matrices, adjacent along K (LBO 128 B), 8-row groups BlockN·8 B apart (SBO).
+  static constexpr uint32_t kVtLeadingBytes = 128;
+  static constexpr uint32_t kVtStrideBytes = 8u * kBlockN;
+
+  // NOTE: register budgets as in FlashAttention-3's sm90 kernels: the producer keeps 32, the
+  // consumers take the rest of the 64K-register file: 2 consumers at 240, 3 at 160.
+  static constexpr uint32_t kProducerRegisters = 32;
+  static constexpr uint32_t kConsumerRegisters = kConsumers == 2 ? 240 : 160;
+  static_assert(128 * kProducerRegisters + 128 * kConsumers * kConsumerRegisters <= 65536, "register file");
+
+  static constexpr uint32_t kQChunkBytes = kBlockM * kChunkBytes;
+  static constexpr uint32_t kKChunkBytes = kBlockN * kChunkBytes;
+  static constexpr uint32_t kVBytes = kBlockN * kHeadDim;
+};
+
+/// Shared memory of one CTA. Swizzled tiles start on their 1024-byte period (their sizes keep
+/// it); raw V and Vᵀ only need 16-byte alignment.
+template <class Cfg>
+struct FwdSharedStorage {
+  alignas(1024) uint8_t q[Cfg::kChunks][Cfg::kQChunkBytes];
+  alignas(1024) uint8_t k[Cfg::kStages][Cfg::kChunks][Cfg::kKChunkBytes];
+  alignas(1024) uint8_t v[Cfg::kStages][Cfg::kVBytes];   // V rows as loaded (MN-major for P·V)
+  alignas(1024) uint8_t vt[Cfg::kStages][Cfg::kVBytes];  // Vᵀ, written by the producer warpgroup
+  uint64_t q_full, q_empty;
+  uint64_t k_full[Cfg::kStages], v_full[Cfg::kStages], vt_full[Cfg::kStages], kv_empty[Cfg::kStages];
+};
+
+/// Extra dynamic shared memory to align the storage to the 1024-byte swizzle period.
+inline constexpr uint32_t kFwdSmemSlack = 1024;
+
+template <class Cfg>
+constexpr size_t fwd_smem_bytes() {
+  return sizeof(FwdSharedStorage<Cfg>) + kFwdSmemSlack;
+}
+
+}  // namespace fp8attn::sm90

@@ -1,0 +1,183 @@
+// The online softmax of one KV block on a consumer warpgroup's S fragment: mask, row max, exp2,
+// FP32 row sums per quad thread, and the E4M3 cast of P̃, in the order of the CPU engine
+// (lib/attention/engine/query_tile.cpp). Every rounding step is a call into the shared
+// kernels/sm90/softmax_math.hpp.
+//
+// Fragment facts (wgmma_fragment.hpp): thread t = 32w + 4g + q holds rows 16w + g (h = 0) and
+// 16w + g + 8 (h = 1) of its warpgroup's 64; register i holds column 8(i/4) + 2q + i%2 of row
+// h = (i/2)%2. A row is spread over the 4 threads of a quad, so row reductions are two
+// butterfly shuffles.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/arch/cvt.hpp"
+#include "kernels/arch/warp.hpp"
+#include "kernels/arch/wgmma.hpp"
+#include "kernels/sm90/mask.hpp"
+#include "kernels/sm90/softmax_math.hpp"
+
+namespace fp8attn::sm90 {
+
+/// Per-thread running state of its two rows.
+struct FwdRowState {
+  float max[2];      ///< running max, raw S units (−inf before the first visible key)
+  float partial[2];  ///< this quad thread's partial row sum of P̃ (sm90::quad_partial_of_column)
+};
+
+/// Per-thread telemetry, merged at the end of the kernel (fwd_epilogue.hpp).
+struct FwdThreadTelemetry {
+  uint64_t p_positive = 0;
+  uint64_t p_underflow = 0;
+  float tile_max_abs_raw = 0.0f;      ///< max |S| of the current tile, raw units
+  float max_abs_scaled_logit = 0.0f;  ///< over finished tiles, natural-log units
+
+  /// Folds the tile's raw max into natural-log units with the tile's scale, as the engine does
+  /// once per tile (fl(max·s) = max fl(x·s) for s > 0).
+  FP8ATTN_HOST_DEVICE void finish_tile(float natural_scale) {
+    const float scaled = tile_max_abs_raw * natural_scale;
+    if (max_abs_scaled_logit < scaled) max_abs_scaled_logit = scaled;
+    tile_max_abs_raw = 0.0f;
+  }
+};
+
+/// What the softmax of one block needs to know about the tile and the block.
+struct FwdBlockSoftmax {
+  float scale_log2;      ///< softmax_scale · log2 e · q_descale · k_descale
+  float p_scale_log2;    ///< log2 S_p
+  float block_factor;    ///< per-block descales q_block · k_block, folded into S
+  bool apply_block_factor;
+  bool full;             ///< every key of the block visible to every row of the tile
+  MaskParams mask;
+  int64_t key0;          ///< first key of the block
+  int keys;              ///< keys in the block (≤ BlockN; the rest of S is padding)
+  int64_t row_lo;        ///< sequence row of this thread's h = 0 row
+  bool valid[2];         ///< this thread's rows lie inside the sequence (telemetry counts them)
+  bool stabilized;
+  float tie_tol_raw, beta, shift_cap_log2;
+};
+
+namespace softmax_detail {
+
+FP8ATTN_ARCH_FN float quad_max(float x) {
+  const float a = arch::shfl_xor_sync(0xffffffffu, x, 1);
+  x = x < a ? a : x;
+  const float b = arch::shfl_xor_sync(0xffffffffu, x, 2);
+  return x < b ? b : x;
+}
+
+FP8ATTN_ARCH_FN int quad_add(int x) {
+  x += arch::shfl_xor_sync(0xffffffffu, x, 1);
+  return x + arch::shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+}  // namespace softmax_detail
+
+/// Runs the softmax of one block on `s` (raw Q·Kᵀ in, FP32 P̃ out), updates `rows`, returns the
+/// rescale factor of each row in `rescale`, writes the E4M3 pairs of P̃ (cols 2q, 2q+1 of each
+/// 8-column group, lowest column in the low byte) into `pairs`, and counts telemetry.
+template <int kBlockN, bool kTelemetry>
+FP8ATTN_ARCH_FN void softmax_block(arch::WgmmaAccF32<kBlockN>& s, const FwdBlockSoftmax& b, FwdRowState& rows,
+                                   float (&rescale)[2], uint16_t (&pairs)[kBlockN / 4], FwdThreadTelemetry& tel) {
+  constexpr int kRegs = kBlockN / 2;
+  const int q = static_cast<int>(arch::thread_idx_in_warpgroup() % 4);
+  float block_max[2] = {kNegInf, kNegInf};
+  float tile_abs[2] = {0.0f, 0.0f};
+  FP8ATTN_UNROLL
+  for (int i = 0; i < kRegs; ++i) {
+    const int h = (i >> 1) & 1;
+    const int col = 8 * (i >> 2) + 2 * q + (i & 1);
+    float x = b.apply_block_factor ? s[i] * b.block_factor : s[i];
+    // NOTE: padding columns past the block's keys are masked like invisible keys: P̃ = 0 there
+    // adds exact zeros to the row sums and to P·V, which the engine never visits.
+    bool visible = col < b.keys;
+    if (visible && !b.full) {
+      const KeyRange vis = visible_keys(b.mask, b.row_lo + 8 * h);
+      visible = b.key0 + col >= vis.first && b.key0 + col <= vis.last;
+    }
+    x = visible ? x : kNegInf;
+    s[i] = x;
+    block_max[h] = block_max[h] < x ? x : block_max[h];
+    if constexpr (kTelemetry) {
+      const float a = x < 0.0f ? -x : x;
+      if (visible && tile_abs[h] < a) tile_abs[h] = a;
+    }
+  }
+  FP8ATTN_UNROLL
+  for (int h = 0; h < 2; ++h) {
+    block_max[h] = softmax_detail::quad_max(block_max[h]);
+    if constexpr (kTelemetry)
+      if (b.valid[h] && tel.tile_max_abs_raw < tile_abs[h]) tel.tile_max_abs_raw = tile_abs[h];
+  }
+  if (b.stabilized) {
+    int ties[2] = {0, 0};
+    FP8ATTN_UNROLL
+    for (int i = 0; i < kRegs; ++i) {
+      const int h = (i >> 1) & 1;
+      ties[h] += (block_max[h] - s[i] <= b.tie_tol_raw) ? 1 : 0;
+    }
+    FP8ATTN_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      ties[h] = softmax_detail::quad_add(ties[h]);
+      if (block_max[h] != kNegInf)
+        block_max[h] = stabilized_block_max(block_max[h], ties[h], b.beta, b.shift_cap_log2, b.scale_log2);
+    }
+  }
+  float subtrahend[2];
+  FP8ATTN_UNROLL
+  for (int h = 0; h < 2; ++h) {
+    const float old_max = rows.max[h];
+    const float new_max = old_max < block_max[h] ? block_max[h] : old_max;
+    rescale[h] = rescale_factor(old_max, new_max, b.scale_log2);
+    subtrahend[h] = max_scaled(new_max, b.scale_log2, b.p_scale_log2);
+    rows.max[h] = new_max;
+    rows.partial[h] *= rescale[h];
+  }
+  // NOTE: the row sum takes FP32 P̃ before the cast (FlashAttention-3), in ascending columns.
+  FP8ATTN_UNROLL
+  for (int i = 0; i < kRegs; ++i) {
+    const int h = (i >> 1) & 1;
+    s[i] = p_tilde(s[i], b.scale_log2, subtrahend[h]);
+    rows.partial[h] += s[i];
+  }
+  FP8ATTN_UNROLL
+  for (int pr = 0; pr < kRegs / 2; ++pr) {
+    const uint16_t bytes = arch::cvt_e4m3x2(s[2 * pr], s[2 * pr + 1]);
+    pairs[pr] = bytes;
+    if constexpr (kTelemetry) {
+      const int h = pr & 1;
+      if (b.valid[h]) {
+        tel.p_positive += (s[2 * pr] > 0.0f) + (s[2 * pr + 1] > 0.0f);
+        tel.p_underflow += (s[2 * pr] > 0.0f && (bytes & 0xffu) == 0) + (s[2 * pr + 1] > 0.0f && (bytes >> 8) == 0);
+      }
+    }
+  }
+}
+
+/// The FP8 A fragment of P for keys [32·kb, 32·kb + 32): the S-fragment pairs regrouped into the
+/// A layout (wgmma_a_fp8_coord) by two shuffles and a byte permute per register.
+/// NOTE: thread q needs columns 4q..4q+3 (+16), which quad threads 2(q%2) and 2(q%2)+1 hold in
+/// their 8-column group 2·colhi + q/2; each source offers both groups in one word and the
+/// requester keeps the half it needs, so every lane sends the same register (shfl semantics).
+template <int kBlockN>
+FP8ATTN_ARCH_FN arch::WgmmaAFragment p_fragment(const uint16_t (&pairs)[kBlockN / 4], int kb) {
+  const unsigned lane = arch::lane_idx();
+  const int q = static_cast<int>(lane % 4);
+  const int src0 = static_cast<int>(lane & ~3u) + 2 * (q & 1);
+  const uint32_t select = (q >> 1) ? 0x7632u : 0x5410u;
+  arch::WgmmaAFragment a;
+  FP8ATTN_UNROLL
+  for (int colhi = 0; colhi < 2; ++colhi)
+    FP8ATTN_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      // pairs[] index of (8-column group c, row half h) is 2c + h.
+      const int c = 4 * kb + 2 * colhi;
+      const uint32_t word = static_cast<uint32_t>(pairs[2 * c + h]) | (static_cast<uint32_t>(pairs[2 * (c + 1) + h]) << 16);
+      const uint32_t w0 = arch::shfl_sync(0xffffffffu, word, src0);
+      const uint32_t w1 = arch::shfl_sync(0xffffffffu, word, src0 + 1);
+      a.reg[2 * colhi + h] = arch::byte_perm(w0, w1, select);
+    }
+  return a;
+}
+
+}  // namespace fp8attn::sm90

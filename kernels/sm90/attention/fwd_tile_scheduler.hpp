@@ -1,0 +1,51 @@
+// The persistent tile scheduler of the attention forward: a CTA loops over work tiles
+// (sequence, query head, query tile) with a stride of the grid size. The producer and the
+// consumers of a CTA walk the same sequence, so they agree on every tile without talking.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/arch/platform.hpp"
+#include "kernels/sm90/attention/fwd_params.hpp"
+#include "kernels/sm90/kv_schedule.hpp"
+#include "kernels/sm90/mask.hpp"
+
+namespace fp8attn::sm90 {
+
+/// One work tile, resolved: where its sequence lies and which KV blocks it visits.
+struct FwdTile {
+  int32_t batch = 0, head = 0, head_kv = 0;
+  int64_t m_block = 0, row0 = 0, rows = 0;  ///< rows: valid query rows of the tile (≤ BlockM)
+  int64_t q_offset = 0, k_offset = 0;       ///< first row of the sequence in the packed tensors
+  MaskParams mask{};
+  KvSchedule kv{};
+};
+
+/// Tile `index` of the launch, or rows = 0 when that tile lies past its sequence's end (varlen).
+/// NOTE: the longest tiles go first: index 0.. walks query tiles from the last one down, so with a
+/// causal mask (and with varlen) the CTAs pick the heaviest work before the light tail, as
+/// FlashAttention-3's scheduler orders causal tiles.
+FP8ATTN_HOST_DEVICE FwdTile fwd_tile(const AttentionFwdParams& p, int64_t index, int block_m, int block_n) {
+  FwdTile t;
+  const int64_t per_m_block = static_cast<int64_t>(p.heads_q) * p.batch;
+  t.m_block = p.m_blocks - 1 - index / per_m_block;
+  const int64_t rest = index % per_m_block;
+  t.head = static_cast<int32_t>(rest % p.heads_q);
+  t.batch = static_cast<int32_t>(rest / p.heads_q);
+  t.head_kv = t.head / (p.heads_q / p.heads_kv);
+  int64_t seqlen_q = p.seqlen_q, seqlen_k = p.seqlen_k;
+  if (p.cu_seqlens_q != nullptr) {
+    t.q_offset = p.cu_seqlens_q[t.batch];
+    seqlen_q = p.cu_seqlens_q[t.batch + 1] - t.q_offset;
+    t.k_offset = p.cu_seqlens_k[t.batch];
+    seqlen_k = p.cu_seqlens_k[t.batch + 1] - t.k_offset;
+  }
+  t.row0 = t.m_block * block_m;
+  const int64_t left = seqlen_q - t.row0;
+  t.rows = left <= 0 ? 0 : (left < block_m ? left : block_m);
+  t.mask = MaskParams{p.causal, p.window_left, p.window_right, seqlen_q, seqlen_k};
+  if (t.rows > 0) t.kv = make_kv_schedule(t.mask, t.row0, t.row0 + t.rows, block_n, p.sink_tokens, p.reverse_kv);
+  return t;
+}
+
+}  // namespace fp8attn::sm90

@@ -1,0 +1,37 @@
+// The device-runtime seam under the Hopper backend's host code. The plan code (kernel choice,
+// tensor maps, launch geometry, workspace carving) is written once in lib/backend/gpu and calls
+// only this interface. Two implementations: the CUDA runtime (cudart and driver entry points, in
+// libfp8attn_cuda) and the emulator (host memory as device memory, emu::launch), which is what
+// FP8ATTN_BACKEND_EMULATOR runs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/sm90/attention/fwd_launch.hpp"
+
+struct CUstream_st;
+
+namespace fp8attn {
+
+class DeviceRuntime {
+ public:
+  virtual ~DeviceRuntime() = default;
+  /// FP8ATTN_BACKEND_CUDA or FP8ATTN_BACKEND_EMULATOR.
+  virtual int32_t backend_kind() const = 0;
+  /// FP8ATTN_DEVICE_CUDA or FP8ATTN_DEVICE_HOST: where tensors and workspaces live.
+  virtual int32_t tensor_device() const = 0;
+  /// Streaming multiprocessors: the persistent grid's CTA count. Queried once, at creation.
+  virtual int sm_count() const = 0;
+  /// Fills `bytes` of device memory with zeros, ordered on `stream`.
+  virtual void zero_async(void* device, size_t bytes, CUstream_st* stream) = 0;
+  /// Copies `bytes` from device memory to host memory, ordered on `stream`.
+  virtual void copy_to_host_async(void* host, const void* device, size_t bytes, CUstream_st* stream) = 0;
+  /// True when async calls have completed on return (the emulator), so host results may be read
+  /// at once; false on a real stream.
+  virtual bool completes_on_return() const = 0;
+  /// Enqueues the attention forward on `stream`. Throws Error on a launch failure.
+  virtual void launch_attention_fwd(const sm90::FwdLaunch& launch, CUstream_st* stream) = 0;
+};
+
+}  // namespace fp8attn

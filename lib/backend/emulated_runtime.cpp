@@ -1,0 +1,90 @@
+#include "lib/backend/emulated_runtime.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "kernels/emu/runtime.hpp"
+#include "kernels/emu/wgmma.hpp"
+#include "lib/core/error.hpp"
+
+namespace fp8attn {
+namespace {
+
+class EmulatedRuntime final : public DeviceRuntime {
+ public:
+  EmulatedRuntime(const EmulatorSchedule& schedule, std::shared_ptr<DeviceRuntimeCounters> counters)
+      : schedule_(schedule), counters_(std::move(counters)) {}
+
+  int32_t backend_kind() const override { return FP8ATTN_BACKEND_EMULATOR; }
+  int32_t tensor_device() const override { return FP8ATTN_DEVICE_HOST; }
+  int sm_count() const override { return schedule_.sm_count; }
+  bool completes_on_return() const override { return true; }
+
+  void zero_async(void* device, size_t bytes, CUstream_st*) override {
+    ++counters_->copies;
+    std::memset(device, 0, bytes);
+  }
+
+  void copy_to_host_async(void* host, const void* device, size_t bytes, CUstream_st*) override {
+    ++counters_->copies;
+    std::memcpy(host, device, bytes);
+  }
+
+  void launch_attention_fwd(const sm90::FwdLaunch& launch, CUstream_st*) override {
+    ++counters_->launches;
+    emu::LaunchConfig config;
+    config.seed = schedule_.seed;
+    config.shuffle = schedule_.shuffle;
+    try {
+      // The emulator's accumulator model is process-wide: launches are serialized around it.
+      static std::mutex model_lock;
+      std::lock_guard<std::mutex> hold(model_lock);
+      emu::set_wgmma_precision_model(launch.mma_model);
+      sm90::launch_attention_fwd_emulated(launch, config);
+    } catch (const emu::KernelError& e) {
+      throw Error(FP8ATTN_STATUS_DEVICE_ERROR, std::string("emulated attention kernel failed: ") + e.what());
+    } catch (const std::invalid_argument& e) {
+      throw Error(FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND, std::string("attention launch refused: ") + e.what());
+    }
+  }
+
+ private:
+  EmulatorSchedule schedule_;
+  std::shared_ptr<DeviceRuntimeCounters> counters_;
+};
+
+}  // namespace
+
+EmulatorSchedule emulator_schedule_from_environment() {
+  EmulatorSchedule s;
+  if (const char* v = std::getenv("FP8ATTN_EMULATOR_SCHEDULE"); v != nullptr && *v != '\0') {
+    const std::string text(v);
+    if (text.rfind("shuffle:", 0) == 0) {
+      char* end = nullptr;
+      s.seed = std::strtoull(text.c_str() + 8, &end, 10);
+      require(end != text.c_str() + 8 && *end == '\0', FP8ATTN_STATUS_BAD_OPTION,
+              "FP8ATTN_EMULATOR_SCHEDULE: expected shuffle:SEED, got '" + text + "'");
+      s.shuffle = true;
+    } else {
+      require(text == "round-robin", FP8ATTN_STATUS_BAD_OPTION,
+              "FP8ATTN_EMULATOR_SCHEDULE: expected round-robin or shuffle:SEED, got '" + text + "'");
+    }
+  }
+  if (const char* v = std::getenv("FP8ATTN_EMULATOR_SMS"); v != nullptr && *v != '\0') {
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    require(*end == '\0' && n >= 1 && n <= 1024, FP8ATTN_STATUS_BAD_OPTION,
+            std::string("FP8ATTN_EMULATOR_SMS: expected 1..1024, got '") + v + "'");
+    s.sm_count = static_cast<int>(n);
+  }
+  return s;
+}
+
+std::unique_ptr<DeviceRuntime> make_emulated_runtime(const EmulatorSchedule& schedule,
+                                                     std::shared_ptr<DeviceRuntimeCounters> counters) {
+  return std::make_unique<EmulatedRuntime>(schedule, std::move(counters));
+}
+
+}  // namespace fp8attn

@@ -1,0 +1,130 @@
+#include "lib/backend/gpu/attention_fwd_plan.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "kernels/sm90/kv_schedule.hpp"
+#include "lib/core/error.hpp"
+
+namespace fp8attn::gpu {
+namespace {
+
+constexpr size_t kTelemetryBytes = 256;  // FwdTelemetryCounters, padded to a cache line pair
+
+sm90::DescaleView view(const Descale& d) { return {d.data, d.batch_stride, d.head_stride, 0}; }
+sm90::DescaleView view(const BlockDescale& d) { return {d.data, d.batch_stride, d.head_stride, d.block_stride}; }
+
+/// A [batch, seq, head, dim] FP8 tensor as a 4D TMA map {dim, head, seq, batch} with a box of
+/// `box_dim` x 1 head x `box_rows` rows. Packed tensors have one "batch". NOTE: the map's
+/// strides must nest (each dimension's stride covers the ones below it: cuTensorMapEncodeTiled),
+/// which the usual [b, s, h, d] layouts with heads interleaved in a row do.
+arch::TensorMapSpec tensor_map(const char* name, const SeqTensor& t, int64_t rows, int64_t heads, int64_t batch,
+                               int head_dim, uint32_t box_dim, uint32_t box_rows, arch::Swizzle swizzle) {
+  require(t.dim_stride == 1, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
+          std::string(name) + ": the Hopper kernel loads rows with TMA and needs a dim stride of 1, got " +
+              std::to_string(t.dim_stride));
+  const int64_t strides[3] = {t.head_stride, t.seq_stride, t.batch_stride};
+  require(reinterpret_cast<uintptr_t>(t.data) % 16 == 0, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
+          std::string(name) + ": TMA needs a 16-byte aligned base address");
+  arch::TensorMapSpec s;
+  s.data_type = arch::TmaDataType::UInt8;
+  s.rank = 4;
+  s.global_address = t.data;
+  s.global_dims[0] = static_cast<uint64_t>(head_dim);
+  s.global_dims[1] = static_cast<uint64_t>(heads);
+  s.global_dims[2] = static_cast<uint64_t>(std::max<int64_t>(rows, 1));
+  s.global_dims[3] = static_cast<uint64_t>(batch);
+  for (int i = 0; i < 3; ++i) {
+    // NOTE: TMA strides must be multiples of 16 bytes (cuTensorMapEncodeTiled); a broadcast
+    // (stride 0) or odd stride cannot be loaded and is refused rather than copied.
+    const int64_t bytes = strides[i] == 0 && s.global_dims[i + 1] == 1 ? 16 : strides[i];
+    require(bytes > 0 && bytes % 16 == 0, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
+            std::string(name) + ": TMA needs strides that are positive multiples of 16 bytes; stride " +
+                std::to_string(i + 1) + " is " + std::to_string(strides[i]));
+    s.global_strides_bytes[i] = static_cast<uint64_t>(bytes);
+  }
+  s.box_dims[0] = box_dim;
+  s.box_dims[1] = 1;
+  s.box_dims[2] = box_rows;
+  s.swizzle = swizzle;
+  const std::string why = arch::validate_tensor_map_spec(s);
+  require(why.empty(), FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND, std::string(name) + ": " + why);
+  return s;
+}
+
+}  // namespace
+
+size_t attention_fwd_workspace_bytes(const AttentionConfig& config) { return config.telemetry ? kTelemetryBytes : 0; }
+
+void check_attention_fwd_supported(const AttentionConfig& c) {
+  require(c.fp8(), FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
+          "the Hopper attention kernel takes E4M3 inputs; BF16 attention runs on the CPU backend");
+  require(c.head_dim == c.head_dim_v, FP8ATTN_STATUS_UNSUPPORTED_HEAD_DIM, "head_dim_v must equal head_dim");
+}
+
+sm90::FwdLaunch plan_attention_fwd(const AttentionConfig& c, const AttentionProblem& p, void* workspace,
+                                   int sm_count) {
+  check_attention_fwd_supported(c);
+  sm90::FwdLaunch l;
+  l.key = {c.head_dim, c.pv_promote_interval > 0 || p.v_block_descale.present(), c.telemetry};
+  const sm90::FwdKernelShape shape = sm90::fwd_kernel_shape(l.key);
+  require(shape.threads > 0, FP8ATTN_STATUS_UNSUPPORTED_HEAD_DIM,
+          "no Hopper kernel for head_dim " + std::to_string(c.head_dim));
+  const int64_t batch = p.varlen ? 1 : p.batch;
+  const int64_t rows_q = p.varlen ? p.total_q : p.padded_seqlen_q;
+  const int64_t rows_k = p.varlen ? p.total_k : p.padded_seqlen_k;
+  const uint32_t chunk = c.head_dim == 64 ? 64 : 128;
+  const arch::Swizzle swizzle = c.head_dim == 64 ? arch::Swizzle::B64 : arch::Swizzle::B128;
+  l.q = tensor_map("q", p.q, rows_q, c.num_heads_q, batch, c.head_dim, chunk, c.tile.block_m, swizzle);
+  l.k = tensor_map("k", p.k, rows_k, c.num_heads_kv, batch, c.head_dim, chunk, c.tile.block_n, swizzle);
+  l.v = tensor_map("v", p.v, rows_k, c.num_heads_kv, batch, c.head_dim, c.head_dim, c.tile.block_n,
+                   arch::Swizzle::None);
+
+  sm90::FwdArguments& a = l.args;
+  a.out = p.out.data;
+  a.out_type = p.out.dtype == FP8ATTN_DTYPE_F32 ? sm90::FwdOutput::F32 : sm90::FwdOutput::BF16;
+  a.out_batch_stride = p.out.batch_stride;
+  a.out_seq_stride = p.out.seq_stride;
+  a.out_head_stride = p.out.head_stride;
+  a.out_dim_stride = p.out.dim_stride;
+  a.lse = static_cast<float*>(p.lse.data);
+  a.lse_batch_stride = p.lse.batch_stride;
+  a.lse_seq_stride = p.lse.seq_stride;
+  a.lse_head_stride = p.lse.head_stride;
+  a.cu_seqlens_q = p.varlen ? p.cu_seqlens_q : nullptr;
+  a.cu_seqlens_k = p.varlen ? p.cu_seqlens_k : nullptr;
+  a.seqlen_q = p.padded_seqlen_q;
+  a.seqlen_k = p.padded_seqlen_k;
+  a.batch = static_cast<int32_t>(p.batch);
+  a.heads_q = c.num_heads_q;
+  a.heads_kv = c.num_heads_kv;
+  a.m_blocks = static_cast<int32_t>((p.max_seqlen_q + c.tile.block_m - 1) / c.tile.block_m);
+  a.num_tiles = static_cast<int64_t>(a.m_blocks) * a.heads_q * a.batch;
+  a.q_descale = view(p.q_descale);
+  a.k_descale = view(p.k_descale);
+  a.v_descale = view(p.v_descale);
+  a.q_block_descale = view(p.q_block_descale);
+  a.k_block_descale = view(p.k_block_descale);
+  a.v_block_descale = view(p.v_block_descale);
+  a.softmax_scale = c.softmax_scale;
+  a.p_scale_log2 = static_cast<float>(c.p_scale_log2);
+  a.causal = c.causal;
+  a.window_left = c.window_left;
+  a.window_right = c.window_right;
+  a.sink_tokens = c.sink_tokens;
+  a.reverse_kv = c.kv_order == FP8ATTN_KV_ORDER_REVERSE;
+  a.promote_interval = c.pv_promote_interval;
+  a.stabilized = c.softmax_variant == FP8ATTN_SOFTMAX_STABILIZED;
+  a.stabilized_beta = c.stabilized_beta;
+  a.stabilized_tie_tol = c.stabilized_tie_tol;
+  a.stabilized_shift_cap_log2 = c.stabilized_shift_cap_log2;
+  a.telemetry = c.telemetry ? static_cast<sm90::FwdTelemetryCounters*>(workspace) : nullptr;
+
+  l.threads = shape.threads;
+  l.smem_bytes = shape.smem_bytes;
+  l.grid = static_cast<unsigned>(std::clamp<int64_t>(a.num_tiles, 1, std::max(sm_count, 1)));
+  l.mma_model = c.mma_model;
+  return l;
+}
+
+}  // namespace fp8attn::gpu

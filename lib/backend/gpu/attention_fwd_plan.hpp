@@ -1,0 +1,27 @@
+// The host plan of the Hopper attention forward, written once for every device runtime (the
+// CUDA runtime and the emulator): which kernel runs, the TMA tensor-map parameters of Q, K and
+// V, the launch geometry, the workspace carving and the kernel's arguments. Host arguments become
+// device parameters here, in one validating function (STYLE §7).
+#pragma once
+
+#include <cstddef>
+
+#include "kernels/sm90/attention/fwd_launch.hpp"
+#include "lib/attention/attention_config.hpp"
+#include "lib/attention/attention_problem.hpp"
+
+namespace fp8attn::gpu {
+
+/// Workspace bytes of one forward call: the telemetry counters, when the plan asks for them.
+size_t attention_fwd_workspace_bytes(const AttentionConfig& config);
+
+/// Throws Error(UNSUPPORTED_ON_BACKEND or UNSUPPORTED_DTYPE) when the kernel cannot run `config`.
+void check_attention_fwd_supported(const AttentionConfig& config);
+
+/// The launch of one forward call. `workspace` holds attention_fwd_workspace_bytes(); `sm_count`
+/// bounds the persistent grid. Throws Error with a specific status when a tensor breaks a TMA
+/// rule (16-byte aligned base and strides, unit dim stride).
+sm90::FwdLaunch plan_attention_fwd(const AttentionConfig& config, const AttentionProblem& problem, void* workspace,
+                                   int sm_count);
+
+}  // namespace fp8attn::gpu

@@ -1,0 +1,14 @@
+// The Hopper backend: the attention forward (and later every operation) planned by the host code
+// of lib/backend/gpu and run through a DeviceRuntime, the CUDA one or the emulator's.
+#pragma once
+
+#include <memory>
+
+#include "lib/backend/backend.hpp"
+#include "lib/backend/device_runtime.hpp"
+
+namespace fp8attn {
+
+std::unique_ptr<Backend> make_gpu_backend(std::unique_ptr<DeviceRuntime> runtime);
+
+}  // namespace fp8attn
