@@ -52,7 +52,7 @@ struct KvSchedule {
   FP8ATTN_HOST_DEVICE constexpr KeyBlock at(int64_t step) const {
     const int64_t rest = rest_end > rest_first ? rest_end - rest_first : 0;
     // Reverse: rest blocks last-to-first, then the sink block. Forward: sink block, then rest.
-    int64_t rest_step;
+    int64_t rest_step = 0;  // initialized: the device build (C++17) wants it in a constexpr function
     if (reverse) {
       if (step == rest) return {0, sink_end, 0};
       rest_step = rest_end - 1 - step;

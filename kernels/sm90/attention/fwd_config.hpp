@@ -12,10 +12,17 @@
 
 namespace fp8attn::sm90 {
 
-template <int kHeadDimT, bool kPromoteT, bool kTelemetryT>
+/// Two-level accumulation of P·V (DESIGN §3), as compiled into a kernel.
+/// NOTE: EveryN keeps a second FP32 tile of O alive across blocks; with S, O and that tile the
+/// consumers of head_dim 128 and 256 need more than their 232 registers, so only head_dim 64 has
+/// it (fwd_instances.hpp). EveryBlock needs the fresh tile only during P·V, in 64-column parts,
+/// and fits every head dim.
+enum class PvPromotion : int { Off = 0, EveryBlock = 1, EveryN = 2 };
+
+template <int kHeadDimT, PvPromotion kPromotionT, bool kTelemetryT>
 struct FwdConfig {
   static constexpr int kHeadDim = kHeadDimT;
-  static constexpr bool kPromote = kPromoteT;      ///< two-level PV accumulation compiled in
+  static constexpr PvPromotion kPromotion = kPromotionT;
   static constexpr bool kTelemetry = kTelemetryT;  ///< off costs nothing: the code is not compiled
   static constexpr AttentionTile kTile = attention_tile(kHeadDim, true);
   static constexpr int kBlockM = kTile.block_m;
@@ -39,11 +46,18 @@ struct FwdConfig {
   static constexpr uint32_t kVtLeadingBytes = 128;
   static constexpr uint32_t kVtStrideBytes = 8u * kBlockN;
 
-  // NOTE: register budgets as in FlashAttention-3's sm90 kernels: the producer keeps 32, the
-  // consumers take the rest of the 64K-register file: 2 consumers at 240, 3 at 160.
-  static constexpr uint32_t kProducerRegisters = 32;
-  static constexpr uint32_t kConsumerRegisters = kConsumers == 2 ? 240 : 160;
+  /// Columns of O per P·V wgmma when the fresh tile lives only during P·V (EveryBlock).
+  /// NOTE: 64 columns (32 registers): with 128, head_dim 128 spilled next to O and P.
+  static constexpr int kPvSplitN = 64;
+
+  // NOTE: register budgets in the manner of FlashAttention-3's sm90 kernels, with a producer that
+  // also computes the tile schedule and transposes V: at 32 or 40 registers it spilled, at 48 it
+  // does not (ptxas -warn-spills); the two consumers take the rest of the 64K-register file.
+  static_assert(kConsumers == 2, "the register budget below is for two consumer warpgroups");
+  static constexpr uint32_t kProducerRegisters = 48;
+  static constexpr uint32_t kConsumerRegisters = 232;
   static_assert(128 * kProducerRegisters + 128 * kConsumers * kConsumerRegisters <= 65536, "register file");
+  static_assert(kConsumerRegisters <= 240, "the issue's budget: at most 240 registers per consumer thread");
 
   static constexpr uint32_t kQChunkBytes = kBlockM * kChunkBytes;
   static constexpr uint32_t kKChunkBytes = kBlockN * kChunkBytes;

@@ -11,30 +11,40 @@ namespace fp8attn::sm90 {
 
 /// Which kernel a plan runs.
 struct FwdKernelKey {
-  int head_dim;    ///< 64, 128 or 256
-  bool promote;    ///< two-level PV accumulation (pv_promote_interval > 0 or per-block V descales)
-  bool telemetry;  ///< the P̃ counters and the max |logit|
-  constexpr bool operator==(const FwdKernelKey&) const = default;
+  int head_dim;             ///< 64, 128 or 256
+  PvPromotion promotion;    ///< Off, EveryBlock (interval 1 or per-block V descales), EveryN
+  bool telemetry;           ///< the P̃ counters and the max |logit|
 };
 
+/// True when the table below has a kernel for `key`.
+constexpr bool fwd_kernel_exists(const FwdKernelKey& key) {
+  const bool dim = key.head_dim == 64 || key.head_dim == 128 || key.head_dim == 256;
+  return dim && (key.promotion != PvPromotion::EveryN || key.head_dim == 64);
+}
+
 /// Calls f(Cfg{}) with the configuration of `key`; returns false when no kernel has that key.
-/// NOTE: a table of 3 head dims × promotion × telemetry = 12 kernels, each compiled once per build;
-/// output dtype, masks, varlen and descales are runtime parameters of the same kernel.
+/// NOTE: 3 head dims × {Off, EveryBlock} × telemetry, plus EveryN at head_dim 64: 14 kernels, each
+/// compiled once per build; output dtype, masks, varlen and descales are runtime parameters.
 template <class F>
 bool with_fwd_config(const FwdKernelKey& key, F&& f) {
+  if (!fwd_kernel_exists(key)) return false;
   auto by_flags = [&](auto head_dim) {
     constexpr int kHd = decltype(head_dim)::value;
-    if (key.promote && key.telemetry) f(FwdConfig<kHd, true, true>{});
-    else if (key.promote) f(FwdConfig<kHd, true, false>{});
-    else if (key.telemetry) f(FwdConfig<kHd, false, true>{});
-    else f(FwdConfig<kHd, false, false>{});
+    auto with_promotion = [&](auto promotion) {
+      constexpr PvPromotion kP = decltype(promotion)::value;
+      if (key.telemetry) f(FwdConfig<kHd, kP, true>{});
+      else f(FwdConfig<kHd, kP, false>{});
+    };
+    using P = PvPromotion;
+    if (key.promotion == P::Off) with_promotion(std::integral_constant<P, P::Off>{});
+    else if (key.promotion == P::EveryBlock) with_promotion(std::integral_constant<P, P::EveryBlock>{});
+    else if constexpr (kHd == 64) with_promotion(std::integral_constant<P, P::EveryN>{});
     return true;
   };
   switch (key.head_dim) {
     case 64: return by_flags(std::integral_constant<int, 64>{});
     case 128: return by_flags(std::integral_constant<int, 128>{});
-    case 256: return by_flags(std::integral_constant<int, 256>{});
-    default: return false;
+    default: return by_flags(std::integral_constant<int, 256>{});
   }
 }
 

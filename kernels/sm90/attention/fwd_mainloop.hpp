@@ -36,15 +36,17 @@ FP8ATTN_ARCH_FN void mm_qk(arch::WgmmaAccF32<Cfg::kBlockN>& s, const uint8_t (&q
   }
 }
 
-/// acc += P·V over the block's keys: BlockN/32 wgmmas with P from registers and Vᵀ K-major.
-template <class Cfg>
-FP8ATTN_ARCH_FN void mma_pv(arch::WgmmaAccF32<Cfg::kHeadDim>& acc, const arch::WgmmaAFragment (&p)[Cfg::kBlockN / 32],
-                            const uint8_t* vt) {
-  const uint64_t desc = arch::make_wgmma_descriptor(arch::smem_address(vt), Cfg::kVtLeadingBytes, Cfg::kVtStrideBytes,
-                                                    arch::Swizzle::None);
+/// acc (+)= P·V[:, n0 : n0 + N] over the block's keys: BlockN/32 wgmmas with P from registers
+/// and Vᵀ K-major; the first overwrites acc unless `accumulate`.
+template <class Cfg, int N>
+FP8ATTN_ARCH_FN void mma_pv(arch::WgmmaAccF32<N>& acc, const arch::WgmmaAFragment (&p)[Cfg::kBlockN / 32],
+                            const uint8_t* vt, int n0, bool accumulate) {
+  const uint64_t desc = arch::make_wgmma_descriptor(arch::smem_address(vt + (n0 / 8) * Cfg::kVtStrideBytes),
+                                                    Cfg::kVtLeadingBytes, Cfg::kVtStrideBytes, arch::Swizzle::None);
   FP8ATTN_UNROLL
   for (int kb = 0; kb < Cfg::kBlockN / 32; ++kb)
-    arch::wgmma_fp8<Cfg::kHeadDim>(acc, p[kb], arch::wgmma_descriptor_advance(desc, kb * 2 * Cfg::kVtLeadingBytes), true);
+    arch::wgmma_fp8<N>(acc, p[kb], arch::wgmma_descriptor_advance(desc, kb * 2 * Cfg::kVtLeadingBytes),
+                       accumulate || kb > 0);
 }
 
 template <int N>
@@ -53,13 +55,31 @@ FP8ATTN_ARCH_FN void fill(arch::WgmmaAccF32<N>& acc, float value) {
   for (int i = 0; i < N / 2; ++i) acc[i] = value;
 }
 
+/// The promotion of two-level accumulation: O[first + i] += part[i] (or part·vb with per-block V
+/// descales, fused as the engine does). `first` is the part's first register in O's fragment.
+/// NOTE: two-level accumulation (DESIGN §3): the FP32 sum on the CUDA cores bounds how many
+/// truncated tensor-core additions an output sees; a per-block V descale promotes each block.
+template <int N, int M>
+FP8ATTN_ARCH_FN void promote_into(arch::WgmmaAccF32<N>& o, const arch::WgmmaAccF32<M>& part, int first, bool scaled,
+                                  float vb) {
+  // NOTE: the branch stays outside the loop, so ptxas does not keep both results of all registers.
+  if (scaled) {
+    FP8ATTN_UNROLL
+    for (int i = 0; i < M / 2; ++i) o[first + i] = fmaf(part[i], vb, o[first + i]);
+  } else {
+    FP8ATTN_UNROLL
+    for (int i = 0; i < M / 2; ++i) o[first + i] = o[first + i] + part[i];
+  }
+}
+
 /// A consumer warpgroup's loop over the CTA's tiles.
 template <class Cfg>
 FP8ATTN_ARCH_FN void run_consumer(const AttentionFwdParams& p, FwdSharedStorage<Cfg>& smem, FwdTelemetrySlots& slots) {
   const unsigned consumer = arch::warpgroup_idx() - 1;
   const bool wg_leader = arch::thread_idx_in_warpgroup() == 0;
   const unsigned t = arch::thread_idx_in_warpgroup();
-  const int64_t my_row = 64 * consumer + 16 * (t / 32) + (t % 32) / 4;  // this thread's h = 0 row in the tile
+  // This thread's h = 0 row in the tile (wgmma_d_coord).
+  const int32_t my_row = static_cast<int32_t>(64 * consumer + 16 * (t / 32) + (t % 32) / 4);
   const unsigned my_turn = barrier_id(FwdBarrier::kConsumerTurn0, consumer);
   const unsigned next_turn = barrier_id(FwdBarrier::kConsumerTurn0, (consumer + 1) % Cfg::kConsumers);
   // The last consumer opens the first turn; consumer 0 takes the matching extra turn at the end.
@@ -76,13 +96,8 @@ FP8ATTN_ARCH_FN void run_consumer(const AttentionFwdParams& p, FwdSharedStorage<
     const float v_descale = p.v_descale.at(tile.batch, tile.head_kv);
     FwdBlockSoftmax sb{};
     sb.scale_log2 = logit_scale_log2(p.softmax_scale, q_descale, k_descale);
-    sb.p_scale_log2 = p.p_scale_log2;
     const float natural_scale = p.softmax_scale * q_descale * k_descale;
     sb.tie_tol_raw = p.stabilized_tie_tol / natural_scale;
-    sb.stabilized = p.stabilized;
-    sb.beta = p.stabilized_beta;
-    sb.shift_cap_log2 = p.stabilized_shift_cap_log2;
-    sb.mask = tile.mask;
     sb.row_lo = tile.row0 + my_row;
     sb.valid[0] = my_row < tile.rows;
     sb.valid[1] = my_row + 8 < tile.rows;
@@ -90,24 +105,28 @@ FP8ATTN_ARCH_FN void run_consumer(const AttentionFwdParams& p, FwdSharedStorage<
     sb.apply_block_factor = p.q_block_descale.data != nullptr || p.k_block_descale.data != nullptr;
     const bool v_blocks = p.v_block_descale.data != nullptr;
 
+    constexpr bool kEveryN = Cfg::kPromotion == PvPromotion::EveryN;
     arch::WgmmaAccF32<Cfg::kHeadDim> o;
     fill(o, 0.0f);
-    [[maybe_unused]] arch::WgmmaAccF32<Cfg::kPromote ? Cfg::kHeadDim : 16> fresh;
-    if constexpr (Cfg::kPromote) fill(fresh, 0.0f);
+    [[maybe_unused]] arch::WgmmaAccF32<kEveryN ? Cfg::kHeadDim : 16> fresh;  // EveryN: lives across blocks
+    if constexpr (kEveryN) fill(fresh, 0.0f);
     FwdRowState rows{{kNegInf, kNegInf}, {0.0f, 0.0f}};
     arch::mbarrier_wait_parity(&smem.q_full, q_phase);
     q_phase ^= 1u;
 
-    const int64_t blocks = tile.kv.count();
-    for (int64_t step = 0; step < blocks; ++step, kv.advance()) {
+    const int32_t blocks = static_cast<int32_t>(tile.kv.count());
+    for (int32_t step = 0; step < blocks; ++step, kv.advance()) {
       const KeyBlock block = tile.kv.at(step);
-      sb.key0 = block.key_begin;
-      sb.keys = static_cast<int>(block.key_end - block.key_begin);
+      sb.key0 = static_cast<int32_t>(block.key_begin);
+      sb.keys = static_cast<int32_t>(block.key_end - block.key_begin);
       sb.full = block_fully_visible(tile.mask, tile.row0, tile.row0 + tile.rows, block.key_begin, block.key_end);
       sb.block_factor = q_block * p.k_block_descale.at(tile.batch, tile.head_kv, block.index);
 
       // S = Q·Kᵀ, on the tensor cores in this consumer's turn (pingpong).
       arch::WgmmaAccF32<Cfg::kBlockN> s;
+      // NOTE: scale-d is 0 on the first wgmma, but its asm reads the registers: without this fill
+      // ptxas treats last block's P̃ as live into this one and spills O (ptxas -warn-spills).
+      fill(s, 0.0f);
       arch::named_barrier_sync(my_turn, 256);
       arch::mbarrier_wait_parity(&smem.k_full[kv.stage], kv.phase);
       arch::wgmma_fence();
@@ -118,43 +137,55 @@ FP8ATTN_ARCH_FN void run_consumer(const AttentionFwdParams& p, FwdSharedStorage<
       arch::wgmma_fence_operand(s);
 
       float rescale[2];
-      uint16_t pairs[Cfg::kBlockN / 4];
-      softmax_block<Cfg::kBlockN, Cfg::kTelemetry>(s, sb, rows, rescale, pairs, tel);
+      uint32_t words[Cfg::kBlockN / 8];
+      softmax_block<Cfg::kBlockN, Cfg::kTelemetry>(s, sb, tile.mask, p, rows, rescale, words, tel);
       arch::WgmmaAFragment pf[Cfg::kBlockN / 32];
       FP8ATTN_UNROLL
-      for (int kb = 0; kb < Cfg::kBlockN / 32; ++kb) pf[kb] = p_fragment<Cfg::kBlockN>(pairs, kb);
+      for (int kb = 0; kb < Cfg::kBlockN / 32; ++kb) pf[kb] = p_fragment<Cfg::kBlockN>(words, kb);
       FP8ATTN_UNROLL
       for (int i = 0; i < Cfg::kHeadDim / 2; ++i) {
         o[i] *= rescale[(i >> 1) & 1];
-        if constexpr (Cfg::kPromote) fresh[i] *= rescale[(i >> 1) & 1];
+        if constexpr (kEveryN) fresh[i] *= rescale[(i >> 1) & 1];
       }
-
-      // O += P·V (into the fresh tile when promotion is compiled in).
-      arch::mbarrier_wait_parity(&smem.vt_full[kv.stage], kv.phase);
-      arch::wgmma_fence();
-      if constexpr (Cfg::kPromote)
-        mma_pv<Cfg>(fresh, pf, smem.vt[kv.stage]);
-      else
-        mma_pv<Cfg>(o, pf, smem.vt[kv.stage]);
-      arch::wgmma_commit_group();
-      arch::wgmma_wait_group<0>();
-      if constexpr (Cfg::kPromote) arch::wgmma_fence_operand(fresh);
+      // NOTE: pins O's rescale here: without it ptxas moved it into the softmax, where S is live,
+      // and spilled (the operand fence emits no instruction).
       arch::wgmma_fence_operand(o);
-      if (wg_leader) arch::mbarrier_arrive(&smem.kv_empty[kv.stage]);  // this stage's K, V, Vᵀ are read
 
-      if constexpr (Cfg::kPromote) {
-        // NOTE: two-level accumulation (DESIGN §3): the FP32 sum on the CUDA cores bounds how many
-        // truncated tensor-core additions an output sees; a per-block V descale promotes each block.
-        const int64_t interval = v_blocks ? 1 : p.promote_interval;
-        if ((step + 1) % interval == 0 || step + 1 == blocks) {
-          const float vb = p.v_block_descale.at(tile.batch, tile.head_kv, block.index);
-          FP8ATTN_UNROLL
-          for (int i = 0; i < Cfg::kHeadDim / 2; ++i) {
-            o[i] = v_blocks ? fmaf(fresh[i], vb, o[i]) : o[i] + fresh[i];
-            fresh[i] = 0.0f;
+      // O += P·V: into O, into the fresh tile (EveryN), or per column half into a tile that the
+      // promotion adds into O at once (EveryBlock; the engine's fresh tile is 0 there).
+      arch::mbarrier_wait_parity(&smem.vt_full[kv.stage], kv.phase);
+      const float vb = p.v_block_descale.at(tile.batch, tile.head_kv, block.index);
+      if constexpr (Cfg::kPromotion == PvPromotion::EveryBlock) {
+        FP8ATTN_UNROLL
+        for (int n0 = 0; n0 < Cfg::kHeadDim; n0 += Cfg::kPvSplitN) {
+          arch::WgmmaAccF32<Cfg::kPvSplitN> part;
+          fill(part, 0.0f);  // NOTE: starts the registers' live range here for ptxas (scale-d is 0)
+          arch::wgmma_fence();
+          mma_pv<Cfg>(part, pf, smem.vt[kv.stage], n0, false);
+          arch::wgmma_commit_group();
+          arch::wgmma_wait_group<0>();
+          arch::wgmma_fence_operand(part);
+          promote_into(o, part, n0 / 2, v_blocks, vb);
+          arch::wgmma_fence_operand(o);
+        }
+      } else {
+        arch::wgmma_fence();
+        if constexpr (kEveryN)
+          mma_pv<Cfg>(fresh, pf, smem.vt[kv.stage], 0, true);
+        else
+          mma_pv<Cfg>(o, pf, smem.vt[kv.stage], 0, true);
+        arch::wgmma_commit_group();
+        arch::wgmma_wait_group<0>();
+        arch::wgmma_fence_operand(o);
+        if constexpr (kEveryN) {
+          arch::wgmma_fence_operand(fresh);
+          if ((step + 1) % p.promote_interval == 0 || step + 1 == blocks) {
+            promote_into(o, fresh, 0, false, vb);
+            fill(fresh, 0.0f);
           }
         }
       }
+      if (wg_leader) arch::mbarrier_arrive(&smem.kv_empty[kv.stage]);  // this stage's K, V, Vᵀ are read
     }
     if (wg_leader) arch::mbarrier_arrive(&smem.q_empty);
     if constexpr (Cfg::kTelemetry) tel.finish_tile(natural_scale);

@@ -14,6 +14,7 @@
 #include "kernels/arch/cvt.hpp"
 #include "kernels/arch/warp.hpp"
 #include "kernels/arch/wgmma.hpp"
+#include "kernels/sm90/attention/fwd_params.hpp"
 #include "kernels/sm90/mask.hpp"
 #include "kernels/sm90/softmax_math.hpp"
 
@@ -29,32 +30,35 @@ struct FwdRowState {
 struct FwdThreadTelemetry {
   uint64_t p_positive = 0;
   uint64_t p_underflow = 0;
+  uint32_t tile_positive = 0;   ///< this tile's counts; 32 bits suffice for one tile and save registers
+  uint32_t tile_underflow = 0;
   float tile_max_abs_raw = 0.0f;      ///< max |S| of the current tile, raw units
   float max_abs_scaled_logit = 0.0f;  ///< over finished tiles, natural-log units
 
   /// Folds the tile's raw max into natural-log units with the tile's scale, as the engine does
   /// once per tile (fl(max·s) = max fl(x·s) for s > 0).
   FP8ATTN_HOST_DEVICE void finish_tile(float natural_scale) {
+    p_positive += tile_positive;
+    p_underflow += tile_underflow;
+    tile_positive = tile_underflow = 0;
     const float scaled = tile_max_abs_raw * natural_scale;
     if (max_abs_scaled_logit < scaled) max_abs_scaled_logit = scaled;
     tile_max_abs_raw = 0.0f;
   }
 };
 
-/// What the softmax of one block needs to know about the tile and the block.
+/// What the softmax of one block needs to know about the tile and the block (the mask and the
+/// stabilized variant's options come from the tile and the kernel's arguments).
 struct FwdBlockSoftmax {
   float scale_log2;      ///< softmax_scale · log2 e · q_descale · k_descale
-  float p_scale_log2;    ///< log2 S_p
   float block_factor;    ///< per-block descales q_block · k_block, folded into S
+  float tie_tol_raw;     ///< the stabilized variant's tie tolerance τ in raw S units
   bool apply_block_factor;
   bool full;             ///< every key of the block visible to every row of the tile
-  MaskParams mask;
-  int64_t key0;          ///< first key of the block
-  int keys;              ///< keys in the block (≤ BlockN; the rest of S is padding)
-  int64_t row_lo;        ///< sequence row of this thread's h = 0 row
+  int32_t key0;          ///< first key of the block
+  int32_t keys;          ///< keys in the block (≤ BlockN; the rest of S is padding)
+  int32_t row_lo;        ///< sequence row of this thread's h = 0 row
   bool valid[2];         ///< this thread's rows lie inside the sequence (telemetry counts them)
-  bool stabilized;
-  float tie_tol_raw, beta, shift_cap_log2;
 };
 
 namespace softmax_detail {
@@ -75,10 +79,12 @@ FP8ATTN_ARCH_FN int quad_add(int x) {
 
 /// Runs the softmax of one block on `s` (raw Q·Kᵀ in, FP32 P̃ out), updates `rows`, returns the
 /// rescale factor of each row in `rescale`, writes the E4M3 pairs of P̃ (cols 2q, 2q+1 of each
-/// 8-column group, lowest column in the low byte) into `pairs`, and counts telemetry.
+/// 8-column group c, lowest column in the low byte) into `words`, two groups per word (word
+/// 2·(c/2) + h, group c in the half c%2), and counts telemetry.
 template <int kBlockN, bool kTelemetry>
-FP8ATTN_ARCH_FN void softmax_block(arch::WgmmaAccF32<kBlockN>& s, const FwdBlockSoftmax& b, FwdRowState& rows,
-                                   float (&rescale)[2], uint16_t (&pairs)[kBlockN / 4], FwdThreadTelemetry& tel) {
+FP8ATTN_ARCH_FN void softmax_block(arch::WgmmaAccF32<kBlockN>& s, const FwdBlockSoftmax& b, const MaskParams& mask,
+                                   const FwdArguments& p, FwdRowState& rows,
+                                   float (&rescale)[2], uint32_t (&words)[kBlockN / 8], FwdThreadTelemetry& tel) {
   constexpr int kRegs = kBlockN / 2;
   const int q = static_cast<int>(arch::thread_idx_in_warpgroup() % 4);
   float block_max[2] = {kNegInf, kNegInf};
@@ -92,7 +98,7 @@ FP8ATTN_ARCH_FN void softmax_block(arch::WgmmaAccF32<kBlockN>& s, const FwdBlock
     // adds exact zeros to the row sums and to P·V, which the engine never visits.
     bool visible = col < b.keys;
     if (visible && !b.full) {
-      const KeyRange vis = visible_keys(b.mask, b.row_lo + 8 * h);
+      const KeyRange vis = visible_keys(mask, b.row_lo + 8 * h);
       visible = b.key0 + col >= vis.first && b.key0 + col <= vis.last;
     }
     x = visible ? x : kNegInf;
@@ -109,7 +115,7 @@ FP8ATTN_ARCH_FN void softmax_block(arch::WgmmaAccF32<kBlockN>& s, const FwdBlock
     if constexpr (kTelemetry)
       if (b.valid[h] && tel.tile_max_abs_raw < tile_abs[h]) tel.tile_max_abs_raw = tile_abs[h];
   }
-  if (b.stabilized) {
+  if (p.stabilized) {
     int ties[2] = {0, 0};
     FP8ATTN_UNROLL
     for (int i = 0; i < kRegs; ++i) {
@@ -120,7 +126,8 @@ FP8ATTN_ARCH_FN void softmax_block(arch::WgmmaAccF32<kBlockN>& s, const FwdBlock
     for (int h = 0; h < 2; ++h) {
       ties[h] = softmax_detail::quad_add(ties[h]);
       if (block_max[h] != kNegInf)
-        block_max[h] = stabilized_block_max(block_max[h], ties[h], b.beta, b.shift_cap_log2, b.scale_log2);
+        block_max[h] = stabilized_block_max(block_max[h], ties[h], p.stabilized_beta, p.stabilized_shift_cap_log2,
+                                            b.scale_log2);
     }
   }
   float subtrahend[2];
@@ -129,7 +136,7 @@ FP8ATTN_ARCH_FN void softmax_block(arch::WgmmaAccF32<kBlockN>& s, const FwdBlock
     const float old_max = rows.max[h];
     const float new_max = old_max < block_max[h] ? block_max[h] : old_max;
     rescale[h] = rescale_factor(old_max, new_max, b.scale_log2);
-    subtrahend[h] = max_scaled(new_max, b.scale_log2, b.p_scale_log2);
+    subtrahend[h] = max_scaled(new_max, b.scale_log2, p.p_scale_log2);
     rows.max[h] = new_max;
     rows.partial[h] *= rescale[h];
   }
@@ -141,14 +148,16 @@ FP8ATTN_ARCH_FN void softmax_block(arch::WgmmaAccF32<kBlockN>& s, const FwdBlock
     rows.partial[h] += s[i];
   }
   FP8ATTN_UNROLL
-  for (int pr = 0; pr < kRegs / 2; ++pr) {
-    const uint16_t bytes = arch::cvt_e4m3x2(s[2 * pr], s[2 * pr + 1]);
-    pairs[pr] = bytes;
+  for (int w = 0; w < kBlockN / 8; ++w) words[w] = 0;
+  FP8ATTN_UNROLL
+  for (int pr = 0; pr < kRegs / 2; ++pr) {  // pair pr = 2c + h
+    const uint32_t bytes = arch::cvt_e4m3x2(s[2 * pr], s[2 * pr + 1]);
+    words[((pr >> 2) << 1) | (pr & 1)] |= bytes << (((pr >> 1) & 1) * 16);
     if constexpr (kTelemetry) {
       const int h = pr & 1;
       if (b.valid[h]) {
-        tel.p_positive += (s[2 * pr] > 0.0f) + (s[2 * pr + 1] > 0.0f);
-        tel.p_underflow += (s[2 * pr] > 0.0f && (bytes & 0xffu) == 0) + (s[2 * pr + 1] > 0.0f && (bytes >> 8) == 0);
+        tel.tile_positive += (s[2 * pr] > 0.0f) + (s[2 * pr + 1] > 0.0f);
+        tel.tile_underflow += (s[2 * pr] > 0.0f && (bytes & 0xffu) == 0) + (s[2 * pr + 1] > 0.0f && (bytes >> 8) == 0);
       }
     }
   }
@@ -160,7 +169,7 @@ FP8ATTN_ARCH_FN void softmax_block(arch::WgmmaAccF32<kBlockN>& s, const FwdBlock
 /// their 8-column group 2·colhi + q/2; each source offers both groups in one word and the
 /// requester keeps the half it needs, so every lane sends the same register (shfl semantics).
 template <int kBlockN>
-FP8ATTN_ARCH_FN arch::WgmmaAFragment p_fragment(const uint16_t (&pairs)[kBlockN / 4], int kb) {
+FP8ATTN_ARCH_FN arch::WgmmaAFragment p_fragment(const uint32_t (&words)[kBlockN / 8], int kb) {
   const unsigned lane = arch::lane_idx();
   const int q = static_cast<int>(lane % 4);
   const int src0 = static_cast<int>(lane & ~3u) + 2 * (q & 1);
@@ -170,9 +179,8 @@ FP8ATTN_ARCH_FN arch::WgmmaAFragment p_fragment(const uint16_t (&pairs)[kBlockN 
   for (int colhi = 0; colhi < 2; ++colhi)
     FP8ATTN_UNROLL
     for (int h = 0; h < 2; ++h) {
-      // pairs[] index of (8-column group c, row half h) is 2c + h.
-      const int c = 4 * kb + 2 * colhi;
-      const uint32_t word = static_cast<uint32_t>(pairs[2 * c + h]) | (static_cast<uint32_t>(pairs[2 * (c + 1) + h]) << 16);
+      // groups 4kb + 2colhi (low half) and 4kb + 2colhi + 1 (high half) of row half h
+      const uint32_t word = words[2 * (2 * kb + colhi) + h];
       const uint32_t w0 = arch::shfl_sync(0xffffffffu, word, src0);
       const uint32_t w1 = arch::shfl_sync(0xffffffffu, word, src0 + 1);
       a.reg[2 * colhi + h] = arch::byte_perm(w0, w1, select);

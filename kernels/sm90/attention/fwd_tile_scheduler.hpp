@@ -13,10 +13,12 @@
 namespace fp8attn::sm90 {
 
 /// One work tile, resolved: where its sequence lies and which KV blocks it visits.
+/// NOTE: 32-bit rows and offsets: TMA coordinates are 32-bit anyway, and every register counts
+/// in the consumers (ptxas -warn-spills).
 struct FwdTile {
   int32_t batch = 0, head = 0, head_kv = 0;
-  int64_t m_block = 0, row0 = 0, rows = 0;  ///< rows: valid query rows of the tile (≤ BlockM)
-  int64_t q_offset = 0, k_offset = 0;       ///< first row of the sequence in the packed tensors
+  int32_t m_block = 0, row0 = 0, rows = 0;  ///< rows: valid query rows of the tile (≤ BlockM)
+  int32_t q_offset = 0, k_offset = 0;       ///< first row of the sequence in the packed tensors
   MaskParams mask{};
   KvSchedule kv{};
 };
@@ -28,7 +30,7 @@ struct FwdTile {
 FP8ATTN_HOST_DEVICE FwdTile fwd_tile(const AttentionFwdParams& p, int64_t index, int block_m, int block_n) {
   FwdTile t;
   const int64_t per_m_block = static_cast<int64_t>(p.heads_q) * p.batch;
-  t.m_block = p.m_blocks - 1 - index / per_m_block;
+  t.m_block = static_cast<int32_t>(p.m_blocks - 1 - index / per_m_block);
   const int64_t rest = index % per_m_block;
   t.head = static_cast<int32_t>(rest % p.heads_q);
   t.batch = static_cast<int32_t>(rest / p.heads_q);
@@ -42,7 +44,7 @@ FP8ATTN_HOST_DEVICE FwdTile fwd_tile(const AttentionFwdParams& p, int64_t index,
   }
   t.row0 = t.m_block * block_m;
   const int64_t left = seqlen_q - t.row0;
-  t.rows = left <= 0 ? 0 : (left < block_m ? left : block_m);
+  t.rows = static_cast<int32_t>(left <= 0 ? 0 : (left < block_m ? left : block_m));
   t.mask = MaskParams{p.causal, p.window_left, p.window_right, seqlen_q, seqlen_k};
   if (t.rows > 0) t.kv = make_kv_schedule(t.mask, t.row0, t.row0 + t.rows, block_n, p.sink_tokens, p.reverse_kv);
   return t;

@@ -60,16 +60,30 @@ void check_attention_fwd_supported(const AttentionConfig& c) {
   require(c.fp8(), FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
           "the Hopper attention kernel takes E4M3 inputs; BF16 attention runs on the CPU backend");
   require(c.head_dim == c.head_dim_v, FP8ATTN_STATUS_UNSUPPORTED_HEAD_DIM, "head_dim_v must equal head_dim");
+  require(c.pv_promote_interval <= 1 || c.head_dim == 64, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
+          "pv_promote_interval " + std::to_string(c.pv_promote_interval) + " at head_dim " + std::to_string(c.head_dim) +
+              ": the Hopper kernel keeps a second O tile across blocks only at head_dim 64 (registers); use 0 or 1, "
+              "or head_dim 64");
 }
+
+namespace {
+
+sm90::PvPromotion promotion_of(const AttentionConfig& c, const AttentionProblem& p) {
+  // NOTE: a per-block V descale implies promotion after every block, as in the engine.
+  if (p.v_block_descale.present() || c.pv_promote_interval == 1) return sm90::PvPromotion::EveryBlock;
+  return c.pv_promote_interval > 1 ? sm90::PvPromotion::EveryN : sm90::PvPromotion::Off;
+}
+
+}  // namespace
 
 sm90::FwdLaunch plan_attention_fwd(const AttentionConfig& c, const AttentionProblem& p, void* workspace,
                                    int sm_count) {
   check_attention_fwd_supported(c);
   sm90::FwdLaunch l;
-  l.key = {c.head_dim, c.pv_promote_interval > 0 || p.v_block_descale.present(), c.telemetry};
+  l.key = {c.head_dim, promotion_of(c, p), c.telemetry};
   const sm90::FwdKernelShape shape = sm90::fwd_kernel_shape(l.key);
-  require(shape.threads > 0, FP8ATTN_STATUS_UNSUPPORTED_HEAD_DIM,
-          "no Hopper kernel for head_dim " + std::to_string(c.head_dim));
+  require(shape.threads > 0, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
+          "no Hopper kernel for head_dim " + std::to_string(c.head_dim) + " with this promotion");
   const int64_t batch = p.varlen ? 1 : p.batch;
   const int64_t rows_q = p.varlen ? p.total_q : p.padded_seqlen_q;
   const int64_t rows_k = p.varlen ? p.total_k : p.padded_seqlen_k;
