@@ -37,7 +37,10 @@ arch::TensorMapSpec tensor_map(const char* name, const SeqTensor& t, int64_t row
   for (int i = 0; i < 3; ++i) {
     // NOTE: TMA strides must be multiples of 16 bytes (cuTensorMapEncodeTiled); a broadcast
     // (stride 0) or odd stride cannot be loaded and is refused rather than copied.
-    const int64_t bytes = strides[i] == 0 && s.global_dims[i + 1] == 1 ? 16 : strides[i];
+    // A dimension of extent 1 (one head, one packed "batch") is never stepped: its stride is set
+    // to what nests over the dimensions below it.
+    const uint64_t nested = i == 0 ? s.global_dims[0] : s.global_strides_bytes[i - 1] * s.global_dims[i];
+    const int64_t bytes = s.global_dims[i + 1] == 1 ? static_cast<int64_t>((nested + 15) / 16 * 16) : strides[i];
     require(bytes > 0 && bytes % 16 == 0, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
             std::string(name) + ": TMA needs strides that are positive multiples of 16 bytes; stride " +
                 std::to_string(i + 1) + " is " + std::to_string(strides[i]));
