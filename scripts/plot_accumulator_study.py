@@ -17,8 +17,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-INTERVAL_COLORS = {0: "tab:red", 1: "tab:blue", 4: "tab:green", 16: "tab:orange"}
-BITS_STYLES = {22: "-", 14: "--"}
+INTERVAL_COLORS = {0: "tab:red", 1: "tab:blue", 2: "tab:cyan", 4: "tab:green", 8: "tab:olive", 16: "tab:orange",
+                   32: "tab:purple", 64: "tab:brown"}
+BITS_STYLES = {13: "-", 14: "--", 22: ":"}
 
 
 def load(path):

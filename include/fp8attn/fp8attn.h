@@ -336,12 +336,20 @@ typedef struct fp8attn_attention_desc {
                             Per-block K/V descales then follow these blocks: slot 0 is the sink
                             block, slot n + 1 the block from key sink_tokens + n·block_n
                             (fp8attn_quantize with `leading_rows` = sink_tokens makes them). */
-  uint32_t accumulator_model; /**< 1: model the FP8 tensor core's reduced-precision accumulator: each
-                                   MMA instruction's sum (32 products) is truncated toward zero to
-                                   `accumulator_mantissa_bits` before it is added. E4M3 inputs only.
-                                   0 (default): full FP32. */
-  int32_t accumulator_mantissa_bits; /**< Mantissa bits kept by the model, 1..23; default 22
-                                          (reported for Hopper's FP8 wgmma). */
+  uint32_t accumulator_model; /**< 1 (default): model the FP8 tensor core's reduced-precision
+                                   accumulator: each MMA instruction's result (the accumulator plus
+                                   the sum of 32 products) is truncated toward zero to
+                                   `accumulator_mantissa_bits`, in the CPU engine and the emulated
+                                   kernel alike, so the CPU backend predicts the hardware. E4M3
+                                   inputs only; BF16 inputs keep full FP32. 0: full FP32. Callers
+                                   whose struct_size stops before this field get the default (1).
+                                   The model comes from public measurements (SageAttention2's
+                                   experiment on Hopper's FP8 wgmma); it is not verified on
+                                   hardware by this project. */
+  int32_t accumulator_mantissa_bits; /**< Explicit mantissa bits kept by the model, 1..23; default
+                                          13: Hopper's FP8 accumulator is FP22 = 1 sign + 8
+                                          exponent + 13 mantissa bits (SageAttention2; DeepGEMM's
+                                          maintainers). */
 } fp8attn_attention_desc;
 
 /**

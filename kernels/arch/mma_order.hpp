@@ -24,16 +24,26 @@ inline constexpr int kMmaKFp8 = 32;   ///< K of one E4M3/E5M2 wgmma (m64nNk32)
 inline constexpr int kMmaKBf16 = 16;  ///< K of one BF16 wgmma (m64nNk16)
 inline constexpr int kFp32MantissaBits = 23;
 
+/// Explicit mantissa bits of Hopper's FP8 wgmma accumulator as measured in public: FP22, i.e.
+/// 1 sign + 8 exponent + 13 mantissa bits, the low 10 bits of the FP32 value truncated
+/// (SageAttention2's experiment: A = B = 0, scale-d = 1, D = 0x3F8003FF comes back 0x3F800000;
+/// DeepGEMM's maintainers say the same). "22" is the total width, not the mantissa.
+/// NOTE: a model from public measurements; not verified on hardware in this project.
+inline constexpr int kFp8AccumulatorMantissaBits = 13;
+
 /// The accumulator-precision model: the tensor core's accumulator keeps `chunk_mantissa_bits`
 /// explicit mantissa bits, so each instruction's result D = C + chunk is truncated toward zero
-/// to that many bits. 23 (the default) is full FP32, i.e. the model is off. Two-level
-/// accumulation (adding a fresh accumulator into an FP32 sum on the CUDA cores every N blocks)
-/// bounds how many truncated additions an output sees. NOTE: Hopper's FP8 wgmma is reported to
-/// keep about 22 bits (SageAttention2; the hpc-ops FP8 kernel); DeepSeek-V3 reports about 14
-/// effective bits on H800.
+/// to that many bits. 23 (the struct's default) is full FP32, i.e. the model is off; FP8 MMAs
+/// use fp8_accumulator_model() by default (the engine and the emulator alike), BF16 MMAs full
+/// FP32. Two-level accumulation (adding a fresh accumulator into an FP32 sum on the CUDA cores
+/// every N blocks) bounds how many truncated additions an output sees. NOTE: DeepSeek-V3 reports
+/// about 14 effective bits for FP8 GEMMs on H800, consistent with 13 explicit bits.
 struct MmaPrecisionModel {
   int chunk_mantissa_bits = kFp32MantissaBits;
 };
+
+/// The default model of an FP8 (E4M3/E5M2) wgmma's accumulator: 13 explicit mantissa bits.
+FP8ATTN_MMA_HD constexpr MmaPrecisionModel fp8_accumulator_model() { return MmaPrecisionModel{kFp8AccumulatorMantissaBits}; }
 
 /// Truncates x toward zero to `bits` explicit mantissa bits (0 ≤ bits ≤ 23); NaN and ±inf are
 /// returned unchanged. NOTE: the NaN test is on the bits: with `x != x` before the masking,

@@ -8,6 +8,11 @@
 // as it could on the hardware. Besides, the emulator reports (KernelError):
 //   - an accumulator register written between issue and the covering wait (compared bit for bit
 //     against a snapshot taken at issue);
+//   - an RS-form A register rewritten between issue and the covering wait (PTX ISA 9.0
+//     §9.7.15.7.3: undefined behaviour; on the hardware the mma may read the new value). The
+//     thread's four registers are copied at issue and compared with the kernel's fragment when
+//     the wait retires the mma; the mma runs on the issue-time copy. The fragment must therefore
+//     stay alive until that wait, as its registers must on the hardware;
 //   - an mma issued without a wgmma.fence since the warpgroup's last wait_group (stricter than the
 //     ISA, which asks for the fence only after the registers were touched; every kernel of this
 //     project touches them after each wait);
@@ -16,6 +21,9 @@
 //     CTA's shared memory.
 // All four calls are collective over the warpgroup: its 128 threads must each make them.
 // A-from-register fragments are read at issue (each thread's four registers are copied then).
+// Accumulator precision: FP8 (E4M3/E5M2) mmas truncate each instruction's result to
+// LaunchConfig::mma_model when the launch sets it, else to the process-wide FP8 model below
+// (default arch::fp8_accumulator_model(), 13 mantissa bits); BF16 mmas keep full FP32.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +38,8 @@ struct WgmmaIssue {
   int n = 0;
   MmaInputType type = MmaInputType::E4M3;  // A and B share the input type
   bool a_from_registers = false;
-  const uint32_t* a_registers = nullptr;  // 4 registers, RS form only
+  const uint32_t* a_registers = nullptr;  // the kernel's 4 registers, RS form only; read at issue and
+                                          // again at the covering wait (must stay alive until then)
   OperandMajor major_a = OperandMajor::K;
   OperandMajor major_b = OperandMajor::K;
   uint64_t desc_a = 0;
@@ -44,8 +53,10 @@ void wgmma_fence();
 void wgmma_commit_group();
 void wgmma_wait_group(int pending);
 
-/// The accumulator-precision model used by every emulated mma from now on (process-wide;
-/// default: full FP32). The CPU engine must use the same model for bit-equality.
+/// The accumulator-precision model of every emulated FP8 mma from now on, in launches whose
+/// LaunchConfig::mma_model is empty (process-wide; default arch::fp8_accumulator_model()). BF16
+/// mmas always keep full FP32. The CPU engine must use the same model for bit-equality; prefer
+/// the per-launch LaunchConfig::mma_model, which concurrent launches do not share.
 void set_wgmma_precision_model(arch::MmaPrecisionModel model);
 arch::MmaPrecisionModel wgmma_precision_model();
 

@@ -1,5 +1,6 @@
 // The asynchronous side of the emulated wgmma: pending groups per warpgroup, the checks listed
 // in wgmma.hpp, and execution at wait_group.
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <deque>
@@ -15,12 +16,15 @@
 namespace fp8attn::emu {
 namespace {
 
-std::atomic<int> g_chunk_mantissa_bits{arch::kFp32MantissaBits};
+std::atomic<int> g_fp8_mantissa_bits{arch::kFp8AccumulatorMantissaBits};
 
-/// One recorded mma with the accumulator bits each thread held when it was issued.
+/// One recorded mma with the accumulator bits each thread held when it was issued. RS form:
+/// op.a_registers is the issue-time copy the mma runs on; a_sources points at each thread's
+/// fragment in the kernel, compared with that copy at the covering wait.
 struct PendingMma {
   WgmmaOperation op;
   std::vector<float> snapshot;  // 128 x n/2, thread-major
+  std::array<const uint32_t*, arch::kWarpgroupThreads> a_sources{};
 };
 
 struct WarpgroupMmaState {
@@ -99,13 +103,37 @@ void check_snapshot(const PendingMma& p) {
     }
 }
 
+/// RS form: the kernel's A fragment must still hold what it held at issue (PTX ISA 9.0
+/// §9.7.15.7.3: the registers must not be modified until the covering wait completes).
+void check_a_registers(const PendingMma& p) {
+  if (!p.op.a_from_registers) return;
+  for (int t = 0; t < arch::kWarpgroupThreads; ++t)
+    for (int r = 0; r < 4; ++r)
+      if (p.a_sources[t][r] != p.op.a_registers[t][r]) {
+        std::ostringstream s;
+        s << "thread " << t << " of the warpgroup rewrote A register " << r << " (0x" << std::hex
+          << p.op.a_registers[t][r] << " at issue, now 0x" << p.a_sources[t][r] << std::dec
+          << ") of a pending RS-form wgmma.mma_async before the wgmma.wait_group covering it (PTX ISA 9.0 "
+             "§9.7.15.7.3: undefined behaviour; the hardware may read either value)";
+        fail(s.str());
+      }
+}
+
+/// The accumulator model of one mma: FP8 inputs use the launch's model, else the process-wide
+/// one; BF16 inputs keep full FP32 (the measured truncation is the FP8 tensor core's).
+arch::MmaPrecisionModel model_for(const WgmmaOperation& op) {
+  if (op.type_a == MmaInputType::BF16) return arch::MmaPrecisionModel{};
+  const auto& launch_model = current_cta().config().mma_model;
+  return launch_model ? *launch_model : wgmma_precision_model();
+}
+
 /// Runs one group's mmas in issue order, then refreshes the snapshots of later mmas on the same
 /// accumulators (their legitimate old value has just changed).
 void retire_group(WarpgroupMmaState& state, std::vector<std::shared_ptr<PendingMma>>& group) {
-  const auto model = wgmma_precision_model();
   for (auto& pending : group) {
     check_snapshot(*pending);
-    execute_wgmma(pending->op, smem_bytes, model);
+    check_a_registers(*pending);
+    execute_wgmma(pending->op, smem_bytes, model_for(pending->op));
     auto refresh = [&](std::vector<std::shared_ptr<PendingMma>>& later) {
       for (auto& p : later)
         if (p != pending && p->op.accumulators[0] == pending->op.accumulators[0]) p->snapshot = snapshot_accumulators(p->op);
@@ -116,7 +144,7 @@ void retire_group(WarpgroupMmaState& state, std::vector<std::shared_ptr<PendingM
   }
 }
 
-WgmmaOperation gather_operation(std::span<void* const> members) {
+WgmmaOperation gather_operation(std::span<void* const> members, PendingMma& pending) {
   const auto& first = *static_cast<const WgmmaIssue*>(members[0]);
   WgmmaOperation op;
   op.n = first.n;
@@ -136,8 +164,10 @@ WgmmaOperation gather_operation(std::span<void* const> members) {
         (!first.a_from_registers && m.desc_a != first.desc_a) || m.desc_b != first.desc_b)
       fail("thread " + std::to_string(t) + " issued a wgmma.mma_async whose shape, types, descriptors or scale-d "
            "differ from thread 0's (PTX ISA 9.0 §9.7.15.5.2)");
-    if (m.a_from_registers)
+    if (m.a_from_registers) {
       for (int r = 0; r < 4; ++r) op.a_registers[t][r] = m.a_registers[r];
+      pending.a_sources[t] = m.a_registers;
+    }
     op.accumulators[t] = m.accumulators;
   }
   return op;
@@ -145,9 +175,9 @@ WgmmaOperation gather_operation(std::span<void* const> members) {
 
 }  // namespace
 
-void set_wgmma_precision_model(arch::MmaPrecisionModel model) { g_chunk_mantissa_bits = model.chunk_mantissa_bits; }
+void set_wgmma_precision_model(arch::MmaPrecisionModel model) { g_fp8_mantissa_bits = model.chunk_mantissa_bits; }
 
-arch::MmaPrecisionModel wgmma_precision_model() { return arch::MmaPrecisionModel{g_chunk_mantissa_bits.load()}; }
+arch::MmaPrecisionModel wgmma_precision_model() { return arch::MmaPrecisionModel{g_fp8_mantissa_bits.load()}; }
 
 void wgmma_mma_async(const WgmmaIssue& issue) {
   WgmmaIssue mine = issue;
@@ -157,7 +187,7 @@ void wgmma_mma_async(const WgmmaIssue& issue) {
       fail("wgmma.mma_async issued without a wgmma.fence since the warpgroup's last wgmma.wait_group "
            "(PTX ISA 9.0 §9.7.15.7.1)");
     auto pending = std::make_shared<PendingMma>();
-    pending->op = gather_operation(members);
+    pending->op = gather_operation(members, *pending);
     try {
       validate_wgmma_operation(pending->op);
     } catch (const std::invalid_argument& e) {

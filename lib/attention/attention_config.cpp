@@ -28,8 +28,11 @@ void default_attention_desc(fp8attn_attention_desc* d) {
   d->telemetry = 0;
   d->stabilized_shift_cap_log2 = 16.0f;
   d->sink_tokens = 0;
-  d->accumulator_model = 0;
-  d->accumulator_mantissa_bits = 22;  // NOTE: reported for Hopper's FP8 wgmma (SageAttention2).
+  // NOTE: on by default so the CPU backend predicts the hardware: Hopper's FP8 wgmma accumulator
+  // is FP22 (1 + 8 + 13 bits; SageAttention2's measurement, DeepGEMM's maintainers), a model
+  // from public measurements, not verified on hardware here. BF16 inputs keep full FP32.
+  d->accumulator_model = 1;
+  d->accumulator_mantissa_bits = arch::kFp8AccumulatorMantissaBits;
 }
 
 AttentionConfig make_attention_config(const fp8attn_attention_desc& d) {

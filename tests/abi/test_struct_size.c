@@ -35,7 +35,7 @@ static int32_t forward_with(const fp8attn_attention_desc* desc, float* result) {
 
 static void old_desc_layout(void) {
   enum { kMaxOut = 64 * 64 };
-  static float out_old[kMaxOut], out_cap16[kMaxOut], out_cap1[kMaxOut];
+  static float out_old[kMaxOut], out_cap16[kMaxOut], out_cap1[kMaxOut], out_model_off[kMaxOut];
   fp8attn_attention_desc d = g_problem.desc;
   fp8attn_error err = abi_fresh_error();
   fp8attn_plan plan = NULL;
@@ -65,7 +65,7 @@ static void old_desc_layout(void) {
 
   /* ...and behaves exactly like the default cap, 16, which differs from another cap here. */
   d.struct_size = sizeof d;
-  d.sink_tokens = 0, d.accumulator_model = 0, d.accumulator_mantissa_bits = 22;
+  d.sink_tokens = 0, d.accumulator_model = 1, d.accumulator_mantissa_bits = 13; /* the defaults */
   d.stabilized_shift_cap_log2 = 16.0f;
   abi_check(forward_with(&d, out_cap16) == FP8ATTN_OK, "desc with cap 16", "refused");
   d.stabilized_shift_cap_log2 = 1.0f;
@@ -77,6 +77,13 @@ static void old_desc_layout(void) {
   printf("older desc layout: output %s the cap-16 output, %s the cap-1 output\n",
          memcmp(out_old, out_cap16, g_problem.out_bytes) == 0 ? "equals" : "DIFFERS FROM",
          memcmp(out_old, out_cap1, g_problem.out_bytes) == 0 ? "EQUALS" : "differs from");
+
+  /* The older layout also predates the accumulator model, so it gets the model on (13 bits):
+     switching the model off must change the output. */
+  d.stabilized_shift_cap_log2 = 16.0f, d.accumulator_model = 0;
+  abi_check(forward_with(&d, out_model_off) == FP8ATTN_OK, "desc with the accumulator model off", "refused");
+  abi_check(memcmp(out_old, out_model_off, g_problem.out_bytes) != 0, "older desc layout",
+            "output equals the model-off output: the older layout did not get the accumulator model");
 }
 
 static void newer_caller_sizes(void) {
@@ -245,6 +252,9 @@ static void desc_init_sizes(void) {
   abi_check(status == FP8ATTN_OK && s.d.struct_size == sizeof(fp8attn_attention_desc), "desc_init size 0",
             "struct_size became %zu", s.d.struct_size);
   abi_check(s.d.stabilized_shift_cap_log2 == 16.0f, "desc_init size 0", "cap default %g", s.d.stabilized_shift_cap_log2);
+  /* The FP8 accumulator model is on by default with Hopper's 13 mantissa bits (FP22). */
+  abi_check(s.d.accumulator_model == 1 && s.d.accumulator_mantissa_bits == 13, "desc_init size 0",
+            "accumulator model default %u with %d bits", s.d.accumulator_model, s.d.accumulator_mantissa_bits);
   abi_check(abi_is_poison(s.guard, sizeof s.guard, 0xC3), "desc_init size 0", "wrote past the struct");
 
   /* A newer caller's larger size: the library fills its own layout and nothing past it. */

@@ -1,10 +1,11 @@
 // Inputs and the plain CPU reference of the GEMM tests (emulated and on a GPU): random FP8/BF16
 // operands with garbage in the row padding, and a GEMM that adds in the
 // kernels/arch/mma_order.hpp order (per 32 bytes of K a chunk Σ a·b, k ascending from +0, then
-// acc += chunk).
+// acc += chunk, the sum keeping the accumulator's mantissa bits: 13 for FP8, 23 for BF16).
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -58,9 +59,15 @@ inline float element(GemmInput type, const std::vector<uint8_t>& v, size_t index
   return num::bf16_to_float(h);
 }
 
-/// The plain CPU GEMM in the documented order.
+/// Mantissa bits the emulated accumulator keeps by default: the FP22 accumulator of Hopper's FP8
+/// wgmma (13 explicit bits), full FP32 for BF16.
+inline int reference_accumulator_bits(GemmInput type) { return type == GemmInput::BF16 ? 23 : 13; }
+
+/// The plain CPU GEMM in the documented order; each instruction's sum is truncated toward zero to
+/// reference_accumulator_bits (the low bits masked here, independently of mma_order.hpp).
 inline std::vector<float> reference_gemm(GemmInput type, const Operands& o, int m, int n, int k) {
   const int chunk_k = type == GemmInput::BF16 ? 16 : 32;  // 32 bytes of K per wgmma
+  const uint32_t keep = ~((1u << (23 - reference_accumulator_bits(type))) - 1u);
   std::vector<float> c(static_cast<size_t>(m) * n);
   for (int i = 0; i < m; ++i)
     for (int j = 0; j < n; ++j) {
@@ -70,10 +77,61 @@ inline std::vector<float> reference_gemm(GemmInput type, const Operands& o, int 
         for (int kk = k0; kk < std::min(k, k0 + chunk_k); ++kk)
           chunk += element(type, o.a, static_cast<size_t>(i) * o.lda + kk) * element(type, o.b, static_cast<size_t>(j) * o.ldb + kk);
         acc += chunk;
+        uint32_t u;
+        std::memcpy(&u, &acc, 4);
+        u &= keep;
+        std::memcpy(&acc, &u, 4);
       }
       c[static_cast<size_t>(i) * n + j] = acc;
     }
   return c;
+}
+
+/// A bound on |C − Σ_k a·b| (the exact sum) for one output of a GEMM that accumulates like a
+/// wgmma under the accumulator model of kernels/arch/mma_order.hpp, whatever order each
+/// instruction sums its products in. `chunk_magnitudes[c]` = Σ |a·b| over instruction c's
+/// `chunk_k` products (exact in FP32: E4M3 and BF16 products have at most 16 significant bits).
+///  - The chunk: chunk_k products summed in FP32, chunk_k − 1 roundings of at most 2^-24 of a
+///    partial sum each, so at most (chunk_k − 1)·2^-24·magnitude.
+///  - The accumulation: acc + chunk rounded to FP32 (2^-24 relative) and truncated toward zero to
+///    `mantissa_bits` explicit bits (less than 2^-mantissa_bits relative; none at 23 bits), of a
+///    value no larger than the prefix Σ|a·b| so far plus the error already made.
+/// At K = 1024 under the 13-bit FP8 model this is about K/32 · 2^-13 of Σ|a·b| in the worst case:
+/// the truncations all round toward zero, so their errors add up instead of cancelling.
+inline double accumulation_error_bound(const std::vector<double>& chunk_magnitudes, int chunk_k, int mantissa_bits) {
+  const double u = 0x1.0p-24;
+  const double truncation = mantissa_bits >= 23 ? 0.0 : std::ldexp(1.0, -mantissa_bits);
+  double prefix = 0.0, bound = 0.0;
+  for (double m : chunk_magnitudes) {
+    prefix += m;
+    bound += (chunk_k - 1) * u * m + (truncation + u) * (prefix + bound);
+  }
+  return bound;
+}
+
+/// Σ|a·b| of each instruction (chunk) of output (i, j), in the reference's chunking.
+inline std::vector<double> chunk_magnitudes(GemmInput type, const Operands& o, int i, int j, int k) {
+  const int chunk_k = type == GemmInput::BF16 ? 16 : 32;
+  std::vector<double> m;
+  for (int k0 = 0; k0 < k; k0 += chunk_k) {
+    double s = 0.0;
+    for (int kk = k0; kk < std::min(k, k0 + chunk_k); ++kk)
+      s += std::fabs(static_cast<double>(element(type, o.a, static_cast<size_t>(i) * o.lda + kk)) *
+                     element(type, o.b, static_cast<size_t>(j) * o.ldb + kk));
+    m.push_back(s);
+  }
+  return m;
+}
+
+/// Σ_k a·b of output (i, j) in double: exact for E4M3 at these K (products span 2^-18..2^18 and
+/// K ≤ 2^10 adds 10 bits: 46 < 53); for BF16 its rounding, at most K·2^-53 of Σ|a·b|, is far
+/// below accumulation_error_bound.
+inline double exact_dot(GemmInput type, const Operands& o, int i, int j, int k) {
+  double s = 0.0;
+  for (int kk = 0; kk < k; ++kk)
+    s += static_cast<double>(element(type, o.a, static_cast<size_t>(i) * o.lda + kk)) *
+         element(type, o.b, static_cast<size_t>(j) * o.ldb + kk);
+  return s;
 }
 
 }  // namespace fp8attn::test

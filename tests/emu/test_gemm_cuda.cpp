@@ -1,7 +1,8 @@
 // The sm_90a build of the TN GEMM on a GPU (built with FP8ATTN_BUILD_CUDA): the same random inputs
 // as the emulated test, checked against the CPU reference. The hardware's summation order is not
 // documented (PTX ISA 9.0 §9.7.15.5), so this test bounds the difference instead of asking for
-// bit-equality, and prints how many outputs match bit for bit. Skips without an sm_90 device.
+// bit-equality (by accumulation_error_bound, from K and the accumulator model), and prints how
+// many outputs match bit for bit. Skips without an sm_90 device.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -42,23 +43,25 @@ void expect_close(GemmInput type, int m, int n, int k, uint64_t seed) {
   cudaFree(a);
   cudaFree(b);
   cudaFree(dc);
-  // NOTE: bound |C - ref| by 2^-12 of Σ|a·b| per output: FP8 accumulation on Hopper is reported
-  // to keep fewer than 23 bits (14-22), so the reference's FP32 order is not the hardware's.
+  // NOTE: the hardware's summation order inside an instruction is not documented, and its FP8
+  // accumulator keeps 13 mantissa bits (a public measurement, modelled by the reference), so the
+  // GPU and the reference may each differ from the exact sum by accumulation_error_bound
+  // (gemm_test_support.hpp, derived from K and the model); their difference by twice that.
+  const int chunk_k = type == GemmInput::BF16 ? 16 : 32;
   int bit_equal = 0, outside = 0;
   double worst = 0.0;
   for (int i = 0; i < m; ++i)
     for (int j = 0; j < n; ++j) {
-      double magnitude = 0.0;
-      for (int kk = 0; kk < k; ++kk)
-        magnitude += std::fabs(element(type, o.a, static_cast<size_t>(i) * o.lda + kk) * element(type, o.b, static_cast<size_t>(j) * o.ldb + kk));
+      const double bound = 2.0 * accumulation_error_bound(chunk_magnitudes(type, o, i, j, k), chunk_k,
+                                                          reference_accumulator_bits(type));
       const float got = c[static_cast<size_t>(i) * n + j], want = expect[static_cast<size_t>(i) * n + j];
       const double err = std::fabs(static_cast<double>(got) - want);
-      worst = std::max(worst, err / std::max(magnitude, 1e-30));
-      outside += !(err <= magnitude * 0x1.0p-12);
+      worst = std::max(worst, err / std::max(bound, 1e-300));
+      outside += !(err <= bound);
       bit_equal += std::memcmp(&got, &want, 4) == 0;
     }
   EXPECT_EQ(outside, 0);
-  std::printf("%s GEMM %dx%dx%d on the GPU: %d of %d outputs bit-equal to the reference, worst error %.3g of Σ|a·b| (seed %llu)\n",
+  std::printf("%s GEMM %dx%dx%d on the GPU: %d of %d outputs bit-equal to the reference, worst error %.3g of the bound (seed %llu)\n",
               type == GemmInput::BF16 ? "bf16" : "e4m3", m, n, k, bit_equal, m * n, worst, static_cast<unsigned long long>(seed));
 }
 

@@ -42,21 +42,29 @@ void expect_bit_equal(GemmInput type, Shape s, uint64_t seed, const std::vector<
     config.seed = schedule;
     config.shuffle = true;
     sm90::run_gemm_emulated(p, config);
-    int mismatches = 0, padding_touched = 0;
-    double max_abs = 0.0;
+    int mismatches = 0, padding_touched = 0, outside_bound = 0;
+    double max_abs = 0.0, worst_of_bound = 0.0;
     for (int i = 0; i < s.m; ++i) {
       for (int j = 0; j < s.n; ++j) {
         const float got = c[static_cast<size_t>(i) * ldc + j], want = expect[static_cast<size_t>(i) * s.n + j];
         mismatches += std::memcmp(&got, &want, 4) != 0;
         max_abs = std::max(max_abs, std::fabs(static_cast<double>(want)));
+        // The GPU test's bound, one side of it: the modelled accumulator against the exact sum.
+        const double bound = accumulation_error_bound(chunk_magnitudes(type, o, i, j, s.k), type == GemmInput::BF16 ? 16 : 32,
+                                                      reference_accumulator_bits(type));
+        const double err = std::fabs(static_cast<double>(got) - exact_dot(type, o, i, j, s.k));
+        outside_bound += !(err <= bound);
+        if (bound > 0.0) worst_of_bound = std::max(worst_of_bound, err / bound);
       }
       for (int j = s.n; j < ldc; ++j) padding_touched += !std::isnan(c[static_cast<size_t>(i) * ldc + j]);
     }
     EXPECT_EQ(mismatches, 0) << "M=" << s.m << " N=" << s.n << " K=" << s.k << " schedule seed " << schedule;
     EXPECT_EQ(padding_touched, 0);
-    std::printf("%s GEMM %dx%dx%d (input seed %llu, schedule seed %llu): %d of %d outputs differ bitwise, max |C| %.3g\n",
+    EXPECT_EQ(outside_bound, 0) << "accumulation_error_bound is too tight for the model it describes";
+    std::printf("%s GEMM %dx%dx%d (input seed %llu, schedule seed %llu): %d of %d outputs differ bitwise, max |C| %.3g; "
+                "worst |C - exact| is %.3f of accumulation_error_bound\n",
                 type == GemmInput::BF16 ? "bf16" : "e4m3", s.m, s.n, s.k, static_cast<unsigned long long>(seed),
-                static_cast<unsigned long long>(schedule), mismatches, s.m * s.n, max_abs);
+                static_cast<unsigned long long>(schedule), mismatches, s.m * s.n, max_abs, worst_of_bound);
   }
 }
 

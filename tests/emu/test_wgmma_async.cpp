@@ -192,10 +192,8 @@ TEST(WgmmaAsync, PrecisionModelTruncatesEachChunk) {
   std::normal_distribution<float> nd(0.0f, 1000.0f);
   for (auto& x : d_in) x = nd(rng);
   constexpr int kBits = 7;
-  emu::set_wgmma_precision_model(arch::MmaPrecisionModel{kBits});
-  const auto d = run_mma<N>(args, d_in, 77, false);
-  emu::set_wgmma_precision_model(arch::MmaPrecisionModel{});
-  const auto full = run_mma<N>(args, d_in, 77, false);
+  const auto d = run_mma<N>(args, d_in, 77, false, arch::MmaPrecisionModel{kBits});
+  const auto full = run_mma<N>(args, d_in, 77, false, arch::MmaPrecisionModel{});
   int mismatches = 0, differs_from_full = 0;
   for (int m = 0; m < 64; ++m)
     for (int n = 0; n < N; ++n) {

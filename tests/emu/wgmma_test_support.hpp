@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -118,11 +119,27 @@ inline std::vector<uint16_t> random_elements(emu::MmaInputType t, size_t count, 
   return v;
 }
 
+/// Explicit mantissa bits the emulator's accumulator keeps by default: 13 for FP8 inputs (the
+/// FP22 accumulator of Hopper's FP8 wgmma), 23 (full FP32) for BF16.
+inline int default_accumulator_bits(emu::MmaInputType t) { return t == emu::MmaInputType::BF16 ? 23 : 13; }
+
+/// x with all but its top `bits` explicit mantissa bits cleared (toward zero), written out here
+/// independently of arch::truncate_mantissa; inputs are finite.
+inline float keep_mantissa_bits(float x, int bits) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u &= ~((1u << (23 - bits)) - 1u);
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
 /// Plain CPU GEMM over k-blocks of `k_instr`: D[m][n] = D + Σ_blocks (Σ_k a·b, k ascending from
-/// +0.0f), one add per block (the documented order, written out independently).
+/// +0.0f), one add per block, each add's result keeping `bits` mantissa bits (the documented
+/// order, written out independently). bits < 0: the emulator's default for the type.
 inline std::vector<float> reference_mma(emu::MmaInputType t, const std::vector<uint16_t>& a,
                                         const std::vector<uint16_t>& b, int m_rows, int n_cols, int k_total,
-                                        int k_instr, std::vector<float> d, bool first_accumulates) {
+                                        int k_instr, std::vector<float> d, bool first_accumulates, int bits = -1) {
+  if (bits < 0) bits = default_accumulator_bits(t);
   for (int m = 0; m < m_rows; ++m)
     for (int n = 0; n < n_cols; ++n) {
       float acc = first_accumulates ? d[static_cast<size_t>(m) * n_cols + n] : 0.0f;
@@ -130,7 +147,7 @@ inline std::vector<float> reference_mma(emu::MmaInputType t, const std::vector<u
         float chunk = 0.0f;
         for (int k = k0; k < k0 + k_instr; ++k)
           chunk += decode(t, a[static_cast<size_t>(m) * k_total + k]) * decode(t, b[static_cast<size_t>(n) * k_total + k]);
-        acc += chunk;
+        acc = keep_mantissa_bits(acc + chunk, bits);
       }
       d[static_cast<size_t>(m) * n_cols + n] = acc;
     }
@@ -157,11 +174,12 @@ struct MmaKernelArgs {
   float* d_out = nullptr;       // [thread][N/2]
 };
 
+/// `frag`: the RS-form A registers of this k-block; they must live until the covering wait.
 template <int N>
-void issue_one(const MmaKernelArgs& args, arch::WgmmaAccF32<N>& acc, int kb, unsigned t, bool accumulate) {
+void issue_one(const MmaKernelArgs& args, arch::WgmmaAccF32<N>& acc, arch::WgmmaAFragment& frag, int kb, unsigned t,
+               bool accumulate) {
   using arch::WgmmaMajor;
   if (args.a_regs != nullptr) {
-    arch::WgmmaAFragment frag;
     std::memcpy(frag.reg, &args.a_regs[(static_cast<size_t>(kb) * arch::kWarpgroupThreads + t) * 4], sizeof frag.reg);
     if (args.type == emu::MmaInputType::E4M3) arch::wgmma_fp8<N>(acc, frag, args.desc_b[kb], accumulate);
     else if (args.type == emu::MmaInputType::E5M2) arch::wgmma_fp8<N, arch::Fp8Format::E5M2>(acc, frag, args.desc_b[kb], accumulate);
@@ -188,16 +206,19 @@ void mma_test_kernel(MmaKernelArgs args) {
   emu::barrier_sync(0, 0);
   arch::WgmmaAccF32<N> acc;
   for (int i = 0; i < N / 2; ++i) acc[i] = args.d_in[t * (N / 2) + i];
+  std::vector<arch::WgmmaAFragment> frags(static_cast<size_t>(args.k_blocks));  // live until the wait
   arch::wgmma_fence();
-  for (int kb = 0; kb < args.k_blocks; ++kb) issue_one<N>(args, acc, kb, t, kb > 0 || args.first_accumulates);
+  for (int kb = 0; kb < args.k_blocks; ++kb) issue_one<N>(args, acc, frags[kb], kb, t, kb > 0 || args.first_accumulates);
   arch::wgmma_commit_group();
   arch::wgmma_wait_group<0>();
   for (int i = 0; i < N / 2; ++i) args.d_out[t * (N / 2) + i] = acc[i];
 }
 
 /// Runs mma_test_kernel<N> on one CTA of 128 threads and returns D as a 64 x N row-major matrix.
+/// `model`: the launch's FP8 accumulator model (empty: the emulator's default).
 template <int N>
-std::vector<float> run_mma(MmaKernelArgs args, const std::vector<float>& d_in_rowmajor, uint64_t seed, bool shuffle) {
+std::vector<float> run_mma(MmaKernelArgs args, const std::vector<float>& d_in_rowmajor, uint64_t seed, bool shuffle,
+                           std::optional<arch::MmaPrecisionModel> model = std::nullopt) {
   std::vector<float> d_in(arch::kWarpgroupThreads * (N / 2)), d_out(d_in.size(), std::nanf(""));  // poisoned
   for (int t = 0; t < arch::kWarpgroupThreads; ++t)
     for (int i = 0; i < N / 2; ++i) {
@@ -211,6 +232,7 @@ std::vector<float> run_mma(MmaKernelArgs args, const std::vector<float>& d_in_ro
   config.dynamic_smem_bytes = (args.image_bytes + 1023) / 1024 * 1024;
   config.seed = seed;
   config.shuffle = shuffle;
+  config.mma_model = model;
   emu::launch(config, &mma_test_kernel<N>, args);
   std::vector<float> d(static_cast<size_t>(64) * N);
   for (int t = 0; t < arch::kWarpgroupThreads; ++t)

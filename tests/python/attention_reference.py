@@ -1,6 +1,7 @@
 """Attention references in numpy, independent of the library (no use of its oracle).
 
 - attention_fp64: exact softmax attention in FP64 on the dequantized inputs.
+- accumulator_lse_slack: how far the library's default FP8 accumulator model may move each LSE.
 - attention_p_e4m3: the same with P̃ = exp(s − rowmax)·S_p rounded to E4M3 before the PV
   product, and the row sum taken in FP32 before the rounding. This models the FP8 error of the
   kernel's P cast (DESIGN §3, steps 3–5) without its online softmax, and sets the scale of the
@@ -77,3 +78,17 @@ def attention_p_e4m3(q, k, v, softmax_scale, causal, p_scale=256.0):
     p8 = np.clip(p_tilde, -E4M3_MAX, E4M3_MAX).astype(ml_dtypes.float8_e4m3fn).astype(np.float64)
     out, _ = _finish(p8, v, row_sum, m + np.log(p_scale), q.shape[2])
     return out
+
+
+def accumulator_lse_slack(q, k, softmax_scale, causal, mantissa_bits=13):
+    """What the library's default FP8 accumulator model may move each row's LSE by: [b, h_q, s_q].
+
+    The model (accumulator_model = 1, accumulator_mantissa_bits = 13: Hopper's FP22 accumulator)
+    truncates each MMA instruction's result toward zero to `mantissa_bits`; a logit takes
+    head_dim/32 instructions, each truncation losing less than 2^-bits of a value no larger than
+    Σ_d |q·k|. So |Δ logit| ≤ scale·(head_dim/32)·2^-bits·Σ_d|q·k|, and a log-sum-exp moves by at
+    most its largest logit's change. Rows with no visible key get 0.
+    """
+    magnitude = _logits(np.abs(q), np.abs(k), softmax_scale, causal)  # masked entries are −inf
+    worst = np.where(np.isfinite(magnitude), magnitude, 0.0).max(axis=-1)
+    return worst * (q.shape[3] // 32) * 2.0 ** -mantissa_bits

@@ -1,15 +1,17 @@
 // The accumulator study's claims (docs/accumulator_study.md) at one length, with a fresh seed:
 // N(0,1) inputs cast to E4M3 with per-head descales, 1 head, 64 queries, 65536 keys. With the
-// accumulator modelled at 14 bits (DeepSeek-V3's H800 figure) and never promoted, the error
-// against the FP64 oracle grows well past the FP32 accumulator's; promoting every 4 blocks is
-// within 1% of promoting every block (vLLM's GPU finding) and of the FP32 accumulator. At 22 bits
-// (the Hopper figure) the model is within 1% of FP32 even unpromoted.
+// accumulator modelled at 13 bits (Hopper's FP22, the default) and never promoted, the error
+// against the FP64 oracle grows well past the FP32 accumulator's (×2.2 in the study); promoting
+// every kDefaultPvPromoteInterval blocks stays within 2 % of the FP32 accumulator (the study's
+// worst draw at 128 rows: 0.8 %), promoting every block within 1 %, and every 4 blocks within 1 %
+// of every block (vLLM's GPU finding). The default description is the 13-bit model.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
 #include <random>
 
+#include "kernels/sm90/tile_config.hpp"
 #include "lib/workloads/forward_runner.hpp"
 #include "lib/workloads/low_precision_reference.hpp"
 
@@ -30,26 +32,28 @@ TEST(AccumulatorStudy, PromotingEveryFourBlocksIsNearlyAsGoodAsEveryBlock) {
   auto desc = make_desc(shape, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_F32);
   const ForwardResult oracle = run_forward(desc, shape, q, {FP8ATTN_BACKEND_REFERENCE});
   ASSERT_EQ(oracle.status, FP8ATTN_OK);
+  EXPECT_EQ(desc.accumulator_model, 1u);
+  EXPECT_EQ(desc.accumulator_mantissa_bits, 13);
   auto error = [&](int bits, int interval) {
     desc.accumulator_model = bits > 0 ? 1 : 0;
-    desc.accumulator_mantissa_bits = bits > 0 ? bits : 22;
+    desc.accumulator_mantissa_bits = bits > 0 ? bits : 13;
     desc.pv_promote_interval = interval;
     const ForwardResult r = run_forward(desc, shape, q);
     EXPECT_EQ(r.status, FP8ATTN_OK);
     return rmse(r.out, oracle.out);
   };
+  constexpr int kInterval = sm90::kDefaultPvPromoteInterval;
   const double fp32 = error(0, 0);
-  const double b22 = error(22, 0), b14 = error(14, 0), every1 = error(14, 1), every4 = error(14, 4),
-               every16 = error(14, 16);
-  std::printf("RMSE vs FP64, 65536 keys (seed %llu): FP32 %.4e; 22-bit %.4e (x%.4f); 14-bit never %.4e (x%.3f), "
-              "every block %.4e (x%.4f), every 4 %.4e (x%.4f), every 16 %.4e (x%.4f)\n",
-              static_cast<unsigned long long>(seed), fp32, b22, b22 / fp32, b14, b14 / fp32, every1, every1 / fp32,
-              every4, every4 / fp32, every16, every16 / fp32);
-  EXPECT_LT(b22, 1.01 * fp32) << "seed " << seed;
-  EXPECT_GT(b14, 1.2 * fp32) << "seed " << seed;
+  const double never = error(13, 0), every1 = error(13, 1), every4 = error(13, 4), chosen = error(13, kInterval);
+  std::printf("RMSE vs FP64, 65536 keys (seed %llu): FP32 %.4e; 13-bit never %.4e (x%.3f), every block %.4e (x%.4f), "
+              "every 4 %.4e (x%.4f), every %d %.4e (x%.4f)\n",
+              static_cast<unsigned long long>(seed), fp32, never, never / fp32, every1, every1 / fp32, every4,
+              every4 / fp32, kInterval, chosen, chosen / fp32);
+  EXPECT_GT(never, 1.5 * fp32) << "seed " << seed;
+  EXPECT_LT(every1, 1.01 * fp32) << "seed " << seed;
   EXPECT_LT(every4, 1.01 * every1) << "seed " << seed;
-  EXPECT_LT(every4, 1.01 * fp32) << "seed " << seed;
-  EXPECT_LT(every16, b14) << "seed " << seed;
+  EXPECT_LT(chosen, 1.02 * fp32) << "seed " << seed;
+  EXPECT_LT(chosen, never) << "seed " << seed;
 }
 
 }  // namespace

@@ -46,6 +46,10 @@ PointResult run_engine_point(const SinkCase& c, const PointConfig& config, int t
   desc.kv_order = config.kv_order;
   desc.telemetry = 1;
   desc.sink_tokens = config.sink_isolation ? c.k_sink : 0;
+  // NOTE: the study isolates P's cast point, so the accumulator is full FP32 (model off): the
+  // FP64 cast-point emulation replays FP32 logits, and the 13-bit accumulator model (on by
+  // default) would move logits near the cast's underflow edge. docs/accumulator_study.md covers it.
+  desc.accumulator_model = 0;
 
   // The hook runs on the engine's worker threads; each row belongs to one query tile, so the
   // per-row counters are written by one thread at a time, but the totals are shared.
