@@ -23,6 +23,12 @@ class DeviceRuntime {
   virtual int32_t tensor_device() const = 0;
   /// Streaming multiprocessors: the persistent grid's CTA count. Queried once, at creation.
   virtual int sm_count() const = 0;
+  /// Device memory for resources that outlive a call (plans, contexts); never called by an
+  /// execute call, which takes the caller's workspace. Throws Error(OUT_OF_MEMORY).
+  virtual void* allocate(size_t bytes) = 0;
+  virtual void release(void* device) = 0;
+  /// Waits for `stream`; never called by an execute call (it would break graph capture).
+  virtual void synchronize(CUstream_st* stream) = 0;
   /// Fills `bytes` of device memory with zeros, ordered on `stream`.
   virtual void zero_async(void* device, size_t bytes, CUstream_st* stream) = 0;
   /// Copies `bytes` from device memory to host memory, ordered on `stream`.

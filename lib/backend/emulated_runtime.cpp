@@ -2,11 +2,9 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <string>
 
 #include "kernels/emu/runtime.hpp"
-#include "kernels/emu/wgmma.hpp"
 #include "lib/core/error.hpp"
 
 namespace fp8attn {
@@ -21,6 +19,15 @@ class EmulatedRuntime final : public DeviceRuntime {
   int32_t tensor_device() const override { return FP8ATTN_DEVICE_HOST; }
   int sm_count() const override { return schedule_.sm_count; }
   bool completes_on_return() const override { return true; }
+
+  void* allocate(size_t bytes) override {
+    ++counters_->allocations;
+    void* p = std::malloc(bytes == 0 ? 1 : bytes);
+    require(p != nullptr, FP8ATTN_STATUS_OUT_OF_MEMORY, "emulated device allocation of " + std::to_string(bytes) + " bytes failed");
+    return p;
+  }
+  void release(void* device) override { std::free(device); }
+  void synchronize(CUstream_st*) override { ++counters_->synchronizations; }
 
   void zero_async(void* device, size_t bytes, CUstream_st*) override {
     ++counters_->copies;
@@ -37,11 +44,9 @@ class EmulatedRuntime final : public DeviceRuntime {
     emu::LaunchConfig config;
     config.seed = schedule_.seed;
     config.shuffle = schedule_.shuffle;
+    // The plan's accumulator model, per launch, so that concurrent calls may differ.
+    config.mma_model = launch.mma_model;
     try {
-      // The emulator's accumulator model is process-wide: launches are serialized around it.
-      static std::mutex model_lock;
-      std::lock_guard<std::mutex> hold(model_lock);
-      emu::set_wgmma_precision_model(launch.mma_model);
       sm90::launch_attention_fwd_emulated(launch, config);
     } catch (const emu::KernelError& e) {
       throw Error(FP8ATTN_STATUS_DEVICE_ERROR, std::string("emulated attention kernel failed: ") + e.what());

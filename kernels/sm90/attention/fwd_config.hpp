@@ -19,8 +19,18 @@ namespace fp8attn::sm90 {
 /// and fits every head dim.
 enum class PvPromotion : int { Off = 0, EveryBlock = 1, EveryN = 2 };
 
+/// A planted bug, for the seeded-failure tests only (tests/kernels): the emulator must report each
+/// one. Every kernel the library instantiates has None, and `if constexpr` removes the hooks.
+enum class FwdFault : int {
+  None = 0,
+  DropTurnBarrier,     ///< a consumer never hands the tensor-core turn to the next one
+  WrongFullPhase,      ///< the consumers wait on the wrong parity of the K "full" barrier
+  RewritePBeforeWait,  ///< P's A registers are rewritten before the P·V wgmma's wait
+};
+
 template <int kHeadDimT, PvPromotion kPromotionT, bool kTelemetryT>
 struct FwdConfig {
+  static constexpr FwdFault kFault = FwdFault::None;
   static constexpr int kHeadDim = kHeadDimT;
   static constexpr PvPromotion kPromotion = kPromotionT;
   static constexpr bool kTelemetry = kTelemetryT;  ///< off costs nothing: the code is not compiled

@@ -128,11 +128,12 @@ FP8ATTN_ARCH_FN void run_consumer(const AttentionFwdParams& p, FwdSharedStorage<
       // ptxas treats last block's P̃ as live into this one and spills O (ptxas -warn-spills).
       fill(s, 0.0f);
       arch::named_barrier_sync(my_turn, 256);
-      arch::mbarrier_wait_parity(&smem.k_full[kv.stage], kv.phase);
+      constexpr uint32_t kPhaseFault = Cfg::kFault == FwdFault::WrongFullPhase ? 1u : 0u;
+      arch::mbarrier_wait_parity(&smem.k_full[kv.stage], kv.phase ^ kPhaseFault);
       arch::wgmma_fence();
       mm_qk<Cfg>(s, smem.q, smem.k[kv.stage], consumer);
       arch::wgmma_commit_group();
-      arch::named_barrier_arrive(next_turn, 256);
+      if (Cfg::kFault != FwdFault::DropTurnBarrier || consumer != 0) arch::named_barrier_arrive(next_turn, 256);
       arch::wgmma_wait_group<0>();
       arch::wgmma_fence_operand(s);
 
@@ -175,6 +176,7 @@ FP8ATTN_ARCH_FN void run_consumer(const AttentionFwdParams& p, FwdSharedStorage<
         else
           mma_pv<Cfg>(o, pf, smem.vt[kv.stage], 0, true);
         arch::wgmma_commit_group();
+        if constexpr (Cfg::kFault == FwdFault::RewritePBeforeWait) pf[0] = p_fragment<Cfg::kBlockN>(words, 1);
         arch::wgmma_wait_group<0>();
         arch::wgmma_fence_operand(o);
         if constexpr (kEveryN) {
