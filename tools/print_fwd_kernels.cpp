@@ -1,0 +1,23 @@
+// Prints one line per kernel of the attention forward's instantiation table: its mangled-name
+// fragment, threads, dynamic shared memory and register budgets, for the sm_90a check script
+// (tools/check_attention_sm90a.sh). Compiled as host C++ from the same headers as the kernels.
+#include <cstdio>
+
+#include "kernels/sm90/attention/attention_fwd_kernel.hpp"
+#include "kernels/sm90/attention/fwd_instances.hpp"
+
+int main() {
+  using namespace fp8attn::sm90;
+  for (int hd : {64, 128, 256})
+    for (PvPromotion promotion : {PvPromotion::Off, PvPromotion::EveryBlock, PvPromotion::EveryN})
+      for (bool telemetry : {false, true}) {
+        const FwdKernelKey key{hd, promotion, telemetry};
+        with_fwd_config(key, [&](auto cfg) {
+          using Cfg = decltype(cfg);
+          // The Itanium mangling of FwdConfig<hd, promotion, telemetry>, as it appears in SASS.
+          std::printf("FwdConfigILi%dELNS0_11PvPromotionE%dELb%d %d %zu %u %u\n", hd, static_cast<int>(promotion),
+                      telemetry ? 1 : 0, Cfg::kThreads, attention_fwd_smem_bytes<Cfg>(), Cfg::kProducerRegisters,
+                      Cfg::kConsumerRegisters);
+        });
+      }
+}
