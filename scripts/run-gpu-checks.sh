@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Runs every test that needs a GPU, on the day an sm_90 GPU is present: builds with the sm_90a
+# kernels and runs the ctest tests labelled `cuda` (the GEMM, the quantizer and the spectral
+# norms' cuBLASLt path on the device), then the sm_90a static checks, and writes a report to
+# gpu-checks-report.txt. Without a GPU the `cuda` tests skip and say why; this script then fails,
+# so that it is never mistaken for a GPU run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+report=gpu-checks-report.txt
+bash scripts/install-deps.sh
+bash scripts/build.sh build-gpu -DFP8ATTN_BUILD_CUDA=ON
+{
+  echo "== fp8attn GPU checks, $(date -u)"
+  command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv || echo "nvidia-smi: not found"
+} | tee "$report"
+status=0
+ctest --test-dir build-gpu --no-tests=error --output-on-failure -L cuda 2>&1 | tee -a "$report" || status=1
+ctest --test-dir build-gpu --no-tests=error --output-on-failure -R "sm90a" 2>&1 | tee -a "$report" || status=1
+if grep -q "needs an sm_90 GPU" "$report"; then
+  echo "== GPU tests skipped: no sm_90 GPU here (see the reasons above)" | tee -a "$report"
+  exit 1
+fi
+echo "== report: $report"
+exit "$status"
