@@ -63,6 +63,7 @@ void check(int32_t status, const fp8attn_error& err, const char* what) {
 struct ForwardCall {
   fp8attn_attention_args args{};
   std::vector<unsigned char> out_bytes;
+  std::vector<uint8_t> v_transposed;  ///< V with keys contiguous, when the options ask for it
   ForwardResult result;
   int64_t batch = 0, max_q = 0, max_k = 0;
   bool f32_out = false;
@@ -91,6 +92,7 @@ struct ForwardCall {
     a.k = seq_tensor(const_cast<uint8_t*>(in.k.data()), dt, packed, s.batch, s.seqlen_k, s.heads_kv, s.head_dim);
     a.v = seq_tensor(const_cast<uint8_t*>(in.v.data()), dt, packed, s.batch, s.seqlen_k, s.heads_kv, s.head_dim);
     a.out = seq_tensor(out_bytes.data(), desc.output_dtype, packed, s.batch, s.seqlen_q, s.heads_q, s.head_dim);
+    if (o.v_keys_contiguous && !packed) transpose_v(in, s);
     a.lse.struct_size = sizeof(fp8attn_tensor);
     a.lse.data = result.lse.data();
     a.lse.dtype = FP8ATTN_DTYPE_F32;
@@ -122,6 +124,21 @@ struct ForwardCall {
     }
     result.telemetry.struct_size = sizeof result.telemetry;
     a.telemetry = &result.telemetry;
+  }
+
+  /// Lays V out as [batch, heads, dim, keys] (rows padded to 16 keys) and points args.v at it.
+  void transpose_v(const QuantizedInputs& in, const AttentionShape& s) {
+    const size_t e = in.dtype == FP8ATTN_DTYPE_E4M3 ? 1 : 2;
+    const int64_t pitch = (s.seqlen_k + 15) / 16 * 16, d = s.head_dim, h = s.heads_kv;
+    v_transposed.assign(static_cast<size_t>(s.batch * h * d * pitch) * e, 0);
+    for (int64_t b = 0; b < s.batch; ++b)
+      for (int64_t k = 0; k < s.seqlen_k; ++k)
+        for (int64_t hh = 0; hh < h; ++hh)
+          for (int64_t x = 0; x < d; ++x)
+            std::memcpy(&v_transposed[static_cast<size_t>(((b * h + hh) * d + x) * pitch + k) * e],
+                        &in.v[static_cast<size_t>(((b * s.seqlen_k + k) * h + hh) * d + x) * e], e);
+    args.v.data = v_transposed.data();
+    args.v.stride[0] = h * d * pitch, args.v.stride[1] = 1, args.v.stride[2] = d * pitch, args.v.stride[3] = pitch;
   }
 
   /// Widens the output buffer into result.out.

@@ -26,6 +26,9 @@ struct ForwardOptions {
   /// batch 0 are broadcast to every sequence (stride 0).
   const std::vector<int32_t>* cu_seqlens_q = nullptr;
   const std::vector<int32_t>* cu_seqlens_k = nullptr;
+  /// Padded layout only: pass V with its keys contiguous ([batch, heads, dim, keys] in memory,
+  /// each row padded to 16 keys), as a caller that keeps V transposed would.
+  bool v_keys_contiguous = false;
 };
 
 /// A context, plan, workspace and caller buffers, created once so that forward calls can be

@@ -28,6 +28,7 @@ struct Case {
   bool block_descales = false;
   bool stabilized = false;
   bool accumulator_model = false;
+  bool v_keys_contiguous = false;
   int32_t out_dtype = FP8ATTN_DTYPE_BF16;
   std::string name;
 };
@@ -54,7 +55,9 @@ void run_case(const Case& c) {
     d.accumulator_model = 1;
     d.accumulator_mantissa_bits = 13;
   }
-  expect_emulator_matches_engine(d, c.shape, q, seed, {}, c.name.c_str());
+  ForwardOptions options;
+  options.v_keys_contiguous = c.v_keys_contiguous;
+  expect_emulator_matches_engine(d, c.shape, q, seed, options, c.name.c_str());
 }
 
 /// Query and key lengths 1, BlockN − 1, BlockN, BlockN + 1 and 3·BlockN + 5, each varied with
@@ -165,6 +168,19 @@ TEST(Fp8FwdEmu, PromotionBlockDescalesAndSinks) {
   b.telemetry = false;
   b.name = "sink isolation, no telemetry";
   run_case(b);
+}
+
+/// V passed with its keys contiguous: the kernel loads Vᵀ with TMA instead of transposing it.
+TEST(Fp8FwdEmu, VWithKeysContiguous) {
+  for (int hd : {64, 128, 256}) {
+    Case c;
+    c.shape = {2, 150, 2 * sm90::attention_tile(hd, true).block_n + 7, 2, 1, hd};
+    c.v_keys_contiguous = true;
+    c.causal = hd == 64;
+    c.promote = hd == 256 ? 1 : 0;
+    c.name = "hd" + std::to_string(hd) + " V keys contiguous";
+    run_case(c);
+  }
 }
 
 /// Varlen with three sequences of different query and key lengths (one of them empty of queries).

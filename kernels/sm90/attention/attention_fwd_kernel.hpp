@@ -49,7 +49,7 @@ FP8ATTN_KERNEL void FP8ATTN_LAUNCH_BOUNDS(Cfg::kThreads, 1)
     for (int s = 0; s < Cfg::kStages; ++s) {
       arch::mbarrier_init(&smem.k_full[s], 1);
       arch::mbarrier_init(&smem.v_full[s], 1);
-      arch::mbarrier_init(&smem.vt_full[s], 128);              // every producer thread's Vᵀ part
+      arch::mbarrier_init(&smem.vt_full[s], 1);                // the producer's Vᵀ (TMA or transpose)
       arch::mbarrier_init(&smem.kv_empty[s], Cfg::kConsumers);
     }
     // NOTE: the inits are generic-proxy writes that TMA completes through the async proxy.

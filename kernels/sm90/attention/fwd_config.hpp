@@ -55,6 +55,10 @@ struct FwdConfig {
   // core matrices, adjacent along K (LBO 128 B), 8-row groups BlockN·8 B apart (SBO).
   static constexpr uint32_t kVtLeadingBytes = 128;
   static constexpr uint32_t kVtStrideBytes = 8u * kBlockN;
+  // Vᵀ loaded by TMA from keys-contiguous V: BlockN/32 slabs of [head_dim][32 keys], each one
+  // wgmma's K, with the 32B swizzle (a box row of 32 bytes is the span; SBO 8 rows x 32 B).
+  static constexpr uint32_t kVtSlabBytes = 32u * kHeadDim;
+  static constexpr uint32_t kVtSlabStrideBytes = 8u * 32u;
 
   /// Columns of O per P·V wgmma when the fresh tile lives only during P·V (EveryBlock).
   /// NOTE: 64 columns (32 registers): with 128, head_dim 128 spilled next to O and P.

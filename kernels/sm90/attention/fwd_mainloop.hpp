@@ -36,17 +36,25 @@ FP8ATTN_ARCH_FN void mm_qk(arch::WgmmaAccF32<Cfg::kBlockN>& s, const uint8_t (&q
   }
 }
 
+/// The descriptor of Vᵀ rows [n0, ..) and keys [32·kb, 32·kb + 32): the producer's transpose
+/// (canonical no-swizzle layout) or TMA's 32-key slabs (32B swizzle).
+template <class Cfg>
+FP8ATTN_ARCH_FN uint64_t vt_descriptor(const uint8_t* vt, int n0, int kb, bool tma_slabs) {
+  if (tma_slabs)
+    return arch::make_wgmma_descriptor(arch::smem_address(vt + kb * Cfg::kVtSlabBytes + n0 * 32), 0,
+                                       Cfg::kVtSlabStrideBytes, arch::Swizzle::B32);
+  return arch::make_wgmma_descriptor(arch::smem_address(vt + (n0 / 8) * Cfg::kVtStrideBytes + kb * 2 * Cfg::kVtLeadingBytes),
+                                     Cfg::kVtLeadingBytes, Cfg::kVtStrideBytes, arch::Swizzle::None);
+}
+
 /// acc (+)= P·V[:, n0 : n0 + N] over the block's keys: BlockN/32 wgmmas with P from registers
 /// and Vᵀ K-major; the first overwrites acc unless `accumulate`.
 template <class Cfg, int N>
 FP8ATTN_ARCH_FN void mma_pv(arch::WgmmaAccF32<N>& acc, const arch::WgmmaAFragment (&p)[Cfg::kBlockN / 32],
-                            const uint8_t* vt, int n0, bool accumulate) {
-  const uint64_t desc = arch::make_wgmma_descriptor(arch::smem_address(vt + (n0 / 8) * Cfg::kVtStrideBytes),
-                                                    Cfg::kVtLeadingBytes, Cfg::kVtStrideBytes, arch::Swizzle::None);
+                            const uint8_t* vt, int n0, bool accumulate, bool tma_slabs) {
   FP8ATTN_UNROLL
   for (int kb = 0; kb < Cfg::kBlockN / 32; ++kb)
-    arch::wgmma_fp8<N>(acc, p[kb], arch::wgmma_descriptor_advance(desc, kb * 2 * Cfg::kVtLeadingBytes),
-                       accumulate || kb > 0);
+    arch::wgmma_fp8<N>(acc, p[kb], vt_descriptor<Cfg>(vt, n0, kb, tma_slabs), accumulate || kb > 0);
 }
 
 template <int N>
@@ -162,7 +170,7 @@ FP8ATTN_ARCH_FN void run_consumer(const AttentionFwdParams& p, FwdSharedStorage<
           arch::WgmmaAccF32<Cfg::kPvSplitN> part;
           fill(part, 0.0f);  // NOTE: starts the registers' live range here for ptxas (scale-d is 0)
           arch::wgmma_fence();
-          mma_pv<Cfg>(part, pf, smem.vt[kv.stage], n0, false);
+          mma_pv<Cfg>(part, pf, smem.vt[kv.stage], n0, false, p.v_transposed);
           arch::wgmma_commit_group();
           arch::wgmma_wait_group<0>();
           arch::wgmma_fence_operand(part);
@@ -172,9 +180,9 @@ FP8ATTN_ARCH_FN void run_consumer(const AttentionFwdParams& p, FwdSharedStorage<
       } else {
         arch::wgmma_fence();
         if constexpr (kEveryN)
-          mma_pv<Cfg>(fresh, pf, smem.vt[kv.stage], 0, true);
+          mma_pv<Cfg>(fresh, pf, smem.vt[kv.stage], 0, true, p.v_transposed);
         else
-          mma_pv<Cfg>(o, pf, smem.vt[kv.stage], 0, true);
+          mma_pv<Cfg>(o, pf, smem.vt[kv.stage], 0, true, p.v_transposed);
         arch::wgmma_commit_group();
         if constexpr (Cfg::kFault == FwdFault::RewritePBeforeWait) pf[0] = p_fragment<Cfg::kBlockN>(words, 1);
         arch::wgmma_wait_group<0>();

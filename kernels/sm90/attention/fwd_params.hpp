@@ -53,6 +53,9 @@ struct FwdArguments {
   int64_t window_left = -1, window_right = -1;
   int64_t sink_tokens = 0;
   bool reverse_kv = true;
+  /// V given with its keys contiguous: tma_v loads Vᵀ directly, in 32-key slabs (32B swizzle),
+  /// and the producer transposes nothing.
+  bool v_transposed = false;
   int32_t promote_interval = 0;  ///< kernels instantiated with promotion: add the PV tile every N blocks
   bool stabilized = false;
   float stabilized_beta = 2.0f, stabilized_tie_tol = 1e-3f, stabilized_shift_cap_log2 = 16.0f;
@@ -73,6 +76,7 @@ struct AttentionFwdParams : FwdArguments {
 enum class FwdBarrier : unsigned {
   kConsumerTurn0 = 1,    ///< ids 1..kConsumers: consumer c's turn on the tensor cores
   kTelemetryMerge = 8,   ///< the consumers' slots of the telemetry merge are written
+  kProducerVt = 9,       ///< the producer warpgroup's parts of a stage's Vᵀ are written
 };
 
 FP8ATTN_HOST_DEVICE constexpr unsigned barrier_id(FwdBarrier b, unsigned offset = 0) {

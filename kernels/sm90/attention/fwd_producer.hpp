@@ -37,8 +37,8 @@ FP8ATTN_ARCH_FN void transpose_4x4_bytes(const uint32_t (&r)[4], uint32_t (&c)[4
   c[3] = arch::byte_perm(t1, t3, 0x7632u);
 }
 
-/// Vᵀ of one stage, by the 128 producer threads; each thread then fences its generic-proxy writes
-/// for the consumers' wgmma (async proxy) and arrives on vt_full.
+/// Vᵀ of one stage, by the 128 producer threads; each thread fences its generic-proxy writes for
+/// the consumers' wgmma (async proxy), and once all have, one arrives on vt_full.
 template <class Cfg>
 FP8ATTN_ARCH_FN void transpose_v(const uint8_t* v, uint8_t* vt, uint64_t* vt_full) {
   constexpr uint32_t kDimGroups = Cfg::kHeadDim / 4, kItems = (Cfg::kBlockN / 4) * kDimGroups;
@@ -53,7 +53,8 @@ FP8ATTN_ARCH_FN void transpose_v(const uint8_t* v, uint8_t* vt, uint64_t* vt_ful
     for (int j = 0; j < 4; ++j) arch::smem_store(reinterpret_cast<uint32_t*>(vt + vt_offset<Cfg>(4 * dg + j, 4 * kg)), c[j]);
   }
   arch::fence_proxy_async_shared_cta();
-  arch::mbarrier_arrive(vt_full);
+  arch::named_barrier_sync(barrier_id(FwdBarrier::kProducerVt), 128);
+  if (arch::thread_idx_in_warpgroup() == 0) arch::mbarrier_arrive(vt_full);
 }
 
 /// The producer warpgroup's loop over the CTA's tiles.
@@ -86,9 +87,18 @@ FP8ATTN_ARCH_FN void run_producer(const AttentionFwdParams& p, FwdSharedStorage<
         for (int c = 0; c < Cfg::kChunks; ++c)
           arch::tma_load<4>(smem.k[kv.stage][c], p.tma_k, &smem.k_full[kv.stage],
                             {c * static_cast<int32_t>(Cfg::kChunkBytes), tile.head_kv, key, b});
-        arch::mbarrier_arrive_expect_tx(&smem.v_full[kv.stage], Cfg::kVBytes);
-        arch::tma_load<4>(smem.v[kv.stage], p.tma_v, &smem.v_full[kv.stage], {0, tile.head_kv, key, b});
+        if (p.v_transposed) {
+          // tma_v is {key, dim, head, batch}: one box of 32 keys x head_dim per slab.
+          arch::mbarrier_arrive_expect_tx(&smem.vt_full[kv.stage], Cfg::kVBytes);
+          for (int slab = 0; slab < Cfg::kBlockN / 32; ++slab)
+            arch::tma_load<4>(smem.vt[kv.stage] + slab * Cfg::kVtSlabBytes, p.tma_v, &smem.vt_full[kv.stage],
+                              {key + 32 * slab, 0, tile.head_kv, b});
+        } else {
+          arch::mbarrier_arrive_expect_tx(&smem.v_full[kv.stage], Cfg::kVBytes);
+          arch::tma_load<4>(smem.v[kv.stage], p.tma_v, &smem.v_full[kv.stage], {0, tile.head_kv, key, b});
+        }
       }
+      if (p.v_transposed) continue;
       // The V load of this stage follows the leader's wait on kv_empty, so Vᵀ of the stage is free.
       arch::mbarrier_wait_parity(&smem.v_full[kv.stage], kv.phase ^ 1u);
       transpose_v<Cfg>(smem.v[kv.stage], smem.vt[kv.stage], &smem.vt_full[kv.stage]);

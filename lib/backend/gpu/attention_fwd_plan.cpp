@@ -18,22 +18,16 @@ sm90::DescaleView view(const BlockDescale& d) { return {d.data, d.batch_stride, 
 /// `box_dim` x 1 head x `box_rows` rows. Packed tensors have one "batch". NOTE: the map's
 /// strides must nest (each dimension's stride covers the ones below it: cuTensorMapEncodeTiled),
 /// which the usual [b, s, h, d] layouts with heads interleaved in a row do.
-arch::TensorMapSpec tensor_map(const char* name, const SeqTensor& t, int64_t rows, int64_t heads, int64_t batch,
-                               int head_dim, uint32_t box_dim, uint32_t box_rows, arch::Swizzle swizzle) {
-  require(t.dim_stride == 1, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
-          std::string(name) + ": the Hopper kernel loads rows with TMA and needs a dim stride of 1, got " +
-              std::to_string(t.dim_stride));
-  const int64_t strides[3] = {t.head_stride, t.seq_stride, t.batch_stride};
-  require(reinterpret_cast<uintptr_t>(t.data) % 16 == 0, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
+/// A 4D byte tensor map over `dims` (innermost first, stride 1) with the strides of dims 1..3.
+arch::TensorMapSpec byte_map(const char* name, const void* data, const uint64_t (&dims)[4], const int64_t (&strides)[3],
+                             const uint32_t (&box)[4], arch::Swizzle swizzle) {
+  require(reinterpret_cast<uintptr_t>(data) % 16 == 0, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
           std::string(name) + ": TMA needs a 16-byte aligned base address");
   arch::TensorMapSpec s;
   s.data_type = arch::TmaDataType::UInt8;
   s.rank = 4;
-  s.global_address = t.data;
-  s.global_dims[0] = static_cast<uint64_t>(head_dim);
-  s.global_dims[1] = static_cast<uint64_t>(heads);
-  s.global_dims[2] = static_cast<uint64_t>(std::max<int64_t>(rows, 1));
-  s.global_dims[3] = static_cast<uint64_t>(batch);
+  s.global_address = data;
+  for (int i = 0; i < 4; ++i) s.global_dims[i] = std::max<uint64_t>(dims[i], 1);
   for (int i = 0; i < 3; ++i) {
     // NOTE: TMA strides must be multiples of 16 bytes (cuTensorMapEncodeTiled); a broadcast
     // (stride 0) or odd stride cannot be loaded and is refused rather than copied.
@@ -46,13 +40,31 @@ arch::TensorMapSpec tensor_map(const char* name, const SeqTensor& t, int64_t row
                 std::to_string(i + 1) + " is " + std::to_string(strides[i]));
     s.global_strides_bytes[i] = static_cast<uint64_t>(bytes);
   }
-  s.box_dims[0] = box_dim;
-  s.box_dims[1] = 1;
-  s.box_dims[2] = box_rows;
+  for (int i = 0; i < 4; ++i) s.box_dims[i] = box[i];
   s.swizzle = swizzle;
   const std::string why = arch::validate_tensor_map_spec(s);
   require(why.empty(), FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND, std::string(name) + ": " + why);
   return s;
+}
+
+/// Rows of a [batch, seq, head, dim] tensor: map {dim, head, seq, batch}, box dim x 1 x rows.
+arch::TensorMapSpec tensor_map(const char* name, const SeqTensor& t, int64_t rows, int64_t heads, int64_t batch,
+                               int head_dim, uint32_t box_dim, uint32_t box_rows, arch::Swizzle swizzle) {
+  require(t.dim_stride == 1, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
+          std::string(name) + ": the Hopper kernel loads rows with TMA and needs a dim stride of 1 (or, for v, a "
+              "seq stride of 1), got " + std::to_string(t.dim_stride));
+  const uint64_t dims[4] = {static_cast<uint64_t>(head_dim), static_cast<uint64_t>(heads), static_cast<uint64_t>(rows),
+                            static_cast<uint64_t>(batch)};
+  return byte_map(name, t.data, dims, {t.head_stride, t.seq_stride, t.batch_stride}, {box_dim, 1, box_rows, 1}, swizzle);
+}
+
+/// V with its keys contiguous (seq stride 1): map {seq, dim, head, batch}, one 32-key box per slab
+/// of Vᵀ (fwd_config.hpp), with the 32B swizzle whose span is that box row.
+arch::TensorMapSpec vt_tensor_map(const SeqTensor& t, int64_t rows, int64_t heads, int64_t batch, int head_dim) {
+  const uint64_t dims[4] = {static_cast<uint64_t>(rows), static_cast<uint64_t>(head_dim), static_cast<uint64_t>(heads),
+                            static_cast<uint64_t>(batch)};
+  return byte_map("v (keys contiguous)", t.data, dims, {t.dim_stride, t.head_stride, t.batch_stride},
+                  {32, static_cast<uint32_t>(head_dim), 1, 1}, arch::Swizzle::B32);
 }
 
 }  // namespace
@@ -94,8 +106,12 @@ sm90::FwdLaunch plan_attention_fwd(const AttentionConfig& c, const AttentionProb
   const arch::Swizzle swizzle = c.head_dim == 64 ? arch::Swizzle::B64 : arch::Swizzle::B128;
   l.q = tensor_map("q", p.q, rows_q, c.num_heads_q, batch, c.head_dim, chunk, c.tile.block_m, swizzle);
   l.k = tensor_map("k", p.k, rows_k, c.num_heads_kv, batch, c.head_dim, chunk, c.tile.block_n, swizzle);
-  l.v = tensor_map("v", p.v, rows_k, c.num_heads_kv, batch, c.head_dim, c.head_dim, c.tile.block_n,
-                   arch::Swizzle::None);
+  // NOTE: FP8 wgmma takes V's transpose; V given with its keys contiguous is loaded as it is,
+  // other V is loaded by rows and transposed in shared memory by the producer warpgroup.
+  const bool v_transposed = p.v.seq_stride == 1 && p.v.dim_stride != 1;
+  l.v = v_transposed ? vt_tensor_map(p.v, rows_k, c.num_heads_kv, batch, c.head_dim)
+                     : tensor_map("v", p.v, rows_k, c.num_heads_kv, batch, c.head_dim, c.head_dim, c.tile.block_n,
+                                  arch::Swizzle::None);
 
   sm90::FwdArguments& a = l.args;
   a.out = p.out.data;
@@ -130,6 +146,7 @@ sm90::FwdLaunch plan_attention_fwd(const AttentionConfig& c, const AttentionProb
   a.window_right = c.window_right;
   a.sink_tokens = c.sink_tokens;
   a.reverse_kv = c.kv_order == FP8ATTN_KV_ORDER_REVERSE;
+  a.v_transposed = v_transposed;
   a.promote_interval = c.pv_promote_interval;
   a.stabilized = c.softmax_variant == FP8ATTN_SOFTMAX_STABILIZED;
   a.stabilized_beta = c.stabilized_beta;
