@@ -24,6 +24,9 @@ const (
 	BackendCPU       Backend = C.FP8ATTN_BACKEND_CPU
 	BackendCUDA      Backend = C.FP8ATTN_BACKEND_CUDA
 	BackendReference Backend = C.FP8ATTN_BACKEND_REFERENCE
+	// BackendEmulator runs the Hopper kernels under the SIMT emulator (FP8ATTN_BACKEND_EMULATOR,
+	// added after 0.1; older libraries answer FP8ATTN_STATUS_BAD_OPTION).
+	BackendEmulator Backend = 4
 )
 
 // LogLevel is the header's fp8attn_log_level.

@@ -15,7 +15,9 @@ E4M3_MAX = 448.0
 DTYPES = {"float32": 1, "float64": 2, "bfloat16": 3, "float16": 4, "float8_e4m3fn": 5, "float8_e5m2": 6,
           "int32": 7}
 DEVICE_HOST, DEVICE_CUDA = 0, 1
-BACKENDS = {"auto": 0, "cpu": 1, "cuda": 2, "reference": 3}
+# NOTE: "emulator" (4) is the backend the next header adds (FP8ATTN_BACKEND_EMULATOR); a library
+# without it answers FP8ATTN_STATUS_BAD_OPTION.
+BACKENDS = {"auto": 0, "cpu": 1, "cuda": 2, "reference": 3, "emulator": 4}
 LOG_LEVELS = {"default": 0, "error": 1, "warn": 2, "info": 3, "debug": 4, "trace": 5, "off": 6}
 KV_ORDERS = {"reverse": 0, "forward": 1}
 SOFTMAX_VARIANTS = {"standard": 0, "stabilized": 1}

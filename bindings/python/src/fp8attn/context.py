@@ -25,7 +25,7 @@ def _enum(table: dict[str, int], value: str, what: str) -> int:
 
 
 class Context:
-    """A backend ("auto", "cpu", "cuda", "reference"), its worker threads and its logger.
+    """A backend ("auto", "cpu", "cuda", "reference", "emulator"), its worker threads and its logger.
 
     `log_callback(level, message)` receives the library's messages (levels "error" .. "trace")
     from any thread using the context; an exception it raises is caught and kept in

@@ -57,6 +57,8 @@ pub const FP8ATTN_BACKEND_AUTO: i32 = 0;
 pub const FP8ATTN_BACKEND_CPU: i32 = 1;
 pub const FP8ATTN_BACKEND_CUDA: i32 = 2;
 pub const FP8ATTN_BACKEND_REFERENCE: i32 = 3;
+/// The SIMT-emulated Hopper kernels (added after 0.1; older libraries answer BAD_OPTION).
+pub const FP8ATTN_BACKEND_EMULATOR: i32 = 4;
 pub const FP8ATTN_LOG_DEFAULT: i32 = 0;
 pub const FP8ATTN_LOG_ERROR: i32 = 1;
 pub const FP8ATTN_LOG_WARN: i32 = 2;

@@ -12,6 +12,8 @@ pub enum Backend {
     Cpu = 1,
     Cuda = 2,
     Reference = 3,
+    /// The Hopper kernels under the SIMT emulator (FP8ATTN_BACKEND_EMULATOR).
+    Emulator = 4,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -132,6 +134,7 @@ impl Context {
             1 => Backend::Cpu,
             2 => Backend::Cuda,
             3 => Backend::Reference,
+            4 => Backend::Emulator,
             _ => Backend::Auto,
         })
     }
