@@ -83,4 +83,7 @@ ran=$(grep -c '^--- PASS' "$log" || true)
 grep -q '^--- FAIL' "$log" && fail "go test failed"
 ((ran >= 6)) || fail "go test ran only $ran tests"
 echo "go: $ran tests passed"
+
+echo "-- README: the Hosts section's snippets, against the installed tree"
+bash tests/docs/run_readme_snippets.sh "$root" "$dir/readme" "$py"
 echo "bindings: all passed against $prefix"
