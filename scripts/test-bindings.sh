@@ -52,7 +52,8 @@ echo "-- Python: the wheel (packaging the installed library) in a fresh venv"
 rm -rf "$dir/venv"
 python3 -m venv "$dir/venv"
 py=$dir/venv/bin/python
-"$py" -m pip install -q --disable-pip-version-check numpy ml_dtypes pytest
+"$py" -m pip install -q --disable-pip-version-check numpy ml_dtypes pytest mypy
+"$py" -m mypy --ignore-missing-imports bindings/python/src/fp8attn
 "$py" -m pip install -q --disable-pip-version-check \
   --config-settings=cmake.define.FP8ATTN_PYTHON_PREBUILT="$(readlink -f "$libdir/libfp8attn.so")" ./bindings/python
 (cd "$dir" && "$py" -c 'import fp8attn, sys; assert "site-packages" in fp8attn.__file__, fp8attn.__file__') \

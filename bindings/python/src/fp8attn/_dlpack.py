@@ -93,11 +93,12 @@ def view(obj: Any, stream: int | None = None) -> DLView:
     if t.strides:
         strides = tuple(t.strides[i] for i in range(t.ndim))
     else:  # NULL strides: compact row-major
-        strides, run = [], 1
+        compact: list[int] = []
+        run = 1
         for extent in reversed(shape):
-            strides.insert(0, run)
+            compact.insert(0, run)
             run *= extent
-        strides = tuple(strides)
+        strides = tuple(compact)
     dev = "host" if t.device.device_type in _HOST_DEVICES else "cuda" if t.device.device_type in _CUDA_DEVICES \
         else f"other:{t.device.device_type}"
     key = (t.dtype.code, t.dtype.bits)

@@ -76,7 +76,8 @@ def forward_with_plan(plan: Plan, q: Any, k: Any, v: Any, *, out: Any = None, ls
             max_seqlen_q = int(np.max(np.diff(_host_ints(cq, "cu_seqlens_q")), initial=0))
         if max_seqlen_k is None:
             max_seqlen_k = int(np.max(np.diff(_host_ints(ck, "cu_seqlens_k")), initial=0))
-        out_shape, lse_shape = (vq.shape[0], heads_q, dim_v), (heads_q, vq.shape[0])
+        out_shape: tuple[int, ...] = (vq.shape[0], heads_q, dim_v)
+        lse_shape: tuple[int, ...] = (heads_q, vq.shape[0])
         heads_kv = vk.shape[-2]
     else:
         if len(vq.shape) != 4:
