@@ -22,11 +22,11 @@ _CODES = {np.dtype(ml_dtypes.float8_e4m3fn): (10, 8), np.dtype(ml_dtypes.bfloat1
 class Exporter:
     """Exports a numpy array through DLPack only (it is not an ndarray), claiming `device_type`."""
 
-    def __init__(self, array, device_type=1):
-        self.array, self.device_type, self.exports = array, device_type, 0
+    def __init__(self, array, device_type=1, device_id=0):
+        self.array, self.device_type, self.device_id, self.exports = array, device_type, device_id, 0
 
     def __dlpack_device__(self):
-        return self.device_type, 0
+        return self.device_type, self.device_id
 
     def __dlpack__(self, stream=None, max_version=None):
         self.exports += 1
@@ -36,7 +36,7 @@ class Exporter:
         m = _dlpack._DLManagedTensor()
         t = m.dl_tensor
         t.data, t.ndim = a.ctypes.data, a.ndim
-        t.device.device_type, t.device.device_id = self.device_type, 0
+        t.device.device_type, t.device.device_id = self.device_type, self.device_id
         t.dtype.code, t.dtype.bits = _CODES[a.dtype]
         t.dtype.lanes = 1
         t.shape, t.strides = self._shape, self._strides
@@ -96,6 +96,12 @@ def test_cuda_claim_reaches_the_library_as_a_device_tensor(rng):
     print(info.value)
     assert info.value.name == "FP8ATTN_STATUS_BAD_DEVICE" and info.value.call == "fp8attn_attention_forward"
     assert np.all(np.isnan(out.astype(np.float32)))
+    # A CUDA tensor on another device than the context's is refused by the binding itself.
+    with fp8attn.Context("cpu", device_ordinal=0) as c, c.plan(head_dim=64, num_heads_q=2, num_heads_kv=2) as plan:
+        with pytest.raises(fp8attn.InvalidArgumentError) as info:
+            plan.forward(Exporter(q8, 2, 1), Exporter(k8, 2, 1), Exporter(v8, 2, 1), out=Exporter(out, 2, 1))
+    assert info.value.name == "FP8ATTN_STATUS_BAD_DEVICE" and info.value.call == "fp8attn (binding)"
+    assert "device 1" in info.value.message
 
 
 def test_unknown_dlpack_dtype_is_refused():

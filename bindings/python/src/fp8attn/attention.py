@@ -107,6 +107,11 @@ def forward_with_plan(plan: Plan, q: Any, k: Any, v: Any, *, out: Any = None, ls
             bv = view(d, name)
             setattr(args, name, bv.struct)
             keep.append(bv)
+    for t in keep:
+        # The ABI's tensors name no device ordinal: the context's is the one the library uses.
+        if isinstance(t, View) and t.device == "cuda" and t.device_id != plan.context.device_ordinal:
+            raise binding_error("FP8ATTN_STATUS_BAD_DEVICE", f"a tensor is on CUDA device {t.device_id}, the "
+                                                             f"context on device {plan.context.device_ordinal}")
     tele = None
     if plan.desc.telemetry:
         tele = _abi.new(_abi.Telemetry)
