@@ -9,8 +9,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 lib=${1:-}
 if [[ -z "$lib" ]]; then
+  mkdir -p build-abi
   cmake -S . -B build-abi -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFP8ATTN_BUILD_CUDA=OFF -DFP8ATTN_BUILD_TESTS=OFF \
-    -DFP8ATTN_BUILD_TOOLS=OFF >build-abi.configure.log
+    -DFP8ATTN_BUILD_TOOLS=OFF >build-abi/configure.log || { cat build-abi/configure.log; exit 1; }
   cmake --build build-abi --target fp8attn -j"$(nproc)"
   lib=build-abi/capi/libfp8attn.so
 fi

@@ -6,6 +6,7 @@ package fp8attn
 import "C"
 
 import (
+	"math"
 	"runtime"
 	"unsafe"
 )
@@ -66,6 +67,9 @@ func NewHostTensor(dtype DType, shape ...int64) (*HostTensor, error) {
 	for _, e := range shape {
 		if e < 0 {
 			return nil, bindingError(StatusBadShape, "negative extent in %v", shape)
+		}
+		if e > 0 && n > math.MaxInt64/e/int64(dtype.Size()) {
+			return nil, bindingError(StatusBadShape, "shape %v overflows the address space", shape)
 		}
 		n *= e
 	}

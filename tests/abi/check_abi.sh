@@ -28,20 +28,21 @@ fi
 readelf -S "$lib" | grep -q '\.debug_info' || { echo "FAIL: $lib has no debug information (build RelWithDebInfo)"; exit 1; }
 
 failures=0
+symdiff=$(mktemp)
+current=$(mktemp --suffix=.abixml)
+trap 'rm -f "$symdiff" "$current"' EXIT
 diff -u "$base.symbols" <(nm -D --defined-only --with-symbol-versions "$lib" | awk '{print $3}' | sort) \
-  >"${TMPDIR:-/tmp}/fp8attn_symbols.diff" || true
-if grep -q '^-[^-]' "${TMPDIR:-/tmp}/fp8attn_symbols.diff"; then
+  >"$symdiff" || true
+if grep -q '^-[^-]' "$symdiff"; then
   echo "FAIL: exported symbols removed (an ABI break: bump the major version and SONAME):"
-  grep '^-[^-]' "${TMPDIR:-/tmp}/fp8attn_symbols.diff"; failures=$((failures + 1))
+  grep '^-[^-]' "$symdiff"; failures=$((failures + 1))
 fi
-if grep -q '^+[^+]' "${TMPDIR:-/tmp}/fp8attn_symbols.diff"; then
+if grep -q '^+[^+]' "$symdiff"; then
   echo "FAIL: exported symbols not in $base.symbols (add them: scripts/update-abi-baseline.sh):"
-  grep '^+[^+]' "${TMPDIR:-/tmp}/fp8attn_symbols.diff"; failures=$((failures + 1))
+  grep '^+[^+]' "$symdiff"; failures=$((failures + 1))
 fi
 echo "exported symbols: $(wc -l <"$base.symbols") in the baseline"
 
-current=$(mktemp --suffix=.abixml)
-trap 'rm -f "$current"' EXIT
 bash "$here/abidw_public.sh" "$lib" "$include" "$current"
 set +e
 report=$(abidiff --leaf-changes-only --impacted-interfaces "$base.abixml" "$current")
