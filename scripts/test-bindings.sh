@@ -2,7 +2,8 @@
 # The host bindings against the INSTALLED tree (run-tests.sh stage 4):
 #   build libfp8attn (RelWithDebInfo: abidiff needs debug information), `cmake --install` it into
 #   a prefix, then check its ABI against tests/abi/baseline, run a host built against the 0.1
-#   header, and run the Python (pytest, from a wheel installed into a fresh venv), Rust
+#   header, and run the Python (pytest, from the wheel `pip install ./bindings/python` builds,
+#   in a fresh venv, pointed at the prefix by FP8ATTN_LIBRARY, then on its own library), Rust
 #   (cargo test) and Go (go vet, go test under GODEBUG=cgocheck=1) tests against that prefix.
 # A missing toolchain is a failure, and so is a test runner that finds no tests.
 # Usage: scripts/test-bindings.sh [build dir, default build-bindings]
@@ -48,14 +49,13 @@ cc -std=c99 -Wall -Wextra -pedantic -Werror -Itests/abi/compat/v0_1 tests/abi/te
   $(pkg-config --libs fp8attn) -lm -o "$dir/v0_1_host"
 "$dir/v0_1_host"
 
-echo "-- Python: the wheel (packaging the installed library) in a fresh venv"
+echo "-- Python: pip install ./bindings/python (a wheel built from source) in a fresh venv"
 rm -rf "$dir/venv"
 python3 -m venv "$dir/venv"
 py=$dir/venv/bin/python
 "$py" -m pip install -q --disable-pip-version-check numpy ml_dtypes pytest mypy
 "$py" -m mypy --ignore-missing-imports bindings/python/src/fp8attn
-"$py" -m pip install -q --disable-pip-version-check \
-  --config-settings=cmake.define.FP8ATTN_PYTHON_PREBUILT="$(readlink -f "$libdir/libfp8attn.so")" ./bindings/python
+"$py" -m pip install -q --disable-pip-version-check ./bindings/python
 (cd "$dir" && "$py" -c 'import fp8attn, sys; assert "site-packages" in fp8attn.__file__, fp8attn.__file__') \
   || fail "fp8attn is not imported from the installed wheel"
 run_pytest() {
@@ -65,7 +65,7 @@ run_pytest() {
   ((rc == 0)) || fail "pytest failed ($rc) $*"
 }
 FP8ATTN_LIBRARY=$libdir/libfp8attn.so run_pytest "with FP8ATTN_LIBRARY=$libdir/libfp8attn.so"
-run_pytest "with the wheel's bundled libfp8attn.so"
+run_pytest "with the wheel's own libfp8attn.so"
 
 echo "-- Rust: cargo test against $pc"
 log=$dir/cargo-test.log
