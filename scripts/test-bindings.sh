@@ -14,7 +14,7 @@ dir=$(mkdir -p "${1:-build-bindings}" && cd "${1:-build-bindings}" && pwd)
 prefix=$dir/prefix
 fail() { echo "FAIL: $*"; exit 1; }
 
-[[ -x "$HOME/.cargo/bin/cargo" ]] && export PATH="$PATH:$HOME/.cargo/bin"
+[[ -x "${HOME:-}/.cargo/bin/cargo" ]] && export PATH="$PATH:$HOME/.cargo/bin"
 for tool in cc cmake python3 pkg-config cargo rustc go gofmt abidw abidiff readelf nm; do
   command -v "$tool" >/dev/null || fail "$tool is not installed (scripts/install-deps.sh; Rust ≥ 1.77 from rustup)"
 done
