@@ -55,7 +55,8 @@ python3 -m venv "$dir/venv"
 py=$dir/venv/bin/python
 "$py" -m pip install -q --disable-pip-version-check numpy ml_dtypes pytest mypy
 "$py" -m mypy --ignore-missing-imports bindings/python/src/fp8attn
-"$py" -m pip install -q --disable-pip-version-check ./bindings/python
+# The wheel builds the library from source: it needs the system's pkg-config folders (OpenBLAS).
+env -u PKG_CONFIG_LIBDIR -u PKG_CONFIG_PATH "$py" -m pip install -q --disable-pip-version-check ./bindings/python
 (cd "$dir" && "$py" -c 'import fp8attn, sys; assert "site-packages" in fp8attn.__file__, fp8attn.__file__') \
   || fail "fp8attn is not imported from the installed wheel"
 run_pytest() {
