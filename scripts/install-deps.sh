@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 debs=(cmake g++ make pkg-config libspdlog-dev libfmt-dev libgtest-dev libgmock-dev
-      libbenchmark-dev libopenblas-dev doxygen nlohmann-json3-dev python3-venv)
+      libbenchmark-dev libopenblas-dev doxygen nlohmann-json3-dev python3-venv
+      golang-go abigail-tools)
 missing=()
 for p in "${debs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then

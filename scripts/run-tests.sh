@@ -27,3 +27,6 @@ FP8ATTN_BUILD_TARGETS="test_concurrent_forward test_scale_state_threads test_emu
   bash scripts/build.sh build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFP8ATTN_SANITIZE=thread \
   -DFP8ATTN_BUILD_TOOLS=OFF -DFP8ATTN_BUILD_CUDA=OFF
 TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -j"$jobs" -L tsan
+
+echo "== 4/4 Host bindings (Python, Rust, Go) and the ABI baseline, against the installed tree"
+bash scripts/test-bindings.sh build-bindings

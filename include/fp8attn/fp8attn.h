@@ -1097,6 +1097,37 @@ FP8ATTN_API int32_t fp8attn_quantize(fp8attn_context ctx, const fp8attn_tensor* 
 
 /** @} */
 
+/* ------------------------------------------------------------------------------------------ */
+/** @name Host memory
+ * Allocation for hosts whose own memory cannot be handed to C: Go without `runtime.Pinner`, whose
+ * cgo rules forbid a Go pointer inside the tensors of ::fp8attn_attention_args. Any host memory
+ * works with the library; these calls only make some convenient.
+ * @{ */
+/* ------------------------------------------------------------------------------------------ */
+
+/**
+ * Allocates zero-filled host memory.
+ * @param bytes     Size in bytes; 0 gives a unique, valid pointer to no bytes.
+ * @param alignment A power of two ≤ 4096, or 0 for 64 (a cache line).
+ * @param out       Out: the memory, owned by the caller until fp8attn_host_free(); written only
+ *                  on success.
+ * @param err       Optional error detail.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_NULL_POINTER     `out` is NULL.
+ * @retval FP8ATTN_STATUS_INVALID_ARGUMENT `alignment` not 0 nor a power of two ≤ 4096.
+ * @retval FP8ATTN_STATUS_OUT_OF_MEMORY
+ * Thread-safe.
+ */
+FP8ATTN_API int32_t fp8attn_host_alloc(size_t bytes, size_t alignment, void** out, fp8attn_error* err);
+
+/**
+ * Frees memory from fp8attn_host_alloc(). NULL is allowed. Thread-safe.
+ * @param ptr The memory, or NULL.
+ */
+FP8ATTN_API void fp8attn_host_free(void* ptr);
+
+/** @} */
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

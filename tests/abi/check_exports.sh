@@ -2,7 +2,9 @@
 # Checks libfp8attn's dynamic symbol table and dynamic section (DESIGN §2, "Symbols"):
 #  - every exported (defined, dynamic) symbol starts with fp8attn_; the version node FP8ATTN_0
 #    is the one allowed exception;
-#  - every function the public header declares is exported;
+#  - every function the public header declares is exported (fp8attn_host_alloc and
+#    fp8attn_host_free included); tests/abi/check_abi.sh also compares the whole list with the
+#    committed tests/abi/baseline/libfp8attn.so.<major>.symbols;
 #  - the SONAME is libfp8attn.so.<major>;
 #  - no NEEDED entry mentions cuda (the core loads on machines without a driver or toolkit).
 # Usage: check_exports.sh <libfp8attn.so> <major> <fp8attn.h>
@@ -28,7 +30,9 @@ mapfile -t declared < <(grep -E '^FP8ATTN_API' "$header" | grep -oE 'fp8attn_[a-
 echo "functions declared in the header: ${#declared[@]}"
 ((${#declared[@]} > 0)) || fail "no FP8ATTN_API declaration found in $header"
 for fn in "${declared[@]}"; do
-  printf '%s\n' "${exported[@]}" | grep -qx "$fn" || fail "declared in the header but not exported: $fn"
+  # NOTE: grep without -q reads all its input: with -q it may exit at the first match, and the
+  # printf's SIGPIPE then fails the pipeline under pipefail (a flaky "not exported").
+  printf '%s\n' "${exported[@]}" | grep -x "$fn" >/dev/null || fail "declared in the header but not exported: $fn"
 done
 
 soname=$(readelf -d "$lib" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')

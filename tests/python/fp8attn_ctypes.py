@@ -1,10 +1,13 @@
-"""ctypes mirrors of the fp8attn C ABI (include/fp8attn/fp8attn.h), for the Python host tests.
+"""ctypes access to the fp8attn C ABI (include/fp8attn/fp8attn.h) for the Python host tests.
 
-The structs here are written by hand from the header, as a host in another language would
-write them; test_forward_ctypes.py checks their layout against the C compiler's.
+The structs are the fp8attn package's (bindings/python/src/fp8attn/_abi.py), written by hand
+from the header as a host in another language would write them; test_forward_ctypes.py checks
+their layout against the C compiler's.
 """
 import ctypes
 import os
+import pathlib
+import sys
 
 import ml_dtypes
 import numpy as np
@@ -23,110 +26,19 @@ LOG_OFF = 6
 KV_ORDER_REVERSE, KV_ORDER_FORWARD = 0, 1
 
 
-class Error(ctypes.Structure):
-    _fields_ = [
-        ("struct_size", ctypes.c_size_t),
-        ("status", ctypes.c_int32),
-        ("message", ctypes.c_char * ERROR_MESSAGE_LEN),
-    ]
+# The structs come from the fp8attn package (bindings/python), the one copy of the ABI on the
+# Python side; this file keeps only the tests' helpers around them.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "bindings" / "python" / "src"))
+from fp8attn import _abi  # noqa: E402
 
-
-class Tensor(ctypes.Structure):
-    _fields_ = [
-        ("struct_size", ctypes.c_size_t),
-        ("next", ctypes.c_void_p),
-        ("data", ctypes.c_void_p),
-        ("dtype", ctypes.c_int32),
-        ("device", ctypes.c_int32),
-        ("rank", ctypes.c_int32),
-        ("shape", ctypes.c_int64 * MAX_RANK),
-        ("stride", ctypes.c_int64 * MAX_RANK),
-    ]
-
-
-# void (*)(void* user_data, int32_t level, const char* msg, size_t len); msg is not NUL-terminated.
-LogCallback = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.POINTER(ctypes.c_char), ctypes.c_size_t)
-
-
-class ContextOptions(ctypes.Structure):
-    _fields_ = [
-        ("struct_size", ctypes.c_size_t),
-        ("next", ctypes.c_void_p),
-        ("backend", ctypes.c_int32),
-        ("device_ordinal", ctypes.c_int32),
-        ("num_threads", ctypes.c_int32),
-        ("log_level", ctypes.c_int32),
-        ("log_callback", LogCallback),
-        ("log_user_data", ctypes.c_void_p),
-    ]
-
-
-class AttentionDesc(ctypes.Structure):
-    _fields_ = [
-        ("struct_size", ctypes.c_size_t),
-        ("next", ctypes.c_void_p),
-        ("input_dtype", ctypes.c_int32),
-        ("output_dtype", ctypes.c_int32),
-        ("head_dim", ctypes.c_int32),
-        ("head_dim_v", ctypes.c_int32),
-        ("num_heads_q", ctypes.c_int32),
-        ("num_heads_kv", ctypes.c_int32),
-        ("causal", ctypes.c_uint32),
-        ("window_left", ctypes.c_int32),
-        ("window_right", ctypes.c_int32),
-        ("softmax_scale", ctypes.c_float),
-        ("kv_order", ctypes.c_int32),
-        ("p_scale_log2", ctypes.c_int32),
-        ("pv_promote_interval", ctypes.c_int32),
-        ("softmax_variant", ctypes.c_int32),
-        ("stabilized_beta", ctypes.c_float),
-        ("stabilized_tie_tol", ctypes.c_float),
-        ("telemetry", ctypes.c_uint32),
-        ("stabilized_shift_cap_log2", ctypes.c_float),
-        ("sink_tokens", ctypes.c_int32),
-        ("accumulator_model", ctypes.c_uint32),
-        ("accumulator_mantissa_bits", ctypes.c_int32),
-    ]
-
-
-class Telemetry(ctypes.Structure):
-    _fields_ = [
-        ("struct_size", ctypes.c_size_t),
-        ("p_positive", ctypes.c_uint64),
-        ("p_underflow", ctypes.c_uint64),
-        ("max_abs_scaled_logit", ctypes.c_float),
-    ]
-
-
-class AttentionArgs(ctypes.Structure):
-    _fields_ = [
-        ("struct_size", ctypes.c_size_t),
-        ("next", ctypes.c_void_p),
-        ("q", Tensor),
-        ("k", Tensor),
-        ("v", Tensor),
-        ("out", Tensor),
-        ("lse", Tensor),
-        ("cu_seqlens_q", Tensor),
-        ("cu_seqlens_k", Tensor),
-        ("q_descale", Tensor),
-        ("k_descale", Tensor),
-        ("v_descale", Tensor),
-        ("telemetry", ctypes.POINTER(Telemetry)),
-        ("q_block_descale", Tensor),
-        ("k_block_descale", Tensor),
-        ("v_block_descale", Tensor),
-    ]
-
-
-MIRRORS = {
-    "fp8attn_error": Error,
-    "fp8attn_tensor": Tensor,
-    "fp8attn_context_options": ContextOptions,
-    "fp8attn_attention_desc": AttentionDesc,
-    "fp8attn_telemetry": Telemetry,
-    "fp8attn_attention_args": AttentionArgs,
-}
+Error = _abi.ErrorStruct
+Tensor = _abi.Tensor
+LogCallback = _abi.LogCallback
+ContextOptions = _abi.ContextOptions
+AttentionDesc = _abi.AttentionDesc
+Telemetry = _abi.Telemetry
+AttentionArgs = _abi.AttentionArgs
+MIRRORS = _abi.STRUCTS
 
 _DTYPES = {
     np.dtype(np.float32): DTYPE_F32,

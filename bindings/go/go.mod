@@ -1,0 +1,3 @@
+module github.com/fp8attn/fp8attn/bindings/go
+
+go 1.19

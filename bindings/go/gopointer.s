@@ -1,0 +1,1 @@
+// Empty: lets gopointer.go declare a function without a body (go:linkname).

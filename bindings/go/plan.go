@@ -1,0 +1,172 @@
+package fp8attn
+
+/*
+#include <stdlib.h>
+#include "fp8attn/fp8attn.h"
+*/
+import "C"
+
+import (
+	"runtime"
+	"sync/atomic"
+	"unsafe"
+)
+
+// Desc is what a plan computes: fp8attn_attention_desc with the defaults of
+// fp8attn_attention_desc_init (E4M3 in, BF16 out, reverse KV order, S_p = 256).
+type Desc struct {
+	raw C.fp8attn_attention_desc
+}
+
+// NewDesc returns the defaults for these heads.
+func NewDesc(headDim, numHeadsQ, numHeadsKV int32) *Desc {
+	d := &Desc{}
+	C.fp8attn_attention_desc_init(&d.raw)
+	d.raw.head_dim = C.int32_t(headDim)
+	d.raw.num_heads_q = C.int32_t(numHeadsQ)
+	d.raw.num_heads_kv = C.int32_t(numHeadsKV)
+	return d
+}
+
+func (d *Desc) Causal(on bool) *Desc         { d.raw.causal = b2u(on); return d }
+func (d *Desc) Telemetry(on bool) *Desc      { d.raw.telemetry = b2u(on); return d }
+func (d *Desc) InputDType(t DType) *Desc     { d.raw.input_dtype = C.int32_t(t); return d }
+func (d *Desc) OutputDType(t DType) *Desc    { d.raw.output_dtype = C.int32_t(t); return d }
+func (d *Desc) KVOrderForward(on bool) *Desc { d.raw.kv_order = C.int32_t(b2u(on)); return d }
+func (d *Desc) PScaleLog2(p int32) *Desc     { d.raw.p_scale_log2 = C.int32_t(p); return d }
+func (d *Desc) SoftmaxScale(s float32) *Desc { d.raw.softmax_scale = C.float(s); return d }
+func (d *Desc) Window(left, right int32) *Desc {
+	d.raw.window_left, d.raw.window_right = C.int32_t(left), C.int32_t(right)
+	return d
+}
+
+func b2u(b bool) C.uint32_t {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Plan is an immutable attention plan, safe for concurrent Forward calls.
+type Plan struct {
+	raw       C.fp8attn_plan
+	ctx       *Context
+	telemetry bool
+}
+
+// NewPlan validates a description and prepares a plan.
+func NewPlan(ctx *Context, d *Desc) (*Plan, error) {
+	p := &Plan{ctx: ctx, telemetry: d.raw.telemetry != 0}
+	if err := call("fp8attn_plan_create", func(e *C.fp8attn_error) C.int32_t {
+		return C.fp8attn_plan_create(ctx.raw, &d.raw, &p.raw, e)
+	}); err != nil {
+		return nil, err
+	}
+	atomic.AddInt64(&ctx.children, 1)
+	return p, nil
+}
+
+// Close destroys the plan; no Forward may be running on it.
+func (p *Plan) Close() {
+	if p.raw != nil {
+		C.fp8attn_plan_destroy(p.raw)
+		p.raw = nil
+		atomic.AddInt64(&p.ctx.children, -1)
+	}
+}
+
+// Tile is (block_m, block_n): query rows per tile and keys per KV block.
+func (p *Plan) Tile() (int32, int32, error) {
+	var m, n C.int32_t
+	err := call("fp8attn_plan_get_tile", func(e *C.fp8attn_error) C.int32_t {
+		return C.fp8attn_plan_get_tile(p.raw, &m, &n, e)
+	})
+	return int32(m), int32(n), err
+}
+
+// ForwardArgs are one call's tensors; nil optional tensors are absent.
+type ForwardArgs struct {
+	Q, K, V, Out                 Tensor
+	LSE                          Tensor
+	CuSeqlensQ, CuSeqlensK       Tensor // packed layout
+	MaxSeqlenQ, MaxSeqlenK       int64  // needed with the packed layout
+	Batch                        int64  // needed with the packed layout
+	QDescale, KDescale, VDescale Tensor
+}
+
+// Telemetry is the forward call's numerics (desc Telemetry(true)).
+type Telemetry struct {
+	PPositive, PUnderflow uint64
+	MaxAbsScaledLogit     float32
+}
+
+func optional(t Tensor) (C.fp8attn_tensor, error) {
+	if t == nil {
+		return C.fp8attn_tensor{}, nil
+	}
+	return t.describe()
+}
+
+// Forward runs the plan with a host workspace from fp8attn_host_alloc.
+func (p *Plan) Forward(a *ForwardArgs) (*Telemetry, error) {
+	var args C.fp8attn_attention_args
+	args.struct_size = C.size_t(C.sizeof_fp8attn_attention_args)
+	fields := []struct {
+		dst *C.fp8attn_tensor
+		src Tensor
+	}{{&args.q, a.Q}, {&args.k, a.K}, {&args.v, a.V}, {&args.out, a.Out}, {&args.lse, a.LSE},
+		{&args.cu_seqlens_q, a.CuSeqlensQ}, {&args.cu_seqlens_k, a.CuSeqlensK}, {&args.q_descale, a.QDescale},
+		{&args.k_descale, a.KDescale}, {&args.v_descale, a.VDescale}}
+	for i, f := range fields {
+		if i < 4 && f.src == nil {
+			return nil, bindingError(StatusInvalidArgument, "q, k, v and out are required")
+		}
+		t, err := optional(f.src)
+		if err != nil {
+			return nil, err
+		}
+		*f.dst = t
+	}
+	batch, sq, sk := a.Batch, a.MaxSeqlenQ, a.MaxSeqlenK
+	if a.CuSeqlensQ == nil {
+		if args.q.rank != 4 || args.k.rank != 4 {
+			return nil, bindingError(StatusBadShape, "padded q and k are [batch, seqlen, heads, head_dim]")
+		}
+		batch, sq, sk = int64(args.q.shape[0]), int64(args.q.shape[1]), int64(args.k.shape[1])
+	}
+	var bytes C.size_t
+	if err := call("fp8attn_plan_workspace_size", func(e *C.fp8attn_error) C.int32_t {
+		return C.fp8attn_plan_workspace_size(p.raw, C.int64_t(max1(batch)), C.int64_t(max1(sq)), C.int64_t(max1(sk)),
+			&bytes, e)
+	}); err != nil {
+		return nil, err
+	}
+	var ws unsafe.Pointer
+	if err := call("fp8attn_host_alloc", func(e *C.fp8attn_error) C.int32_t {
+		return C.fp8attn_host_alloc(bytes, 0, &ws, e)
+	}); err != nil {
+		return nil, err
+	}
+	defer C.fp8attn_host_free(ws)
+	// The telemetry struct lives in C memory: a Go pointer inside args would break cgo's rules.
+	tele := (*C.fp8attn_telemetry)(C.calloc(1, C.sizeof_fp8attn_telemetry))
+	defer C.free(unsafe.Pointer(tele))
+	tele.struct_size = C.size_t(C.sizeof_fp8attn_telemetry)
+	args.telemetry = tele
+	err := call("fp8attn_attention_forward", func(e *C.fp8attn_error) C.int32_t {
+		return C.fp8attn_attention_forward(p.raw, &args, ws, bytes, nil, e)
+	})
+	runtime.KeepAlive(a) // the HostTensors' finalizers must not run during the call
+	if err != nil || !p.telemetry {
+		return nil, err
+	}
+	return &Telemetry{PPositive: uint64(tele.p_positive), PUnderflow: uint64(tele.p_underflow),
+		MaxAbsScaledLogit: float32(tele.max_abs_scaled_logit)}, nil
+}
+
+func max1(x int64) int64 {
+	if x < 1 {
+		return 1
+	}
+	return x
+}

@@ -1,0 +1,163 @@
+"""fp8attn.attention: one forward call on arrays, modelled on FlashAttention-3's
+`flash_attn_func` (padded [batch, seqlen, heads, head_dim]) and `flash_attn_varlen_func` (packed
+[total, heads, head_dim] with cu_seqlens)."""
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import Any, Sequence
+
+import numpy as np
+
+from . import _abi
+from ._arrays import View, absent, binding_error, descale_view, empty_like_library, view
+from ._library import call
+from .context import Context, Plan
+
+_contexts: dict[str, Context] = {}
+_contexts_lock = threading.Lock()
+
+
+def default_context(backend: str) -> Context:
+    """The shared context of a backend that attention() and friends use (created once)."""
+    with _contexts_lock:
+        ctx = _contexts.get(backend)
+        if ctx is None:
+            ctx = _contexts[backend] = Context(backend)
+        return ctx
+
+
+def _host_ints(v: View, name: str) -> np.ndarray:
+    """A host int32 tensor's values (cu_seqlens), to size the problem."""
+    if v.device != "host" or v.dtype != "int32" or len(v.shape) != 1:
+        raise binding_error("FP8ATTN_STATUS_BAD_SHAPE", f"{name} must be a host int32 vector to infer max_seqlen; "
+                                                        "pass max_seqlen_q/max_seqlen_k for device tensors")
+    n, stride = v.shape[0], v.struct.stride[0]
+    base = ctypes.cast(v.struct.data, ctypes.POINTER(ctypes.c_int32))
+    return np.array([base[i * stride] for i in range(n)], dtype=np.int64)
+
+
+def _workspace(nbytes: int, backend: str, like: View) -> tuple[int, Any]:
+    """Scratch in the memory of the plan's backend (not of the inputs, which the library checks)."""
+    if nbytes == 0:
+        return 0, None
+    if backend != "cuda":
+        raw = np.empty(nbytes + 64, dtype=np.uint8)  # NOTE: aligned to 64 bytes for the CPU engine's vectors
+        offset = (-raw.ctypes.data) % 64
+        return raw.ctypes.data + offset, raw
+    import torch  # a CUDA workspace needs a device allocator; torch is the one this binding knows
+
+    buf = torch.empty(nbytes, dtype=torch.uint8, device=like.source.device)
+    return buf.data_ptr(), buf
+
+
+def forward_with_plan(plan: Plan, q: Any, k: Any, v: Any, *, out: Any = None, lse: Any = None,
+                      return_lse: bool = False, descales: Sequence[Any] | None = None,
+                      block_descales: Sequence[Any] | None = None, cu_seqlens_q: Any = None,
+                      cu_seqlens_k: Any = None, max_seqlen_q: int | None = None, max_seqlen_k: int | None = None,
+                      stream: int | None = None) -> Any:
+    """Runs the plan. Returns out, then lse when `return_lse` (or `lse` is given), then the
+    telemetry dict when the plan was made with telemetry=True. Missing outputs are allocated with
+    q's array library on q's device."""
+    vq, vk, vv = view(q, "q", stream=stream), view(k, "k", stream=stream), view(v, "v", stream=stream)
+    packed = cu_seqlens_q is not None or cu_seqlens_k is not None
+    heads_q, dim_v = vq.shape[-2], vv.shape[-1]
+    args = _abi.new(_abi.AttentionArgs)
+    keep: list[Any] = [vq, vk, vv]
+    if packed:
+        if cu_seqlens_q is None or cu_seqlens_k is None:
+            raise binding_error("FP8ATTN_STATUS_INVALID_ARGUMENT",
+                                "cu_seqlens_q and cu_seqlens_k come together")
+        cq, ck = view(cu_seqlens_q, "cu_seqlens_q"), view(cu_seqlens_k, "cu_seqlens_k")
+        keep += [cq, ck]
+        args.cu_seqlens_q, args.cu_seqlens_k = cq.struct, ck.struct
+        batch = cq.shape[0] - 1
+        if max_seqlen_q is None:
+            max_seqlen_q = int(np.max(np.diff(_host_ints(cq, "cu_seqlens_q")), initial=0))
+        if max_seqlen_k is None:
+            max_seqlen_k = int(np.max(np.diff(_host_ints(ck, "cu_seqlens_k")), initial=0))
+        out_shape: tuple[int, ...] = (vq.shape[0], heads_q, dim_v)
+        lse_shape: tuple[int, ...] = (heads_q, vq.shape[0])
+        heads_kv = vk.shape[-2]
+    else:
+        if len(vq.shape) != 4:
+            raise binding_error("FP8ATTN_STATUS_BAD_SHAPE", f"q must be [batch, seqlen, heads, head_dim], "
+                                                            f"got shape {vq.shape} (packed q needs cu_seqlens)")
+        batch, max_seqlen_q, max_seqlen_k = vq.shape[0], vq.shape[1], vk.shape[1]
+        out_shape, lse_shape = (batch, vq.shape[1], heads_q, dim_v), (batch, heads_q, vq.shape[1])
+        heads_kv = vk.shape[2]
+    want_lse = return_lse or lse is not None
+    if out is None:
+        out = empty_like_library(vq, out_shape, _out_dtype(plan))
+    if want_lse and lse is None:
+        lse = empty_like_library(vq, lse_shape, "float32")
+    vo = view(out, "out", writable=True, stream=stream)
+    args.q, args.k, args.v, args.out = vq.struct, vk.struct, vv.struct, vo.struct
+    keep.append(vo)
+    if want_lse:
+        vl = view(lse, "lse", writable=True, stream=stream)
+        args.lse = vl.struct
+        keep.append(vl)
+    for name, d in zip(("q_descale", "k_descale", "v_descale"), descales or (None, None, None)):
+        dv = descale_view(d, name, (batch, heads_kv), vq)
+        setattr(args, name, dv.struct if dv else absent())
+        keep.append(dv)
+    for name, d in zip(("q_block_descale", "k_block_descale", "v_block_descale"), block_descales or (None,) * 3):
+        if d is not None:
+            bv = view(d, name)
+            setattr(args, name, bv.struct)
+            keep.append(bv)
+    for t in keep:
+        # The ABI's tensors name no device ordinal: the context's is the one the library uses.
+        if isinstance(t, View) and t.device == "cuda" and t.device_id != plan.context.device_ordinal:
+            raise binding_error("FP8ATTN_STATUS_BAD_DEVICE", f"a tensor is on CUDA device {t.device_id}, the "
+                                                             f"context on device {plan.context.device_ordinal}")
+    tele = None
+    if plan.desc.telemetry:
+        tele = _abi.new(_abi.Telemetry)
+        args.telemetry = ctypes.pointer(tele)
+    nbytes = plan.workspace_size(max(batch, 1), max(max_seqlen_q, 1), max(max_seqlen_k, 1))
+    ws, ws_keep = _workspace(nbytes, plan.context.backend, vq)
+    call("fp8attn_attention_forward", plan.handle, ctypes.byref(args), ws, nbytes,
+         ctypes.c_void_p(stream) if stream else None)
+    del ws_keep, keep
+    result: list[Any] = [out]
+    if want_lse:
+        result.append(lse)
+    if tele is not None:
+        result.append({"p_positive": tele.p_positive, "p_underflow": tele.p_underflow,
+                       "max_abs_scaled_logit": tele.max_abs_scaled_logit})
+    return result[0] if len(result) == 1 else tuple(result)
+
+
+def _out_dtype(plan: Plan) -> str:
+    return {v: k for k, v in _abi.DTYPES.items()}[plan.desc.output_dtype]
+
+
+def attention(q: Any, k: Any, v: Any, *, causal: bool = False, window: tuple[int, int] | None = None,
+              descales: Sequence[Any] | None = None, kv_order: str = "reverse", p_scale_log2: int = 8,
+              backend: str = "cpu", cu_seqlens_q: Any = None, cu_seqlens_k: Any = None, return_lse: bool = False,
+              telemetry: bool = False) -> Any:
+    """softmax(Q·Kᵀ/√d + mask)·V with FP8 (float8_e4m3fn) or bfloat16 inputs and a bfloat16 output.
+
+    q [batch, seqlen_q, heads_q, head_dim], k and v [batch, seqlen_k, heads_kv, head_dim]; or
+    packed [total, heads, head_dim] with cu_seqlens_q and cu_seqlens_k (int32 [batch + 1]).
+    window: (left, right) keys visible around the diagonal, -1 unbounded. descales: (q, k, v), each
+    None, a number, or float32 [batch, heads_kv]. Returns out, then the float32 LSE
+    ([batch, heads_q, seqlen_q]; packed [heads_q, total_q]) when return_lse, then a telemetry dict
+    (p_positive, p_underflow, max_abs_scaled_logit) when telemetry.
+    """
+    vq = view(q, "q")
+    if vq.dtype not in ("float8_e4m3fn", "bfloat16"):
+        raise binding_error("FP8ATTN_STATUS_BAD_DTYPE", f"q is {vq.dtype}; attention takes float8_e4m3fn or bfloat16")
+    heads_kv = view(k, "k").shape[-2]
+    left, right = window if window is not None else (-1, -1)
+    plan = Plan(default_context(backend), input_dtype=vq.dtype, output_dtype="bfloat16", head_dim=vq.shape[-1],
+                head_dim_v=view(v, "v").shape[-1], num_heads_q=vq.shape[-2], num_heads_kv=heads_kv,
+                causal=causal, window_left=left, window_right=right, kv_order=kv_order, p_scale_log2=p_scale_log2,
+                telemetry=telemetry)
+    try:
+        return forward_with_plan(plan, q, k, v, descales=descales, cu_seqlens_q=cu_seqlens_q,
+                                 cu_seqlens_k=cu_seqlens_k, return_lse=return_lse)
+    finally:
+        plan.close()

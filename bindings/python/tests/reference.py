@@ -1,0 +1,43 @@
+"""FP64 attention in numpy, independent of the library: exact, and with P̃ rounded to the
+kernel's P dtype (E4M3 with S_p, or BF16) to size the FP8 error bound."""
+import ml_dtypes
+import numpy as np
+
+
+def _logits(q, k, causal, window):
+    """q [b, sq, hq, d], k [b, sk, hkv, d] in FP64 -> s [b, hq, sq, sk], masked at −inf."""
+    group = q.shape[2] // k.shape[2]
+    s = np.einsum("bqhd,bkhd->bhqk", q, np.repeat(k, group, axis=2)) / np.sqrt(q.shape[3])
+    sq, sk = q.shape[1], k.shape[1]
+    diag = np.arange(sq)[:, None] + (sk - sq)  # bottom-right aligned
+    j = np.arange(sk)[None, :]
+    visible = np.ones((sq, sk), bool)
+    if causal:
+        visible &= j <= diag
+    if window is not None:
+        left, right = window
+        if left >= 0:
+            visible &= j >= diag - left
+        if right >= 0:
+            visible &= j <= diag + right
+    return np.where(visible, s, -np.inf)
+
+
+def attention(q, k, v, causal=False, window=None, p_round=None):
+    """(out [b, sq, hq, d], lse [b, hq, sq]). p_round: None (exact), "e4m3" (P̃·256 to E4M3) or
+    "bf16" (P̃ to BF16), the row sum staying unrounded as in the kernel."""
+    s = _logits(q, k, causal, window)
+    m = s.max(axis=-1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    p = np.exp(s - m)
+    row = p.sum(axis=-1)
+    if p_round == "e4m3":
+        p = np.clip(p * 256, 0, 448).astype(np.float32).astype(ml_dtypes.float8_e4m3fn).astype(np.float64) / 256
+    elif p_round == "bf16":
+        p = p.astype(np.float32).astype(ml_dtypes.bfloat16).astype(np.float64)
+    group = q.shape[2] // v.shape[2]
+    o = np.einsum("bhqk,bkhd->bqhd", p, np.repeat(v, group, axis=2))
+    empty = row == 0
+    o = o / np.where(empty, 1, row).transpose(0, 2, 1)[..., None]
+    lse = np.where(empty, -np.inf, m[..., 0] + np.log(np.where(empty, 1, row)))
+    return o, lse

@@ -1,0 +1,53 @@
+//! Every struct's size and field offsets (`core::mem::offset_of!`) against the C probe compiled
+//! against the installed header (FP8ATTN_LAYOUT_PROBE), and no struct or field left out.
+use core::mem::{offset_of, size_of};
+use fp8attn_sys::*;
+use std::collections::BTreeMap;
+
+macro_rules! layout {
+    ($map:ident, $t:ident { $($f:ident),* $(,)? }) => {{
+        $map.insert((stringify!($t).to_string(), "sizeof".to_string()), size_of::<$t>());
+        $($map.insert((stringify!($t).to_string(), stringify!($f).to_string()), offset_of!($t, $f));)*
+    }};
+}
+
+#[test]
+fn struct_layouts_match_the_c_probe() {
+    let mut rust = BTreeMap::new();
+    layout!(rust, fp8attn_error { struct_size, status, message });
+    layout!(rust, fp8attn_tensor { struct_size, next, data, dtype, device, rank, shape, stride });
+    layout!(rust, fp8attn_context_options { struct_size, next, backend, device_ordinal, num_threads, log_level,
+                                            log_callback, log_user_data });
+    layout!(rust, fp8attn_attention_desc { struct_size, next, input_dtype, output_dtype, head_dim, head_dim_v,
+        num_heads_q, num_heads_kv, causal, window_left, window_right, softmax_scale, kv_order, p_scale_log2,
+        pv_promote_interval, softmax_variant, stabilized_beta, stabilized_tie_tol, telemetry,
+        stabilized_shift_cap_log2, sink_tokens, accumulator_model, accumulator_mantissa_bits });
+    layout!(rust, fp8attn_telemetry { struct_size, p_positive, p_underflow, max_abs_scaled_logit });
+    layout!(rust, fp8attn_attention_args { struct_size, next, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k,
+        q_descale, k_descale, v_descale, telemetry, q_block_descale, k_block_descale, v_block_descale });
+    layout!(rust, fp8attn_sink_model { struct_size, next, sink_strength, k_sink, p_scale, kv_order, block_n,
+                                       seqlen_k });
+    layout!(rust, fp8attn_power_iteration_options { struct_size, next, max_iterations, tolerance, seed, warm_start,
+                                                    iterations_out, residual_out, wq_descale, wk_descale });
+    layout!(rust, fp8attn_rope_options { struct_size, next, theta_base, layout, min_offset, max_offset,
+                                         max_iterations, tolerance, seed });
+    layout!(rust, fp8attn_scale_state_options { struct_size, next, num_layers, recipe, amax_history_len, amax_algo,
+        margin, burn_in_steps, token_norm_bound, alpha_margin, alpha_decay, grad_dtype });
+    layout!(rust, fp8attn_quantize_options { struct_size, next, granularity, block_rows, head_group, rotate, seed,
+                                             margin, leading_rows });
+
+    let probe = std::env::var("FP8ATTN_LAYOUT_PROBE")
+        .expect("set FP8ATTN_LAYOUT_PROBE to the compiled bindings/layout_probe/fp8attn_layout_probe.c");
+    let output = std::process::Command::new(&probe).output().expect("running the layout probe");
+    assert!(output.status.success());
+    let mut c = BTreeMap::new();
+    for line in String::from_utf8(output.stdout).unwrap().lines() {
+        let parts: Vec<&str> = line.split_whitespace().collect();
+        c.insert((parts[0].to_string(), parts[1].to_string()), parts[2].parse::<usize>().unwrap());
+    }
+    for (key, want) in &c {
+        assert_eq!(rust.get(key), Some(want), "{}.{}: Rust {:?}, C {}", key.0, key.1, rust.get(key), want);
+    }
+    assert_eq!(rust.len(), c.len(), "Rust declares fields the probe does not print");
+    println!("{} sizes and offsets match the C compiler's", c.len());
+}

@@ -1,0 +1,201 @@
+//! `AttentionDesc`, `Plan` (immutable, `Send + Sync`) and the forward call.
+use crate::context::{Context, ContextInner};
+use crate::error::{check, Error, Result};
+use crate::tensor::{absent, DType, HostBuffer, TensorMut, TensorRef};
+use fp8attn_sys as sys;
+use std::sync::Arc;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KvOrder {
+    Reverse = 0,
+    Forward = 1,
+}
+
+/// What a plan computes: fp8attn_attention_desc filled by fp8attn_attention_desc_init.
+#[derive(Clone, Copy)]
+pub struct AttentionDesc {
+    pub raw: sys::fp8attn_attention_desc,
+}
+
+impl AttentionDesc {
+    /// Defaults (E4M3 in, BF16 out, reverse KV order, S_p = 256) for these heads.
+    pub fn new(head_dim: i32, num_heads_q: i32, num_heads_kv: i32) -> Self {
+        // SAFETY: all-zero is valid; desc_init fills the rest, struct_size 0 meaning "all of it".
+        let mut raw: sys::fp8attn_attention_desc = unsafe { core::mem::zeroed() };
+        let status = unsafe { sys::fp8attn_attention_desc_init(&mut raw) };
+        debug_assert_eq!(status, sys::FP8ATTN_OK);
+        raw.struct_size = core::mem::size_of::<sys::fp8attn_attention_desc>();
+        raw.head_dim = head_dim;
+        raw.num_heads_q = num_heads_q;
+        raw.num_heads_kv = num_heads_kv;
+        AttentionDesc { raw }
+    }
+    pub fn input_dtype(mut self, d: DType) -> Self {
+        self.raw.input_dtype = d as i32;
+        self
+    }
+    pub fn output_dtype(mut self, d: DType) -> Self {
+        self.raw.output_dtype = d as i32;
+        self
+    }
+    pub fn causal(mut self, on: bool) -> Self {
+        self.raw.causal = on as u32;
+        self
+    }
+    /// Keys visible left and right of the diagonal; -1 is unbounded.
+    pub fn window(mut self, left: i32, right: i32) -> Self {
+        self.raw.window_left = left;
+        self.raw.window_right = right;
+        self
+    }
+    pub fn softmax_scale(mut self, s: f32) -> Self {
+        self.raw.softmax_scale = s;
+        self
+    }
+    pub fn kv_order(mut self, o: KvOrder) -> Self {
+        self.raw.kv_order = o as i32;
+        self
+    }
+    pub fn p_scale_log2(mut self, p: i32) -> Self {
+        self.raw.p_scale_log2 = p;
+        self
+    }
+    pub fn telemetry(mut self, on: bool) -> Self {
+        self.raw.telemetry = on as u32;
+        self
+    }
+}
+
+pub use sys::fp8attn_telemetry as Telemetry;
+
+/// Arguments of one forward call; tensors are borrowed for `'a`.
+pub struct ForwardArgs<'a> {
+    pub q: TensorRef<'a>,
+    pub k: TensorRef<'a>,
+    pub v: TensorRef<'a>,
+    pub out: TensorMut<'a>,
+    pub lse: Option<TensorMut<'a>>,
+    pub cu_seqlens: Option<(TensorRef<'a>, TensorRef<'a>)>,
+    /// Longest query and key sequences (needed with cu_seqlens to size the workspace).
+    pub max_seqlens: Option<(i64, i64)>,
+    pub descales: [Option<TensorRef<'a>>; 3],
+    pub block_descales: [Option<TensorRef<'a>>; 3],
+}
+
+impl<'a> ForwardArgs<'a> {
+    pub fn new(q: TensorRef<'a>, k: TensorRef<'a>, v: TensorRef<'a>, out: TensorMut<'a>) -> Self {
+        ForwardArgs { q, k, v, out, lse: None, cu_seqlens: None, max_seqlens: None, descales: [None, None, None],
+                      block_descales: [None, None, None] }
+    }
+    pub fn lse(mut self, lse: TensorMut<'a>) -> Self {
+        self.lse = Some(lse);
+        self
+    }
+    pub fn descales(mut self, q: Option<TensorRef<'a>>, k: Option<TensorRef<'a>>, v: Option<TensorRef<'a>>) -> Self {
+        self.descales = [q, k, v];
+        self
+    }
+    /// Packed layout: int32 [batch + 1] offsets and the longest sequences.
+    pub fn varlen(mut self, cu_q: TensorRef<'a>, cu_k: TensorRef<'a>, max_seqlen_q: i64, max_seqlen_k: i64) -> Self {
+        self.cu_seqlens = Some((cu_q, cu_k));
+        self.max_seqlens = Some((max_seqlen_q, max_seqlen_k));
+        self
+    }
+    /// (batch, max_seqlen_q, max_seqlen_k) for the workspace query.
+    fn sizes(&self) -> Result<(i64, i64, i64)> {
+        match (&self.cu_seqlens, self.max_seqlens) {
+            (Some((cu, _)), Some((sq, sk))) => Ok((cu.shape()[0] - 1, sq, sk)),
+            (None, _) if self.q.shape().len() == 4 && self.k.shape().len() == 4 => {
+                Ok((self.q.shape()[0], self.q.shape()[1], self.k.shape()[1]))
+            }
+            _ => Err(Error::new(sys::FP8ATTN_STATUS_BAD_SHAPE,
+                                "q and k must be rank 4 [batch, seqlen, heads, head_dim], or packed with varlen()")),
+        }
+    }
+}
+
+/// An immutable plan. It keeps its context alive.
+pub struct Plan {
+    raw: sys::fp8attn_plan,
+    telemetry: bool,
+    context: Arc<ContextInner>,
+}
+
+// SAFETY: the header: "An opaque, immutable attention plan. It may be shared across threads";
+// forward calls on one plan may run concurrently. Destroy runs in Drop (exclusive).
+unsafe impl Send for Plan {}
+unsafe impl Sync for Plan {}
+
+impl Plan {
+    pub fn new(context: &Context, desc: &AttentionDesc) -> Result<Self> {
+        let mut raw = core::ptr::null_mut();
+        check(|e| unsafe { sys::fp8attn_plan_create(context.inner.raw, &desc.raw, &mut raw, e) })?;
+        Ok(Plan { raw, telemetry: desc.raw.telemetry != 0, context: context.inner.clone() })
+    }
+
+    /// (block_m, block_n): query rows per tile and keys per KV block.
+    pub fn tile(&self) -> Result<(i32, i32)> {
+        let (mut m, mut n) = (0, 0);
+        check(|e| unsafe { sys::fp8attn_plan_get_tile(self.raw, &mut m, &mut n, e) })?;
+        Ok((m, n))
+    }
+
+    pub fn workspace_size(&self, batch: i64, max_seqlen_q: i64, max_seqlen_k: i64) -> Result<usize> {
+        let mut bytes = 0usize;
+        check(|e| unsafe { sys::fp8attn_plan_workspace_size(self.raw, batch, max_seqlen_q, max_seqlen_k, &mut bytes, e) })?;
+        Ok(bytes)
+    }
+
+    /// Runs the forward call with a host workspace it allocates. Returns the telemetry when the
+    /// plan was made with `telemetry(true)`.
+    pub fn forward(&self, args: &mut ForwardArgs<'_>) -> Result<Option<Telemetry>> {
+        let (b, sq, sk) = args.sizes()?;
+        let bytes = self.workspace_size(b.max(1), sq.max(1), sk.max(1))?;
+        let mut workspace = HostBuffer::new(bytes)?;
+        self.forward_with_workspace(args, &mut workspace)
+    }
+
+    /// Runs the forward call in a caller's workspace (at least `workspace_size` bytes).
+    pub fn forward_with_workspace(&self, args: &mut ForwardArgs<'_>, workspace: &mut HostBuffer)
+                                  -> Result<Option<Telemetry>> {
+        let mut telemetry = Telemetry { struct_size: core::mem::size_of::<Telemetry>(), ..Default::default() };
+        let opt = |t: &Option<TensorRef<'_>>| t.map_or_else(absent, |t| t.raw);
+        let raw = sys::fp8attn_attention_args {
+            struct_size: core::mem::size_of::<sys::fp8attn_attention_args>(),
+            next: core::ptr::null(),
+            q: args.q.raw,
+            k: args.k.raw,
+            v: args.v.raw,
+            out: args.out.raw,
+            lse: args.lse.as_ref().map_or_else(absent, |t| t.raw),
+            cu_seqlens_q: args.cu_seqlens.map_or_else(absent, |c| c.0.raw),
+            cu_seqlens_k: args.cu_seqlens.map_or_else(absent, |c| c.1.raw),
+            q_descale: opt(&args.descales[0]),
+            k_descale: opt(&args.descales[1]),
+            v_descale: opt(&args.descales[2]),
+            telemetry: &mut telemetry,
+            q_block_descale: opt(&args.block_descales[0]),
+            k_block_descale: opt(&args.block_descales[1]),
+            v_block_descale: opt(&args.block_descales[2]),
+        };
+        let (ptr, len) = (workspace.as_mut_ptr(), workspace.len());
+        check(|e| unsafe { sys::fp8attn_attention_forward(self.raw, &raw, ptr, len, core::ptr::null_mut(), e) })?;
+        Ok(if self.telemetry_enabled() { Some(telemetry) } else { None })
+    }
+
+    fn telemetry_enabled(&self) -> bool {
+        self.telemetry
+    }
+
+    pub fn as_raw(&self) -> sys::fp8attn_plan {
+        self.raw
+    }
+}
+
+impl Drop for Plan {
+    fn drop(&mut self) {
+        let _ = &self.context; // the context outlives the plan: its Arc is released after this
+        // SAFETY: created by fp8attn_plan_create; `&mut self` means no forward call is running.
+        unsafe { sys::fp8attn_plan_destroy(self.raw) }
+    }
+}

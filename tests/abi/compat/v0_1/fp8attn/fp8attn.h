@@ -1,0 +1,1089 @@
+/**
+ * @file fp8attn.h
+ * @brief The fp8attn C ABI: FP8 attention on Hopper GPUs with a kernel-faithful CPU backend.
+ *
+ * This is the only public header. It is C99, uses only `<stdint.h>` and `<stddef.h>` types,
+ * and includes no CUDA header.
+ *
+ * ## Conventions
+ * - **Status.** Every fallible call returns an `int32_t` status (::FP8ATTN_OK is 0) and takes an
+ *   optional ::fp8attn_error as its last argument. The categories are: 1xxx bad argument,
+ *   2xxx unsupported, 3xxx resource, 4xxx device or driver, 5xxx internal, 6xxx numerics.
+ * - **Error detail in the same call.** When the `err` argument is non-NULL and its `struct_size`
+ *   covers the `status` field, the call writes the status and a NUL-terminated message there.
+ *   The message is truncated to the caller's buffer.
+ * - **Outputs untouched on failure.** A call that fails writes nothing to its outputs.
+ * - **Extensible structs.** Every struct passed in starts with `size_t struct_size` and
+ *   `const void* next`. Set `struct_size = sizeof(the struct)` and `next = NULL`. The library
+ *   reads only the fields that `struct_size` covers and uses defaults for the rest, so a caller
+ *   compiled against an older header keeps working. New fields are only ever appended.
+ * - **Enums** are explicitly numbered; a number is never reused. Enum-typed fields are `int32_t`;
+ *   booleans are `uint32_t`.
+ * - **Handles** are opaque pointers. Destroy functions accept NULL.
+ * - **Streams and workspaces are per call.** An execute call allocates nothing and never
+ *   synchronizes. On the CPU backend the stream must be NULL. The one exception is
+ *   fp8attn_quantize(), a host-memory call without a stream: it allocates a little host scratch
+ *   (one float per descale slice, one head-dim row per worker thread, the rotation's signs).
+ * - **No exception, abort or exit** crosses this ABI.
+ *
+ * ## Versioning
+ * The major version changes only on an ABI break, and the SONAME carries it
+ * (`libfp8attn.so.<major>`). Minor versions append fields, enum values and functions.
+ */
+#ifndef FP8ATTN_FP8ATTN_H_
+#define FP8ATTN_FP8ATTN_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** @def FP8ATTN_API
+ * Marks an exported function: default visibility while the library itself is built, empty for
+ * callers. */
+#if defined(FP8ATTN_BUILDING_LIBRARY)
+#define FP8ATTN_API __attribute__((visibility("default")))
+#else
+#define FP8ATTN_API
+#endif
+
+/** Major version of this header. */
+#define FP8ATTN_VERSION_MAJOR 0
+/** Minor version of this header. */
+#define FP8ATTN_VERSION_MINOR 1
+/** Patch version of this header. */
+#define FP8ATTN_VERSION_PATCH 0
+
+/** A CUDA stream; the same type as `cudaStream_t`. NULL is the legacy default stream. */
+struct CUstream_st;
+
+/* ------------------------------------------------------------------------------------------ */
+/** @name Status codes
+ * @{ */
+/* ------------------------------------------------------------------------------------------ */
+
+/** Status codes. The thousands digit is the category. */
+typedef enum fp8attn_status_code {
+  FP8ATTN_OK = 0, /**< Success. */
+
+  FP8ATTN_STATUS_INVALID_ARGUMENT = 1000, /**< A bad argument not covered below. */
+  FP8ATTN_STATUS_NULL_POINTER = 1001,     /**< A required pointer was NULL. */
+  FP8ATTN_STATUS_BAD_STRUCT_SIZE = 1002,  /**< `struct_size` is 0 or smaller than the oldest layout. */
+  FP8ATTN_STATUS_BAD_EXTENSION = 1003,    /**< `next` is not NULL; no extension is defined yet. */
+  FP8ATTN_STATUS_BAD_DTYPE = 1004,        /**< Unknown dtype, or a dtype the argument cannot take. */
+  FP8ATTN_STATUS_BAD_SHAPE = 1005,        /**< Rank or shape does not match the description. */
+  FP8ATTN_STATUS_BAD_STRIDE = 1006,       /**< A negative stride, or strides that overlap outputs. */
+  FP8ATTN_STATUS_BAD_SCALE = 1007,        /**< A scale that is NaN, infinite or out of range. */
+  FP8ATTN_STATUS_BAD_SEQLENS = 1008,      /**< cu_seqlens not starting at 0 or not monotone. */
+  FP8ATTN_STATUS_BAD_HEADS = 1009,        /**< Head counts: zero, or heads_q not a multiple of heads_kv. */
+  FP8ATTN_STATUS_BAD_OPTION = 1010,       /**< An enum or option value out of its range. */
+  FP8ATTN_STATUS_BAD_DEVICE = 1011,       /**< A tensor's device does not match the backend. */
+  FP8ATTN_STATUS_BAD_HANDLE = 1012,       /**< A handle that is NULL where one is required. */
+  FP8ATTN_STATUS_BAD_STREAM = 1013,       /**< A non-NULL stream given to the CPU backend. */
+
+  FP8ATTN_STATUS_UNSUPPORTED = 2000,          /**< A valid request this build does not support. */
+  FP8ATTN_STATUS_UNSUPPORTED_HEAD_DIM = 2001, /**< head_dim not in {64, 128, 256}. */
+  FP8ATTN_STATUS_UNSUPPORTED_DTYPE = 2002,    /**< A valid dtype this operation does not take. */
+  FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND = 2003, /**< The context's backend lacks this operation. */
+
+  FP8ATTN_STATUS_OUT_OF_MEMORY = 3000,       /**< Host allocation failed. */
+  FP8ATTN_STATUS_WORKSPACE_TOO_SMALL = 3001, /**< The workspace is smaller than the query said. */
+  FP8ATTN_STATUS_BUFFER_TOO_SMALL = 3002,    /**< A caller buffer (for example a blob) is too small. */
+
+  FP8ATTN_STATUS_DEVICE_ERROR = 4000,         /**< A CUDA runtime or driver call failed. */
+  FP8ATTN_STATUS_CUDA_BACKEND_MISSING = 4001, /**< libfp8attn_cuda could not be loaded. */
+  FP8ATTN_STATUS_NO_CUDA_DEVICE = 4002,       /**< No CUDA driver or no device at the ordinal. */
+  FP8ATTN_STATUS_UNSUPPORTED_DEVICE = 4003,   /**< The device is not a Hopper GPU (sm_90). */
+
+  FP8ATTN_STATUS_INTERNAL = 5000, /**< A bug in fp8attn; the message says where. */
+
+  FP8ATTN_STATUS_NUMERICS = 6000,          /**< A numerics failure not covered below. */
+  FP8ATTN_STATUS_CHECKSUM_MISMATCH = 6001, /**< A serialized blob failed its checksum. */
+  FP8ATTN_STATUS_BAD_BLOB_VERSION = 6002,  /**< A serialized blob has an unknown version or magic. */
+  FP8ATTN_STATUS_TRUNCATED_BLOB = 6003     /**< A serialized blob is shorter than it says. */
+} fp8attn_status_code;
+
+/** Length of the message buffer in ::fp8attn_error. */
+#define FP8ATTN_ERROR_MESSAGE_LEN 512
+
+/**
+ * Error detail, filled by the call that takes it. Caller-owned.
+ * Set `struct_size = sizeof(fp8attn_error)` before the call. On success `status` is set to
+ * ::FP8ATTN_OK and `message` to the empty string.
+ */
+typedef struct fp8attn_error {
+  size_t struct_size;                       /**< sizeof(fp8attn_error). */
+  int32_t status;                           /**< Out: the status the call returned. */
+  char message[FP8ATTN_ERROR_MESSAGE_LEN];  /**< Out: NUL-terminated detail. */
+} fp8attn_error;
+
+/**
+ * Returns the library version as major·10000 + minor·100 + patch.
+ * @return The version number.
+ * Thread-safe; never fails.
+ */
+FP8ATTN_API int32_t fp8attn_get_version(void);
+
+/**
+ * Returns the name of a status code, such as "FP8ATTN_STATUS_BAD_SHAPE", as a static string.
+ * Unknown codes give "FP8ATTN_STATUS_UNKNOWN". Thread-safe; never fails; never NULL.
+ * @param status Any value.
+ * @return A static NUL-terminated string; the caller must not free it.
+ */
+FP8ATTN_API const char* fp8attn_status_name(int32_t status);
+
+/** @} */
+
+/* ------------------------------------------------------------------------------------------ */
+/** @name Enumerations
+ * @{ */
+/* ------------------------------------------------------------------------------------------ */
+
+/** Element types. */
+typedef enum fp8attn_dtype {
+  FP8ATTN_DTYPE_F32 = 1,  /**< IEEE binary32. */
+  FP8ATTN_DTYPE_F64 = 2,  /**< IEEE binary64. */
+  FP8ATTN_DTYPE_BF16 = 3, /**< bfloat16. */
+  FP8ATTN_DTYPE_F16 = 4,  /**< IEEE binary16. */
+  FP8ATTN_DTYPE_E4M3 = 5, /**< OCP FP8 E4M3 ("e4m3fn"): max 448, no infinity. */
+  FP8ATTN_DTYPE_E5M2 = 6, /**< OCP FP8 E5M2: max 57344, with infinities. */
+  FP8ATTN_DTYPE_I32 = 7   /**< int32_t. */
+} fp8attn_dtype;
+
+/** Where a tensor's memory lives. */
+typedef enum fp8attn_device {
+  FP8ATTN_DEVICE_HOST = 0, /**< Host memory. */
+  FP8ATTN_DEVICE_CUDA = 1  /**< CUDA device memory of the context's device. */
+} fp8attn_device;
+
+/** Backends. */
+typedef enum fp8attn_backend {
+  FP8ATTN_BACKEND_AUTO = 0,     /**< CUDA if libfp8attn_cuda loads and an sm_90 device exists; else CPU. */
+  FP8ATTN_BACKEND_CPU = 1,      /**< The kernel-faithful CPU tile engine. */
+  FP8ATTN_BACKEND_CUDA = 2,     /**< The Hopper kernels in libfp8attn_cuda. */
+  FP8ATTN_BACKEND_REFERENCE = 3 /**< The FP64 oracle: exact softmax, no casts; slow by design. */
+} fp8attn_backend;
+
+/** Log levels. 0 picks the default (::FP8ATTN_LOG_WARN). */
+typedef enum fp8attn_log_level {
+  FP8ATTN_LOG_DEFAULT = 0, /**< ::FP8ATTN_LOG_WARN. */
+  FP8ATTN_LOG_ERROR = 1,   /**< Errors only. */
+  FP8ATTN_LOG_WARN = 2,    /**< Errors and warnings. */
+  FP8ATTN_LOG_INFO = 3,    /**< Plus backend choice and plan summaries. */
+  FP8ATTN_LOG_DEBUG = 4,   /**< Plus per-call detail. */
+  FP8ATTN_LOG_TRACE = 5,   /**< Everything. */
+  FP8ATTN_LOG_OFF = 6      /**< Nothing. */
+} fp8attn_log_level;
+
+/** KV-block iteration order of the attention main loop. */
+typedef enum fp8attn_kv_order {
+  FP8ATTN_KV_ORDER_REVERSE = 0, /**< Last KV block first (default; the P-cast fix). */
+  FP8ATTN_KV_ORDER_FORWARD = 1  /**< First KV block first; for study. */
+} fp8attn_kv_order;
+
+/** Softmax variants. */
+typedef enum fp8attn_softmax_variant {
+  FP8ATTN_SOFTMAX_STANDARD = 0,  /**< Online safe softmax. */
+  FP8ATTN_SOFTMAX_STABILIZED = 1 /**< Shift the max where a block's row max is tied. */
+} fp8attn_softmax_variant;
+
+/** @} */
+
+/* ------------------------------------------------------------------------------------------ */
+/** @name Tensors
+ * @{ */
+/* ------------------------------------------------------------------------------------------ */
+
+/** Maximum rank of ::fp8attn_tensor. */
+#define FP8ATTN_MAX_RANK 8
+
+/**
+ * A strided tensor view. Caller-owned; the library keeps no reference after the call returns.
+ * An optional tensor is absent when `data` is NULL.
+ */
+typedef struct fp8attn_tensor {
+  size_t struct_size; /**< sizeof(fp8attn_tensor). */
+  const void* next;   /**< Extension chain; must be NULL. */
+  void* data;         /**< Borrowed. Element [i0,..,ir-1] is at data + Σ i_k·stride[k] elements. */
+  int32_t dtype;      /**< An ::fp8attn_dtype. */
+  int32_t device;     /**< An ::fp8attn_device. */
+  int32_t rank;       /**< 1..::FP8ATTN_MAX_RANK. */
+  int64_t shape[FP8ATTN_MAX_RANK];  /**< Extents; the first `rank` are read. */
+  int64_t stride[FP8ATTN_MAX_RANK]; /**< In elements, ≥ 0; a stride of 0 broadcasts. */
+} fp8attn_tensor;
+
+/** @} */
+
+/* ------------------------------------------------------------------------------------------ */
+/** @name Context
+ * @{ */
+/* ------------------------------------------------------------------------------------------ */
+
+/** An opaque context: a backend, its threads and its logger. */
+typedef struct fp8attn_context_t* fp8attn_context;
+
+/**
+ * Log callback. `msg` is not NUL-terminated; it holds `len` bytes and is valid only during the
+ * call. It may be called from any thread that uses the context, concurrently.
+ */
+typedef void (*fp8attn_log_callback)(void* user_data, int32_t level, const char* msg, size_t len);
+
+/** Context options. Zero-initialize, then set `struct_size`; zeros are the defaults. */
+typedef struct fp8attn_context_options {
+  size_t struct_size;  /**< sizeof(fp8attn_context_options). */
+  const void* next;    /**< Extension chain; must be NULL. */
+  int32_t backend;     /**< An ::fp8attn_backend; default ::FP8ATTN_BACKEND_AUTO. */
+  int32_t device_ordinal; /**< CUDA device ordinal; default 0. Ignored by CPU backends. */
+  int32_t num_threads; /**< CPU worker threads; 0 = all cores. */
+  int32_t log_level;   /**< An ::fp8attn_log_level; default ::FP8ATTN_LOG_WARN. */
+  fp8attn_log_callback log_callback; /**< NULL: messages go to stderr. */
+  void* log_user_data; /**< Passed to `log_callback`; borrowed for the context's lifetime. */
+} fp8attn_context_options;
+
+/**
+ * Creates a context.
+ * @param options NULL for defaults. Borrowed for the call.
+ * @param out     Out: the new context; written only on success.
+ * @param err     Optional error detail.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_NULL_POINTER          `out` is NULL.
+ * @retval FP8ATTN_STATUS_BAD_STRUCT_SIZE       `options->struct_size` is too small.
+ * @retval FP8ATTN_STATUS_BAD_EXTENSION         `options->next` is not NULL.
+ * @retval FP8ATTN_STATUS_BAD_OPTION            Unknown backend or log level, or negative threads.
+ * @retval FP8ATTN_STATUS_CUDA_BACKEND_MISSING  CUDA asked for and libfp8attn_cuda not loadable.
+ * @retval FP8ATTN_STATUS_NO_CUDA_DEVICE        CUDA asked for and no driver or device found.
+ * @retval FP8ATTN_STATUS_UNSUPPORTED_DEVICE    CUDA asked for and the device is not sm_90.
+ * @retval FP8ATTN_STATUS_OUT_OF_MEMORY
+ *
+ * ::FP8ATTN_BACKEND_AUTO never fails for lack of a GPU: it falls back to the CPU and logs why
+ * at ::FP8ATTN_LOG_INFO. The CUDA backend is looked up next to libfp8attn, and first at the path
+ * in the environment variable `FP8ATTN_CUDA_BACKEND` when that is set.
+ * Thread-safe.
+ */
+FP8ATTN_API int32_t fp8attn_context_create(const fp8attn_context_options* options,
+                                           fp8attn_context* out, fp8attn_error* err);
+
+/**
+ * Destroys a context. NULL is allowed. Every plan and scale state created from it must be
+ * destroyed first. Not thread-safe with respect to other calls on the same context.
+ * @param ctx The context to destroy, or NULL.
+ */
+FP8ATTN_API void fp8attn_context_destroy(fp8attn_context ctx);
+
+/**
+ * Reports the backend the context runs on (never ::FP8ATTN_BACKEND_AUTO).
+ * @param ctx     The context.
+ * @param backend Out: an ::fp8attn_backend; written only on success.
+ * @param err     Optional error detail.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_BAD_HANDLE   `ctx` is NULL.
+ * @retval FP8ATTN_STATUS_NULL_POINTER `backend` is NULL.
+ * Thread-safe.
+ */
+FP8ATTN_API int32_t fp8attn_context_get_backend(fp8attn_context ctx, int32_t* backend,
+                                                fp8attn_error* err);
+
+/** @} */
+
+/* ------------------------------------------------------------------------------------------ */
+/** @name Attention description and plan
+ * @{ */
+/* ------------------------------------------------------------------------------------------ */
+
+/**
+ * What an attention plan computes. Fill with fp8attn_attention_desc_init(), then change fields.
+ */
+typedef struct fp8attn_attention_desc {
+  size_t struct_size;   /**< sizeof(fp8attn_attention_desc). */
+  const void* next;     /**< Extension chain; must be NULL. */
+  int32_t input_dtype;  /**< ::FP8ATTN_DTYPE_E4M3 (default) or ::FP8ATTN_DTYPE_BF16, for Q, K, V. */
+  int32_t output_dtype; /**< ::FP8ATTN_DTYPE_BF16 (default) or ::FP8ATTN_DTYPE_F32. */
+  int32_t head_dim;     /**< Q/K head dimension: 64, 128 or 256. Default 128. */
+  int32_t head_dim_v;   /**< V/O head dimension; 0 means head_dim. Must equal head_dim for now. */
+  int32_t num_heads_q;  /**< Query heads; a multiple of num_heads_kv. Default 1. */
+  int32_t num_heads_kv; /**< Key/value heads (GQA when fewer than num_heads_q). Default 1. */
+  uint32_t causal;      /**< 1: causal mask aligned bottom-right (FlashAttention ≥ 2.1). */
+  int32_t window_left;  /**< Sliding window, keys to the left of the diagonal; −1 = unbounded. */
+  int32_t window_right; /**< Keys to the right of the diagonal; −1 = unbounded. */
+  float softmax_scale;  /**< Logit scale; 0 means 1/√head_dim. Finite and ≥ 0. */
+  int32_t kv_order;     /**< An ::fp8attn_kv_order; default ::FP8ATTN_KV_ORDER_REVERSE. */
+  int32_t p_scale_log2; /**< log2 of the static P scale S_p, 0..8; default 8 (S_p = 256). E4M3 only;
+                             BF16 inputs always use S_p = 1. */
+  int32_t pv_promote_interval; /**< Add the PV tile into O every N blocks; 0 = accumulate in O. */
+  int32_t softmax_variant;     /**< An ::fp8attn_softmax_variant; default standard. */
+  float stabilized_beta;       /**< Shift factor β of the stabilized variant; default 2. */
+  float stabilized_tie_tol;    /**< Tie tolerance τ in natural logit units; default 1e-3. */
+  uint32_t telemetry;          /**< 1: the forward call fills `fp8attn_attention_args.telemetry`. */
+  /* Fields below were appended after the first layout; callers whose struct_size stops before
+     them get the defaults. */
+  float stabilized_shift_cap_log2; /**< Cap on the stabilized shift: the shifted max m′ is at
+                                        most r_m + cap in log2 units, so exp2(r_m − m′) ≥ 2^−cap
+                                        and l cannot underflow to 0. Default 16; must be > 0. */
+  int32_t sink_tokens; /**< Sink isolation: the first `sink_tokens` keys of each sequence form a KV
+                            block of their own, visited last in reverse order (first in forward
+                            order); the other blocks start at key `sink_tokens`. This removes the
+                            in-block P underflow residue of reverse order. 0 (default) is off and
+                            gives bit-identical results to a description without the field.
+                            Per-block K/V descales then follow these blocks: slot 0 is the sink
+                            block, slot n + 1 the block from key sink_tokens + n·block_n
+                            (fp8attn_quantize with `leading_rows` = sink_tokens makes them). */
+  uint32_t accumulator_model; /**< 1: model the FP8 tensor core's reduced-precision accumulator: each
+                                   MMA instruction's sum (32 products) is truncated toward zero to
+                                   `accumulator_mantissa_bits` before it is added. E4M3 inputs only.
+                                   0 (default): full FP32. */
+  int32_t accumulator_mantissa_bits; /**< Mantissa bits kept by the model, 1..23; default 22
+                                          (reported for Hopper's FP8 wgmma). */
+} fp8attn_attention_desc;
+
+/**
+ * Fills `desc` with defaults, including `struct_size`. Fields beyond the caller's
+ * `struct_size` are not written when `desc->struct_size` is already set to a smaller nonzero
+ * value; a zero `struct_size` is treated as sizeof(fp8attn_attention_desc).
+ * @param desc In/out: the description to fill; caller-owned.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_NULL_POINTER `desc` is NULL.
+ * Thread-safe.
+ */
+FP8ATTN_API int32_t fp8attn_attention_desc_init(fp8attn_attention_desc* desc);
+
+/** An opaque, immutable attention plan. It may be shared across threads. */
+typedef struct fp8attn_plan_t* fp8attn_plan;
+
+/**
+ * Validates a description and prepares a plan on the context's backend.
+ * @param ctx  The context; it must outlive the plan.
+ * @param desc Borrowed for the call.
+ * @param out  Out: the plan; written only on success.
+ * @param err  Optional error detail.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER, FP8ATTN_STATUS_BAD_STRUCT_SIZE,
+ *         FP8ATTN_STATUS_BAD_EXTENSION
+ * @retval FP8ATTN_STATUS_BAD_DTYPE           input or output dtype not allowed.
+ * @retval FP8ATTN_STATUS_UNSUPPORTED_HEAD_DIM head_dim not in {64, 128, 256}, or head_dim_v differs.
+ * @retval FP8ATTN_STATUS_BAD_HEADS           head counts not positive, or not divisible.
+ * @retval FP8ATTN_STATUS_BAD_SCALE           softmax_scale NaN, infinite or negative; bad β, τ, cap.
+ * @retval FP8ATTN_STATUS_BAD_OPTION          kv_order, p_scale_log2, variant, window, interval.
+ * Thread-safe.
+ */
+FP8ATTN_API int32_t fp8attn_plan_create(fp8attn_context ctx, const fp8attn_attention_desc* desc,
+                                        fp8attn_plan* out, fp8attn_error* err);
+
+/** Destroys a plan. NULL is allowed. No forward call may be running on it.
+ * @param plan The plan to destroy, or NULL. */
+FP8ATTN_API void fp8attn_plan_destroy(fp8attn_plan plan);
+
+/**
+ * Workspace bytes a forward call needs for problems up to these sizes.
+ * @param plan  The plan.
+ * @param batch Number of sequences, > 0.
+ * @param max_seqlen_q Longest query sequence, > 0.
+ * @param max_seqlen_k Longest key sequence, > 0.
+ * @param bytes Out: the size; written only on success. May be 0.
+ * @param err   Optional error detail.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER
+ * @retval FP8ATTN_STATUS_BAD_SHAPE  a size that is not positive.
+ * Thread-safe.
+ */
+FP8ATTN_API int32_t fp8attn_plan_workspace_size(fp8attn_plan plan, int64_t batch,
+                                                int64_t max_seqlen_q, int64_t max_seqlen_k,
+                                                size_t* bytes, fp8attn_error* err);
+
+/**
+ * The tile sizes the plan's kernel and CPU engine use: query rows per tile and keys per KV block.
+ * Per-block descales (fp8attn_attention_args) and the quantizer's block sizes follow them.
+ * @param plan    The plan.
+ * @param block_m Out: rows per query tile; written only on success.
+ * @param block_n Out: keys per KV block; written only on success.
+ * @param err     Optional error detail.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_BAD_HANDLE   `plan` is NULL.
+ * @retval FP8ATTN_STATUS_NULL_POINTER `block_m` or `block_n` is NULL.
+ * Thread-safe.
+ */
+FP8ATTN_API int32_t fp8attn_plan_get_tile(fp8attn_plan plan, int32_t* block_m, int32_t* block_n,
+                                          fp8attn_error* err);
+
+/** @} */
+
+/* ------------------------------------------------------------------------------------------ */
+/** @name Forward
+ * @{ */
+/* ------------------------------------------------------------------------------------------ */
+
+/** Numerics measured by the forward call itself (DESIGN §3). Caller-owned output. */
+typedef struct fp8attn_telemetry {
+  size_t struct_size;         /**< sizeof(fp8attn_telemetry); set by the caller. */
+  uint64_t p_positive;        /**< Out: count of P̃ > 0 (FP32, before the cast). */
+  uint64_t p_underflow;       /**< Out: those among them whose cast (E4M3, or BF16) is 0. */
+  float max_abs_scaled_logit; /**< Out: max |S·softmax_scale·q_descale·k_descale| over visible
+                                   entries, in natural-log units. */
+} fp8attn_telemetry;
+
+/**
+ * Arguments of one forward call. Tensors are borrowed for the call (on CUDA, until the stream
+ * reaches the work).
+ *
+ * Layouts:
+ * - Padded: `q` [batch, seqlen_q, heads_q, head_dim], `k` [batch, seqlen_k, heads_kv, head_dim],
+ *   `v` [batch, seqlen_k, heads_kv, head_dim_v], `out` [batch, seqlen_q, heads_q, head_dim_v];
+ *   any non-negative strides. `lse` [batch, heads_q, seqlen_q].
+ * - Packed (varlen): rank-3 `q`, `k`, `v`, `out` of [total, heads, dim] with `cu_seqlens_q` and
+ *   `cu_seqlens_k` (I32 [batch + 1], starting at 0, non-decreasing, last = total).
+ *   `lse` is [heads_q, total_q].
+ * - Descales: F32 [batch, heads_kv]; stride 0 broadcasts (per-tensor scale). Absent means 1.
+ */
+typedef struct fp8attn_attention_args {
+  size_t struct_size;           /**< sizeof(fp8attn_attention_args). */
+  const void* next;             /**< Extension chain; must be NULL. */
+  fp8attn_tensor q;             /**< Queries, dtype = desc.input_dtype. */
+  fp8attn_tensor k;             /**< Keys. */
+  fp8attn_tensor v;             /**< Values. */
+  fp8attn_tensor out;           /**< Out: dtype = desc.output_dtype; written only on success. */
+  fp8attn_tensor lse;           /**< Optional out: F32 log-sum-exp, natural-log units. */
+  fp8attn_tensor cu_seqlens_q;  /**< Optional I32 [batch+1]; present iff packed layout. */
+  fp8attn_tensor cu_seqlens_k;  /**< Optional I32 [batch+1]; present iff packed layout. */
+  fp8attn_tensor q_descale;     /**< Optional F32 [batch, heads_kv]. */
+  fp8attn_tensor k_descale;     /**< Optional F32 [batch, heads_kv]. */
+  fp8attn_tensor v_descale;     /**< Optional F32 [batch, heads_kv]. */
+  fp8attn_telemetry* telemetry; /**< Optional out; filled when desc.telemetry is 1. Borrowed. */
+  /* Fields below were appended after the first layout. */
+  fp8attn_tensor q_block_descale; /**< Optional F32 [batch, heads_q, ceil(max_seqlen_q / block_m)]: a
+                                       descale per query tile, multiplied with q_descale. Blocks
+                                       start at each sequence's first row; see
+                                       fp8attn_plan_get_tile() for block_m. */
+  fp8attn_tensor k_block_descale; /**< Optional F32 [batch, heads_kv, ceil(max_seqlen_k / block_n)]: a
+                                       descale per KV block, multiplied with k_descale; folded into
+                                       the logits of its block. With desc.sink_tokens = s > 0 the
+                                       extent is 1 + ceil((max_seqlen_k − s) / block_n): the sink
+                                       block first, then blocks of block_n from key s. */
+  fp8attn_tensor v_block_descale; /**< Optional F32, the shape of k_block_descale: a
+                                       descale per KV block, multiplied with v_descale; each block's
+                                       PV product is accumulated in a fresh FP32 tile and added into
+                                       O scaled by it (pv_promote_interval is then 1). */
+} fp8attn_attention_args;
+
+/**
+ * Computes attention: out = softmax(scale·Q·Kᵀ + mask)·V, per DESIGN §3.
+ * @param plan      From fp8attn_plan_create().
+ * @param args      Borrowed for the call.
+ * @param workspace Caller-owned scratch of at least the queried size; may be NULL if that is 0.
+ * @param workspace_bytes Its size.
+ * @param stream    CUDA stream; must be NULL on CPU backends.
+ * @param err       Optional error detail.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER, FP8ATTN_STATUS_BAD_STRUCT_SIZE,
+ *         FP8ATTN_STATUS_BAD_EXTENSION
+ * @retval FP8ATTN_STATUS_BAD_DTYPE     a tensor's dtype is unknown or not the plan's.
+ * @retval FP8ATTN_STATUS_BAD_SHAPE     a rank or extent mismatch.
+ * @retval FP8ATTN_STATUS_BAD_STRIDE    a negative stride.
+ * @retval FP8ATTN_STATUS_BAD_SEQLENS   cu_seqlens not starting at 0, decreasing, or past total.
+ * @retval FP8ATTN_STATUS_BAD_SCALE     a descale that is NaN, infinite or ≤ 0.
+ * @retval FP8ATTN_STATUS_BAD_DEVICE    a tensor not on the backend's device.
+ * @retval FP8ATTN_STATUS_BAD_STREAM    a stream given to a CPU backend.
+ * @retval FP8ATTN_STATUS_WORKSPACE_TOO_SMALL
+ * Thread-safe: concurrent calls on one plan are allowed (CPU calls on one context run one at a
+ * time on its worker threads).
+ */
+FP8ATTN_API int32_t fp8attn_attention_forward(fp8attn_plan plan, const fp8attn_attention_args* args,
+                                              void* workspace, size_t workspace_bytes,
+                                              struct CUstream_st* stream, fp8attn_error* err);
+
+/** @} */
+
+/* ------------------------------------------------------------------------------------------ */
+/** @name P-underflow prediction (DESIGN §3)
+ * @{ */
+/* ------------------------------------------------------------------------------------------ */
+
+/**
+ * The sink model: `k_sink` keys have logit Δ + z, all others z, with z ~ N(0, 1) in natural-log
+ * units after the softmax scale.
+ */
+typedef struct fp8attn_sink_model {
+  size_t struct_size;   /**< sizeof(fp8attn_sink_model). */
+  const void* next;     /**< Extension chain; must be NULL. */
+  double sink_strength; /**< Δ, finite. */
+  int32_t k_sink;       /**< Number of sink keys, ≥ 1. */
+  double p_scale;       /**< S_p, > 0 (for example 256). */
+  int32_t kv_order;     /**< An ::fp8attn_kv_order. */
+  int32_t block_n;      /**< KV block size; used for the reverse order's in-block share. */
+  int64_t seqlen_k;     /**< Keys per row, > k_sink. */
+} fp8attn_sink_model;
+
+/**
+ * Predicts the fraction of non-sink P̃ whose E4M3 cast underflows to zero.
+ * @param model         The sink model; borrowed for the call.
+ * @param leading_order Out: Φ(Δ + δ_k − ln 2¹⁰ − ln S_p), δ_k = E[max of k N(0,1)].
+ * @param expected      Out: ∫ f_k(x)·Φ(Δ + x − ln 2¹⁰ − ln S_p) dx, f_k the density of the max.
+ * For ::FP8ATTN_KV_ORDER_REVERSE both are multiplied by the share of non-sink keys in the sink's
+ * block, (min(block_n, seqlen_k) − k_sink) / (seqlen_k − k_sink). Both by numerical integration.
+ * Either output may be NULL; neither is written on failure.
+ * @param err           Optional error detail.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_NULL_POINTER, FP8ATTN_STATUS_BAD_STRUCT_SIZE, FP8ATTN_STATUS_BAD_EXTENSION
+ * @retval FP8ATTN_STATUS_BAD_SCALE         `p_scale` not finite or not > 0.
+ * @retval FP8ATTN_STATUS_BAD_OPTION        unknown `kv_order`.
+ * @retval FP8ATTN_STATUS_INVALID_ARGUMENT  another field out of range.
+ * Thread-safe.
+ */
+FP8ATTN_API int32_t fp8attn_predict_p_underflow(const fp8attn_sink_model* model,
+                                                double* leading_order, double* expected,
+                                                fp8attn_error* err);
+
+/** @} */
+
+/* ------------------------------------------------------------------------------------------ */
+/** @name Scale state and spectral norms
+ * Geometry-aware logit scales from the spectral norms of the per-head QK interaction
+ * matrices, and the FP8 scale state with delayed, current and geometry-aware recipes
+ * (DESIGN §3, "Geometry-aware logit scales" and "Delayed and current scaling").
+ * @{ */
+/* ------------------------------------------------------------------------------------------ */
+
+/** Largest finite E4M3 value: the FP8 range a logit scale maps the logit bound onto. */
+#define FP8ATTN_E4M3_MAX 448.0f
+
+/**
+ * Options of the power iteration behind fp8attn_qk_spectral_norms(). Zero-initialize, then set
+ * `struct_size`; zeros are the defaults. NULL options means all defaults.
+ */
+typedef struct fp8attn_power_iteration_options {
+  size_t struct_size;     /**< sizeof(fp8attn_power_iteration_options). */
+  const void* next;       /**< Extension chain; must be NULL. */
+  int32_t max_iterations; /**< Iteration cap per head (applications of (G_Q·G_K)^32, see
+                               fp8attn_qk_spectral_norms()), ≥ 0; 0 means the default, 100. */
+  float tolerance;        /**< Relative change of σ² between iterations at which a head stops;
+                               finite and ≥ 0; 0 means the default, 1e-6. */
+  uint64_t seed;          /**< Seed of the random start vectors of heads without a warm start. */
+  float* warm_start;      /**< Optional in/out, caller-owned, [num_heads_q · head_dim] floats
+                               (host memory on the CPU backend). In: a head whose head_dim
+                               entries are all zero starts from a seeded random vector, any
+                               other head starts from its entries. Out: each head's converged
+                               vector, to be passed back on the next call (warm start). Zero it
+                               before the first call. Written only on success. May be NULL. */
+  int32_t* iterations_out; /**< Optional out, caller-owned, [num_heads_q]: iterations used per
+                                head. Written only on success. May be NULL. */
+  float* residual_out;     /**< Optional out, caller-owned, [num_heads_q]: relative residual
+                                ‖S·y − λ·y‖ / (λ·‖y‖) of the final iterate of the symmetric
+                                d_h × d_h problem S (see fp8attn_qk_spectral_norms()); an
+                                eigenvalue of S lies within that relative distance of σ². Written
+                                only on success. May be NULL. */
+  float wq_descale;        /**< Multiplier of the stored W_Q elements (E4M3 weights with a
+                                per-tensor scale); 0 means 1. Finite and ≥ 0. */
+  float wk_descale;        /**< Multiplier of the stored W_K elements; 0 means 1. */
+} fp8attn_power_iteration_options;
+
+/**
+ * Workspace bytes that fp8attn_qk_spectral_norms() needs for these sizes on the context's
+ * backend.
+ * @param ctx          The context.
+ * @param num_heads_q  Query heads, ≥ 1 and a multiple of `num_heads_kv`.
+ * @param num_heads_kv Key heads, ≥ 1.
+ * @param head_dim     d_h, ≥ 1.
+ * @param d_model      d, the input width of the projections, ≥ 1.
+ * @param bytes        Out: the size; written only on success.
+ * @param err          Optional error detail.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_BAD_HANDLE   `ctx` is NULL.
+ * @retval FP8ATTN_STATUS_NULL_POINTER `bytes` is NULL.
+ * @retval FP8ATTN_STATUS_BAD_HEADS    head counts not positive, or not divisible.
+ * @retval FP8ATTN_STATUS_BAD_SHAPE    head_dim or d_model not positive.
+ * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND  the CUDA backend (see fp8attn_qk_spectral_norms()).
+ * Thread-safe.
+ */
+FP8ATTN_API int32_t fp8attn_qk_spectral_norms_workspace_size(fp8attn_context ctx, int32_t num_heads_q,
+                                                             int32_t num_heads_kv, int32_t head_dim,
+                                                             int64_t d_model, size_t* bytes,
+                                                             fp8attn_error* err);
+
+/**
+ * Spectral norms of the per-head QK interaction matrices: σ_h = ‖W_Q,hᵀ·W_K,g(h)‖₂ for every
+ * query head h, where W_Q,h and W_K,g are the head's d_h × d row blocks and g(h) =
+ * h / (num_heads_q / num_heads_kv) (GQA).
+ *
+ * The d × d product is never formed. The library computes the d_h × d_h Grams G = W·Wᵀ per
+ * head, each key group's once, and runs a power iteration on C = G_Q,h·G_K,g, whose largest
+ * eigenvalue is σ_h². One iteration applies C^32, formed in double by five squarings of C,
+ * so it advances as far as 32 plain steps (trained weights have close top eigenvalues). The
+ * estimate is the Rayleigh quotient of the symmetric S = G_K^½·G_Q·G_K^½ at the iterate,
+ * computed with the Grams themselves; it converges from below. On the CPU backend the Grams
+ * are OpenBLAS SYRK calls (OpenBLAS's own threads, all cores) and the per-head iterations run
+ * on the context's worker threads.
+ *
+ * @param ctx          The context. CPU and reference backends run the CPU path.
+ * @param wq           [num_heads_q·head_dim, d_model], F32, BF16 or E4M3 (with
+ *                     `opts->wq_descale`), any non-negative strides. Borrowed for the call.
+ * @param wk           [num_heads_kv·head_dim, d_model], same rules.
+ * @param num_heads_q  Query heads.
+ * @param num_heads_kv Key heads; divides `num_heads_q`.
+ * @param head_dim     d_h.
+ * @param opts         NULL for defaults. Borrowed for the call.
+ * @param sigma_out    Out, caller-owned, [num_heads_q] floats: σ_h. Written only on success.
+ * @param workspace    Scratch of at least the queried size (host memory on the CPU backend);
+ *                     may be NULL when that size is 0.
+ * @param workspace_bytes Its size.
+ * @param stream       Must be NULL on CPU backends.
+ * @param err          Optional error detail.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER, FP8ATTN_STATUS_BAD_STRUCT_SIZE,
+ *         FP8ATTN_STATUS_BAD_EXTENSION
+ * @retval FP8ATTN_STATUS_BAD_HEADS    head counts not positive, or not divisible.
+ * @retval FP8ATTN_STATUS_BAD_SHAPE    a weight is not rank 2, or its extents do not match.
+ * @retval FP8ATTN_STATUS_BAD_STRIDE   a negative stride.
+ * @retval FP8ATTN_STATUS_BAD_DTYPE    a weight dtype other than F32, BF16 or E4M3.
+ * @retval FP8ATTN_STATUS_BAD_DEVICE   a weight not in the backend's memory.
+ * @retval FP8ATTN_STATUS_BAD_STREAM   a stream given to a CPU backend.
+ * @retval FP8ATTN_STATUS_BAD_OPTION   a negative iteration cap or tolerance, a bad descale.
+ * @retval FP8ATTN_STATUS_WORKSPACE_TOO_SMALL
+ * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND  the CUDA backend (its cuBLASLt path is built
+ *                     into libfp8attn_cuda but not yet dispatched from this entry point).
+ * Thread-safe: concurrent calls are allowed (CPU calls on one context share its threads).
+ */
+FP8ATTN_API int32_t fp8attn_qk_spectral_norms(fp8attn_context ctx, const fp8attn_tensor* wq,
+                                              const fp8attn_tensor* wk, int32_t num_heads_q,
+                                              int32_t num_heads_kv, int32_t head_dim,
+                                              const fp8attn_power_iteration_options* opts,
+                                              float* sigma_out, void* workspace,
+                                              size_t workspace_bytes, struct CUstream_st* stream,
+                                              fp8attn_error* err);
+
+/**
+ * Per-layer logit bound and FP8 logit scale: L = α·max_h σ_h·B_X²/√d_h and
+ * scale = ::FP8ATTN_E4M3_MAX / L. For tokens with ‖x‖ ≤ B_X every logit
+ * S_ij = x_iᵀ·W_Q,hᵀ·W_K,g·x_j/√d_h satisfies |S_ij| ≤ L when α = 1, with equality at the top
+ * singular vector pair.
+ * @param sigma            [num_heads] σ_h, finite and ≥ 0, not all zero. Borrowed.
+ * @param num_heads        ≥ 1.
+ * @param head_dim         d_h ≥ 1.
+ * @param token_norm_bound B_X, finite and > 0.
+ * @param alpha            α, finite, in (0, 1].
+ * @param bound            Optional out: L. Written only on success.
+ * @param scale            Optional out: 448 / L. Written only on success.
+ * @param err              Optional error detail.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_NULL_POINTER  `sigma` is NULL.
+ * @retval FP8ATTN_STATUS_BAD_SHAPE     num_heads or head_dim not positive.
+ * @retval FP8ATTN_STATUS_BAD_SCALE     a σ, B_X or α out of range.
+ * Thread-safe.
+ */
+FP8ATTN_API int32_t fp8attn_logit_bound(const float* sigma, int32_t num_heads, int32_t head_dim,
+                                        float token_norm_bound, float alpha, float* bound,
+                                        float* scale, fp8attn_error* err);
+
+/** How rotary position embedding pairs the d_h coordinates of a head. */
+typedef enum fp8attn_rope_layout {
+  FP8ATTN_ROPE_HALF_SPLIT = 0,  /**< Pair p is (p, p + d_h/2), as in Llama's rotate_half. */
+  FP8ATTN_ROPE_INTERLEAVED = 1  /**< Pair p is (2p, 2p + 1), as in the RoFormer paper. */
+} fp8attn_rope_layout;
+
+/**
+ * Rotary embedding and the offsets over which fp8attn_qk_rope_norms() maximizes. Zero-initialize,
+ * then set `struct_size`; zeros are the defaults.
+ */
+typedef struct fp8attn_rope_options {
+  size_t struct_size;     /**< sizeof(fp8attn_rope_options). */
+  const void* next;       /**< Extension chain; must be NULL. */
+  float theta_base;       /**< Frequency base: pair p turns by Δ·base^(−2p/d_h); 0 means 10000. */
+  int32_t layout;         /**< An ::fp8attn_rope_layout; default ::FP8ATTN_ROPE_HALF_SPLIT. */
+  int64_t min_offset;     /**< First offset Δ = j − i of the exact maximum; default 0. */
+  int64_t max_offset;     /**< Last offset, ≥ min_offset; default 0. */
+  int32_t max_iterations; /**< Power-iteration cap per (head, offset); 0 means 100. */
+  float tolerance;        /**< Relative stop tolerance on σ²; 0 means 1e-6. */
+  uint64_t seed;          /**< Seed of the random start vectors. */
+} fp8attn_rope_options;
+
+/**
+ * Logit norms under rotary embeddings. With RoPE, S_ij = x_iᵀ·W_Q,hᵀ·R_Δ·W_K,g·x_j/√d_h with
+ * Δ = j − i, and ‖W_Q,hᵀ·R_Δ·W_K,g‖₂ depends on Δ and can exceed σ_h (DESIGN §3).
+ * - `safe_out[h]` = min(‖W_Q,h‖₂·‖W_K,g‖₂, Σ_p ‖W_Q,h,p‖₂·‖W_K,g,p‖₂), where W_·,p are the two
+ *   rows of frequency pair p. It bounds the norm for every offset.
+ * - `exact_out[h]` = max over Δ in [min_offset, max_offset] of ‖W_Q,hᵀ·R_Δ·W_K,g‖₂, by a power
+ *   iteration per offset on the d_h × d_h problem R_Δᵀ·G_Q·R_Δ·G_K, warm-started from the
+ *   previous offset; heads run in parallel. Being a power-iteration estimate it approaches the
+ *   true maximum from below, to the tolerance.
+ * Weights and shapes are as in fp8attn_qk_spectral_norms(); head_dim must be even. Host weights
+ * only; runs on the CPU whatever the backend.
+ * @param ctx          The context (its worker threads are used).
+ * @param wq           [num_heads_q·head_dim, d_model], F32, BF16 or E4M3 (descale 1). Borrowed.
+ * @param wk           [num_heads_kv·head_dim, d_model]. Borrowed.
+ * @param num_heads_q  Query heads.
+ * @param num_heads_kv Key heads; divides `num_heads_q`.
+ * @param head_dim     d_h, even.
+ * @param rope         NULL for defaults. Borrowed.
+ * @param safe_out     Optional out, [num_heads_q]. Written only on success.
+ * @param exact_out    Optional out, [num_heads_q]. Written only on success.
+ * @param err          Optional error detail.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER, FP8ATTN_STATUS_BAD_STRUCT_SIZE,
+ *         FP8ATTN_STATUS_BAD_EXTENSION, FP8ATTN_STATUS_BAD_HEADS, FP8ATTN_STATUS_BAD_SHAPE,
+ *         FP8ATTN_STATUS_BAD_STRIDE, FP8ATTN_STATUS_BAD_DTYPE, FP8ATTN_STATUS_BAD_DEVICE
+ * @retval FP8ATTN_STATUS_BAD_OPTION   layout, offsets, iteration cap, tolerance or base.
+ * Thread-safe.
+ */
+FP8ATTN_API int32_t fp8attn_qk_rope_norms(fp8attn_context ctx, const fp8attn_tensor* wq,
+                                          const fp8attn_tensor* wk, int32_t num_heads_q,
+                                          int32_t num_heads_kv, int32_t head_dim,
+                                          const fp8attn_rope_options* rope, float* safe_out,
+                                          float* exact_out, fp8attn_error* err);
+
+/** Tensor kinds that carry an FP8 scale in a scale state. */
+typedef enum fp8attn_tensor_kind {
+  FP8ATTN_TENSOR_Q = 0,     /**< Queries. */
+  FP8ATTN_TENSOR_K = 1,     /**< Keys. */
+  FP8ATTN_TENSOR_V = 2,     /**< Values. */
+  FP8ATTN_TENSOR_O = 3,     /**< Attention output. */
+  FP8ATTN_TENSOR_P = 4,     /**< Softmax probabilities. */
+  FP8ATTN_TENSOR_DO = 5,    /**< Gradient of the output. */
+  FP8ATTN_TENSOR_DP = 6,    /**< Gradient of P. */
+  FP8ATTN_TENSOR_LOGIT = 7  /**< Logits S = Q·Kᵀ/√d_h, natural units. */
+} fp8attn_tensor_kind;
+
+/** Number of tensor kinds: the length of ::fp8attn_scale_state_options.recipe. */
+#define FP8ATTN_NUM_TENSOR_KINDS 8
+
+/** How a tensor's scale is chosen. */
+typedef enum fp8attn_scale_recipe {
+  FP8ATTN_RECIPE_DEFAULT = 0,  /**< ::FP8ATTN_RECIPE_GEOMETRY for the logit, delayed otherwise. */
+  FP8ATTN_RECIPE_DELAYED = 1,  /**< From the amax history: (fp8_max / amax) / 2^margin. */
+  FP8ATTN_RECIPE_CURRENT = 2,  /**< From the amax last reported: (fp8_max / amax) / 2^margin. */
+  FP8ATTN_RECIPE_GEOMETRY = 3  /**< Logit only: 448 / L from the spectral norms and auto-α. */
+} fp8attn_scale_recipe;
+
+/** How the delayed recipe reduces its amax history. */
+typedef enum fp8attn_amax_algo {
+  FP8ATTN_AMAX_MAX = 0,         /**< The maximum over the history (default). */
+  FP8ATTN_AMAX_MOST_RECENT = 1  /**< The amax of the most recent completed step. */
+} fp8attn_amax_algo;
+
+/**
+ * Scale-state options. Zero-initialize, then set `struct_size`; zeros are the defaults.
+ * NULL options means all defaults.
+ */
+typedef struct fp8attn_scale_state_options {
+  size_t struct_size;   /**< sizeof(fp8attn_scale_state_options). */
+  const void* next;     /**< Extension chain; must be NULL. */
+  int32_t num_layers;   /**< Layers, ≥ 1; 0 means 1. */
+  int32_t recipe[FP8ATTN_NUM_TENSOR_KINDS]; /**< An ::fp8attn_scale_recipe per
+                              ::fp8attn_tensor_kind. Geometry is allowed for the logit only. */
+  int32_t amax_history_len; /**< H, 1..65536; 0 means 1024. */
+  int32_t amax_algo;    /**< An ::fp8attn_amax_algo. */
+  float margin;         /**< Delayed and current recipes divide the scale by 2^margin;
+                             finite and ≥ 0. */
+  int32_t burn_in_steps; /**< W of the auto-α burn-in, in steps with a known σ; 0 means 100;
+                              negative turns auto-α off (α stays 1). */
+  float token_norm_bound; /**< B_X, the bound on ‖x‖ of the tokens entering the projections;
+                               finite and > 0; 0 means √d_model of the first weights set, which
+                               is the RMS-normalized token norm. */
+  float alpha_margin;   /**< auto-α sets α = min(1, ρ_max·(1 + alpha_margin)); ≥ 0; 0 means
+                             0.25. */
+  float alpha_decay;    /**< Per-step decay of the running max ρ_max during burn-in, in (0, 1];
+                             0 means 1 (a plain running max). */
+  int32_t grad_dtype;   /**< FP8 format of dO and dP: ::FP8ATTN_DTYPE_E5M2 (default, TE's
+                             HYBRID format) or ::FP8ATTN_DTYPE_E4M3. Other kinds use E4M3. */
+} fp8attn_scale_state_options;
+
+/**
+ * An opaque scale state. Reads (fp8attn_scale_state_get_scale(),
+ * fp8attn_scale_state_serialize()) may run on many threads while another thread updates the
+ * state (report, step, set weights, deserialize): updates take an exclusive lock, reads a shared
+ * one, so a reader always sees a whole step. Destroy must not race with any other call.
+ */
+typedef struct fp8attn_scale_state_t* fp8attn_scale_state;
+
+/**
+ * Creates a scale state. Until a layer's first step (or first σ, for the geometry recipe)
+ * every scale is 1.
+ * @param ctx     The context; it must outlive the state.
+ * @param options NULL for defaults. Borrowed for the call.
+ * @param out     Out: the new state; written only on success.
+ * @param err     Optional error detail.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER, FP8ATTN_STATUS_BAD_STRUCT_SIZE,
+ *         FP8ATTN_STATUS_BAD_EXTENSION
+ * @retval FP8ATTN_STATUS_BAD_OPTION  a recipe, algorithm, length, count or dtype out of range.
+ * @retval FP8ATTN_STATUS_BAD_SCALE   margin, B_X, alpha_margin or alpha_decay out of range.
+ * @retval FP8ATTN_STATUS_OUT_OF_MEMORY
+ * Thread-safe.
+ */
+FP8ATTN_API int32_t fp8attn_scale_state_create(fp8attn_context ctx,
+                                               const fp8attn_scale_state_options* options,
+                                               fp8attn_scale_state* out, fp8attn_error* err);
+
+/**
+ * Destroys a scale state. NULL is allowed. No other call on it may be running.
+ * @param state The state, or NULL.
+ */
+FP8ATTN_API void fp8attn_scale_state_destroy(fp8attn_scale_state state);
+
+/**
+ * Reports the amax of a tensor in the current step. Several reports in one step keep their
+ * maximum. For the logit under the geometry recipe, the amax (max |S|) feeds auto-α during the
+ * burn-in. An amax of 0 is recorded and leaves the next scale as it was.
+ * @param state  The state.
+ * @param layer  0..num_layers−1.
+ * @param tensor An ::fp8attn_tensor_kind.
+ * @param amax   Finite and ≥ 0.
+ * @param err    Optional error detail.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_BAD_HANDLE      `state` is NULL.
+ * @retval FP8ATTN_STATUS_INVALID_ARGUMENT layer or tensor out of range.
+ * @retval FP8ATTN_STATUS_BAD_SCALE       amax NaN, infinite or negative.
+ * Thread-safe (exclusive with other updates).
+ */
+FP8ATTN_API int32_t fp8attn_scale_state_report_amax(fp8attn_scale_state state, int32_t layer,
+                                                    int32_t tensor, float amax,
+                                                    fp8attn_error* err);
+
+/**
+ * Batched fp8attn_scale_state_report_amax(): `amax` is [num_layers · ::FP8ATTN_NUM_TENSOR_KINDS],
+ * layer-major; a negative entry means "not reported". All entries are checked before any is
+ * recorded.
+ * @param state The state.
+ * @param amax  Borrowed; num_layers·8 floats, each finite (negative = skip).
+ * @param count Number of floats in `amax`; must be num_layers·8.
+ * @param err   Optional error detail.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER
+ * @retval FP8ATTN_STATUS_BAD_SHAPE  `count` is not num_layers·8.
+ * @retval FP8ATTN_STATUS_BAD_SCALE  an entry is NaN or infinite.
+ * Thread-safe (exclusive with other updates).
+ */
+FP8ATTN_API int32_t fp8attn_scale_state_report_amax_batch(fp8attn_scale_state state,
+                                                          const float* amax, size_t count,
+                                                          fp8attn_error* err);
+
+/**
+ * Ends the current step: every delayed tensor's scale is recomputed from its history (which
+ * includes this step's amax), the histories advance by one slot, current-recipe scales take
+ * this step's amax, and the auto-α burn-in advances.
+ * @param state The state.
+ * @param err   Optional error detail.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_BAD_HANDLE `state` is NULL.
+ * Thread-safe (exclusive with other updates).
+ */
+FP8ATTN_API int32_t fp8attn_scale_state_step(fp8attn_scale_state state, fp8attn_error* err);
+
+/**
+ * Reads a tensor's scale: multiply the tensor by `scale` before the FP8 cast, and the FP8
+ * result by `scale_inv` (= 1/scale) to dequantize.
+ * @param state     The state.
+ * @param layer     0..num_layers−1.
+ * @param tensor    An ::fp8attn_tensor_kind.
+ * @param scale     Optional out; written only on success.
+ * @param scale_inv Optional out; written only on success.
+ * @param err       Optional error detail.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_BAD_HANDLE       `state` is NULL.
+ * @retval FP8ATTN_STATUS_INVALID_ARGUMENT layer or tensor out of range.
+ * Thread-safe (shared with other reads).
+ */
+FP8ATTN_API int32_t fp8attn_scale_state_get_scale(fp8attn_scale_state state, int32_t layer,
+                                                  int32_t tensor, float* scale, float* scale_inv,
+                                                  fp8attn_error* err);
+
+/**
+ * Runs fp8attn_qk_spectral_norms() on a layer's projection weights (CPU path, host tensors,
+ * E4M3 read with descale 1) and installs max_h σ_h for the layer's geometry-aware logit scale.
+ * The power iteration is warm-started from the layer's previous call. The spectral norms run
+ * outside the state's lock; only their installation is exclusive.
+ * @param state        The state.
+ * @param layer        0..num_layers−1.
+ * @param wq           As in fp8attn_qk_spectral_norms(). Borrowed for the call.
+ * @param wk           As in fp8attn_qk_spectral_norms(). Borrowed for the call.
+ * @param num_heads_q  Query heads.
+ * @param num_heads_kv Key heads.
+ * @param head_dim     d_h.
+ * @param err          Optional error detail.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_BAD_HANDLE       `state` is NULL.
+ * @retval FP8ATTN_STATUS_INVALID_ARGUMENT layer out of range.
+ * @retval Any status of fp8attn_qk_spectral_norms().
+ * Thread-safe.
+ */
+FP8ATTN_API int32_t fp8attn_scale_state_set_qk_weights(fp8attn_scale_state state, int32_t layer,
+                                                       const fp8attn_tensor* wq,
+                                                       const fp8attn_tensor* wk,
+                                                       int32_t num_heads_q, int32_t num_heads_kv,
+                                                       int32_t head_dim, fp8attn_error* err);
+
+/**
+ * Installs spectral norms computed elsewhere (on a GPU, or with descales) for a layer's
+ * geometry-aware logit scale.
+ * @param state     The state.
+ * @param layer     0..num_layers−1.
+ * @param sigma     [num_heads] σ_h, finite, ≥ 0, not all zero. Borrowed.
+ * @param num_heads ≥ 1.
+ * @param head_dim  d_h ≥ 1.
+ * @param d_model   d ≥ 1; gives the default B_X = √d when the options left it 0.
+ * @param err       Optional error detail.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER
+ * @retval FP8ATTN_STATUS_INVALID_ARGUMENT layer out of range.
+ * @retval FP8ATTN_STATUS_BAD_SHAPE        a count not positive.
+ * @retval FP8ATTN_STATUS_BAD_SCALE        a σ out of range.
+ * Thread-safe (exclusive with other updates).
+ */
+FP8ATTN_API int32_t fp8attn_scale_state_set_qk_sigma(fp8attn_scale_state state, int32_t layer,
+                                                     const float* sigma, int32_t num_heads,
+                                                     int32_t head_dim, int64_t d_model,
+                                                     fp8attn_error* err);
+
+/**
+ * Writes the state to a versioned, little-endian blob with a CRC32C: the options, the layer and
+ * tensor counts, every scale, every amax history and the auto-α state. A state that
+ * deserializes a blob serializes to the same bytes.
+ * @param state    The state.
+ * @param buf      Out: caller-owned, `capacity` bytes; NULL asks for the size only.
+ * @param capacity Bytes available at `buf`.
+ * @param written  Out: the blob size (also when `buf` is NULL). Written only on success.
+ * @param err      Optional error detail.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER (`written` NULL)
+ * @retval FP8ATTN_STATUS_BUFFER_TOO_SMALL  `capacity` is less than the blob size.
+ * Thread-safe (shared with other reads).
+ */
+FP8ATTN_API int32_t fp8attn_scale_state_serialize(fp8attn_scale_state state, void* buf,
+                                                  size_t capacity, size_t* written,
+                                                  fp8attn_error* err);
+
+/**
+ * Replaces the whole state (options included) with a blob from
+ * fp8attn_scale_state_serialize(). On any failure the state is unchanged.
+ * @param state The state.
+ * @param buf   The blob. Borrowed for the call.
+ * @param len   Its length in bytes.
+ * @param err   Optional error detail.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER
+ * @retval FP8ATTN_STATUS_TRUNCATED_BLOB    shorter than its header says.
+ * @retval FP8ATTN_STATUS_BAD_BLOB_VERSION  wrong magic, unknown version, or unknown counts.
+ * @retval FP8ATTN_STATUS_CHECKSUM_MISMATCH the CRC32C does not match.
+ * @retval FP8ATTN_STATUS_NUMERICS          trailing bytes, or a field out of range.
+ * Thread-safe (exclusive with other updates).
+ */
+FP8ATTN_API int32_t fp8attn_scale_state_deserialize(fp8attn_scale_state state, const void* buf,
+                                                    size_t len, fp8attn_error* err);
+
+/** @} */
+
+/* ------------------------------------------------------------------------------------------ */
+/** @name Quantization
+ * Casting real-valued Q, K and V to E4M3 with per-tensor, per-head or per-block descales, and
+ * optional incoherent processing (FlashAttention-3, arXiv 2407.08608): each head-dim vector of Q
+ * and K is multiplied by H·D before its amax is taken, where H is the normalized Walsh–Hadamard
+ * matrix of size head_dim and D a random ±1 diagonal drawn from a seed. Because H·D is orthogonal,
+ * (Q·H·D)(K·H·D)ᵀ = Q·Kᵀ: attention is unchanged in exact arithmetic, while outliers are spread
+ * over the whole vector, which lowers the amax and so the relative rounding error of the rest.
+ * @{ */
+/* ------------------------------------------------------------------------------------------ */
+
+/** Granularity of the descales fp8attn_quantize() writes. */
+typedef enum fp8attn_quant_granularity {
+  FP8ATTN_QUANT_PER_TENSOR = 0, /**< One descale: F32 [1]. Pass it to the attention call as a
+                                     [batch, heads_kv] view with strides 0. */
+  FP8ATTN_QUANT_PER_HEAD = 1,   /**< One per (sequence, head group): F32 [batch, heads / head_group]. */
+  FP8ATTN_QUANT_PER_BLOCK = 2   /**< One per block of `block_rows` rows of a (sequence, head group):
+                                     F32 [batch, heads / head_group, ceil(max_seqlen / block_rows)].
+                                     Blocks start at each sequence's row 0, as the attention tiles
+                                     do: with head_group 1 they are the attention call's
+                                     q_block_descale (block_rows = block_m) and k_block_descale,
+                                     v_block_descale (block_rows = block_n). With `leading_rows`
+                                     L > 0 the extent is 1 + ceil((max_seqlen − L) / block_rows)
+                                     (1 when max_seqlen ≤ L), block 0 being rows [0, L). */
+} fp8attn_quant_granularity;
+
+/** Quantization options. Zero-initialize, then set `struct_size`; zeros are the defaults. */
+typedef struct fp8attn_quantize_options {
+  size_t struct_size;  /**< sizeof(fp8attn_quantize_options). */
+  const void* next;    /**< Extension chain; must be NULL. */
+  int32_t granularity; /**< An ::fp8attn_quant_granularity; default ::FP8ATTN_QUANT_PER_TENSOR. */
+  int32_t block_rows;  /**< Rows per block for ::FP8ATTN_QUANT_PER_BLOCK, ≥ 1: the plan's block_m
+                            for Q and block_n for K and V (fp8attn_plan_get_tile()). Ignored by
+                            the other granularities. */
+  int32_t head_group;  /**< Consecutive heads that share a descale (per-head and per-block);
+                            must divide the head count; 0 means 1. For Q under GQA with
+                            per-head descales, heads_q / heads_kv gives the [batch, heads_kv]
+                            descales the attention call takes. */
+  uint32_t rotate;     /**< 1: incoherent processing, multiply every head-dim vector by H·D
+                            before the amax and the cast; head_dim must then be a power of two.
+                            Use it for Q and K only, with the same `seed` for both; pass 0 for V,
+                            which must not be rotated (the attention output would be rotated). */
+  uint64_t seed;       /**< Seed of D's signs when `rotate` is 1. D depends on the seed and the
+                            head-dim index only, so every head, and Q and K, share it. */
+  int32_t margin;      /**< Power-of-two headroom, 0..64: scale = (448 / amax) / 2^margin. */
+  /* Fields below were appended after the first layout. */
+  int32_t leading_rows; /**< Per-block only, ≥ 0: the first `leading_rows` rows of each sequence
+                             form block 0 of their own, and the other blocks hold `block_rows` rows
+                             from there. Pass desc.sink_tokens when quantizing K and V for an
+                             attention call with sink isolation: the descales then follow its KV
+                             blocks, and the sink tokens get a scale of their own. 0 (the default):
+                             blocks of `block_rows` from row 0. Ignored by the other
+                             granularities. */
+} fp8attn_quantize_options;
+
+/**
+ * Quantizes a BF16 or F32 tensor to E4M3: out = cast_e4m3(x′·scale) with x′ = x, or x·H·D when
+ * rotating, and descale = 1 / scale, where scale = (448 / amax) / 2^margin from the amax of |x′|
+ * over the descale's slice (scale 1 when that amax is 0). The cast rounds to nearest even and
+ * saturates to ±448 (PTX `cvt.rn.satfinite`). Dequantize with out·descale (and H·D's transpose,
+ * D·Hᵀ, when rotated).
+ *
+ * Layouts, as in fp8attn_attention_args:
+ * - Padded: `input` and `output` are [batch, seqlen, heads, head_dim], any non-negative strides.
+ * - Packed (varlen): rank-3 [total, heads, head_dim] with `cu_seqlens` (I32 [batch + 1], starting
+ *   at 0, non-decreasing, last = total). Per-block descales of blocks past a sequence's end are
+ *   written as 1.
+ *
+ * @param ctx        The context; must run on the CPU or reference backend (host memory).
+ * @param input      BF16 or F32 tensor. Borrowed for the call; read only.
+ * @param cu_seqlens Optional (NULL, or `data` NULL): present iff the layout is packed. Borrowed.
+ * @param options    NULL for defaults. Borrowed for the call.
+ * @param output     Out: E4M3 tensor of the input's shape, caller-owned, any non-overlapping
+ *                   strides; must not alias the input. Written only on success.
+ * @param descale    Out: F32 descales with the shape the granularity names (see
+ *                   ::fp8attn_quant_granularity), caller-owned, non-overlapping. Written only
+ *                   on success.
+ * @param amax       Optional out: the amax of the whole (rotated) tensor, before the margin, for
+ *                   fp8attn_scale_state_report_amax(). Written only on success.
+ * @param err        Optional error detail.
+ * @retval FP8ATTN_OK
+ * @retval FP8ATTN_STATUS_BAD_HANDLE       `ctx` is NULL.
+ * @retval FP8ATTN_STATUS_NULL_POINTER     `input`, `output` or `descale` (or its data) is NULL.
+ * @retval FP8ATTN_STATUS_BAD_STRUCT_SIZE, FP8ATTN_STATUS_BAD_EXTENSION
+ * @retval FP8ATTN_STATUS_BAD_DTYPE        input not BF16 or F32, output not E4M3, descale not F32,
+ *                                         cu_seqlens not I32.
+ * @retval FP8ATTN_STATUS_BAD_SHAPE        a rank or extent mismatch, or a head_dim of 0.
+ * @retval FP8ATTN_STATUS_BAD_STRIDE       a negative stride, or an output that overlaps itself.
+ * @retval FP8ATTN_STATUS_BAD_SEQLENS      cu_seqlens not starting at 0, decreasing, or not ending
+ *                                         at total.
+ * @retval FP8ATTN_STATUS_BAD_HEADS        head_group negative or not dividing the head count.
+ * @retval FP8ATTN_STATUS_BAD_OPTION       unknown granularity, block_rows < 1 for per-block,
+ *                                         rotate not 0 or 1, margin out of 0..64,
+ *                                         leading_rows < 0.
+ * @retval FP8ATTN_STATUS_UNSUPPORTED_HEAD_DIM rotate with a head_dim that is not a power of two.
+ * @retval FP8ATTN_STATUS_BAD_DEVICE       a tensor not in host memory.
+ * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND the context runs on the CUDA backend.
+ * @retval FP8ATTN_STATUS_NUMERICS         the input holds a NaN or an infinity.
+ * @retval FP8ATTN_STATUS_OUT_OF_MEMORY   its host scratch could not be allocated.
+ * Thread-safe: runs on the context's worker threads (one CPU call per context at a time).
+ * Unlike the execute calls, it takes no workspace: it allocates one float per descale slice, one
+ * head-dim row per worker thread and, when rotating, head_dim signs. A CUDA entry point, with a
+ * stream and a workspace, comes with the CUDA backend.
+ */
+FP8ATTN_API int32_t fp8attn_quantize(fp8attn_context ctx, const fp8attn_tensor* input,
+                                     const fp8attn_tensor* cu_seqlens,
+                                     const fp8attn_quantize_options* options,
+                                     const fp8attn_tensor* output, const fp8attn_tensor* descale,
+                                     float* amax, fp8attn_error* err);
+
+/** @} */
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* FP8ATTN_FP8ATTN_H_ */
