@@ -200,6 +200,39 @@ typedef enum fp8attn_softmax_variant {
 #define FP8ATTN_MAX_RANK 8
 
 /**
+ * @name Extent limits
+ * Every extent a call takes is bounded, so that no call's work or memory is unbounded by a
+ * small input (a few bytes of descriptor). A call given more returns the status named here,
+ * with the value and the limit in its message. Beyond these, every tensor's reach (the largest
+ * element offset, Σ stride·(extent − 1)) must fit in int64 (::FP8ATTN_STATUS_BAD_STRIDE), and
+ * every size derived from the extents must fit in size_t (::FP8ATTN_STATUS_BAD_SHAPE or
+ * ::FP8ATTN_STATUS_OUT_OF_MEMORY).
+ * @{
+ */
+/** Sequences per call (forward batch, quantizer batch): ::FP8ATTN_STATUS_BAD_SHAPE above. */
+#define FP8ATTN_MAX_BATCH (INT64_C(1) << 24)
+/** Rows of one sequence (seqlen_q, seqlen_k, quantizer rows): ::FP8ATTN_STATUS_BAD_SHAPE above. */
+#define FP8ATTN_MAX_SEQLEN (INT64_C(1) << 30)
+/** Heads of a quantizer input or a spectral weight: ::FP8ATTN_STATUS_BAD_HEADS above. */
+#define FP8ATTN_MAX_HEADS 4096
+/** Head dimension of a quantizer input or a spectral weight: ::FP8ATTN_STATUS_BAD_SHAPE above. */
+#define FP8ATTN_MAX_HEAD_DIM 4096
+/** Model dimension d of spectral weights: ::FP8ATTN_STATUS_BAD_SHAPE above. */
+#define FP8ATTN_MAX_D_MODEL (INT64_C(1) << 20)
+/** Head dimension the quantizer's rotation takes on every backend (the kernel's limit):
+    ::FP8ATTN_STATUS_UNSUPPORTED_HEAD_DIM above. */
+#define FP8ATTN_MAX_ROTATION_DIM 256
+/** Offsets max_offset − min_offset + 1 of fp8attn_qk_rope_norms(): ::FP8ATTN_STATUS_BAD_OPTION above. */
+#define FP8ATTN_MAX_ROPE_OFFSETS (INT64_C(1) << 16)
+/** Layers of a scale state: ::FP8ATTN_STATUS_BAD_OPTION above. */
+#define FP8ATTN_MAX_LAYERS (1 << 20)
+/** amax history length of a scale state: ::FP8ATTN_STATUS_BAD_OPTION above. */
+#define FP8ATTN_MAX_AMAX_HISTORY 65536
+/** num_layers · amax_history_len of a scale state (128 MiB of history): ::FP8ATTN_STATUS_BAD_OPTION above. */
+#define FP8ATTN_MAX_SCALE_STATE_ENTRIES (INT64_C(1) << 22)
+/** @} */
+
+/**
  * A strided tensor view. Caller-owned; the library keeps no reference after the call returns.
  * An optional tensor is absent when `data` is NULL.
  */

@@ -163,6 +163,8 @@ TEST(Finding4, QuantizeWithSeqlenInt64MaxIsRefused) {
     fp8attn_error err = fresh_error();
     const int32_t s = fp8attn_quantize(ctx, &in, nullptr, nullptr, &out, &ds, nullptr, &err);
     fp8attn_context_destroy(ctx);
+    // The extent is over FP8ATTN_MAX_SEQLEN, and the output's reach overflows: either refusal.
+    if (s == FP8ATTN_STATUS_BAD_STRIDE) return std::string(descale == -1.0f ? "" : "descale written on failure");
     return expect_status(s, FP8ATTN_STATUS_BAD_SHAPE, err, "quantize(seqlen = INT64_MAX)");
   });
 }
