@@ -3,7 +3,8 @@
 #   1. the Release build, with the sm_90a kernels and their static checks when nvcc is present:
 #      every ctest test (unit, numerics, emulator, ABI, install, Python, docs, exhaustive);
 #   2. the CPU code under AddressSanitizer + UndefinedBehaviorSanitizer (all but the exhaustive
-#      sweep, the Python host test, the install and docs checks and the sm_90a static checks);
+#      sweep, the install and docs checks, the sm_90a static checks and the spectral pytest
+#      modules; the Python host test runs here too, with the ASan runtime preloaded);
 #   3. the concurrency tests (label tsan: shared plans, the scale state, the emulator spreading
 #      CTAs over host threads) under ThreadSanitizer;
 #   4. the fuzz smoke stage: each libFuzzer target of tests/fuzz for 60 s under ASan + UBSan
@@ -21,7 +22,7 @@ echo "== 2/4 AddressSanitizer + UndefinedBehaviorSanitizer"
 bash scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFP8ATTN_SANITIZE=address,undefined \
   -DFP8ATTN_BUILD_TOOLS=OFF -DFP8ATTN_BUILD_CUDA=OFF
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE 'exhaustive|python|install|docs' -E 'sm90a'
+  ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE 'exhaustive|install|docs' -E 'sm90a|spectral_py'
 
 echo "== 3/4 ThreadSanitizer (concurrency tests)"
 # NOTE: only the test executables that carry the tsan label are built here.
