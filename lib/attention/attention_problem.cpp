@@ -100,7 +100,8 @@ const int32_t* read_cu_seqlens(const fp8attn_tensor& t, std::string_view what, i
   const int32_t* c = static_cast<const int32_t*>(t.data);
   const int64_t s = t.stride[0];
   FP8ATTN_REQUIRE(s == 1, FP8ATTN_STATUS_BAD_STRIDE, std::string(what) + " must be contiguous (stride 1)");
-  FP8ATTN_REQUIRE(c[0] == 0, FP8ATTN_STATUS_BAD_SEQLENS, std::string(what) + "[0] must be 0, got " + std::to_string(c[0]));
+  FP8ATTN_REQUIRE(c[0] == 0, FP8ATTN_STATUS_BAD_SEQLENS,
+                  std::string(what) + "[0] must be 0, got " + std::to_string(c[0]));
   *max_len = 0;
   for (int64_t i = 1; i < t.shape[0]; ++i) {
     FP8ATTN_REQUIRE(c[i] >= c[i - 1], FP8ATTN_STATUS_BAD_SEQLENS,

@@ -15,8 +15,8 @@ namespace fp8attn {
 inline int64_t checked_mul(int64_t a, int64_t b, const char* what, int32_t status = FP8ATTN_STATUS_BAD_SHAPE) {
   int64_t r = 0;
   if (__builtin_mul_overflow(a, b, &r))
-    throw Error(status, std::string(what) + ": " + std::to_string(a) + " · " + std::to_string(b) +
-                            " does not fit in 64 bits");
+    throw Error(status,
+                std::string(what) + ": " + std::to_string(a) + " · " + std::to_string(b) + " does not fit in 64 bits");
   return r;
 }
 
@@ -24,8 +24,8 @@ inline int64_t checked_mul(int64_t a, int64_t b, const char* what, int32_t statu
 inline int64_t checked_add(int64_t a, int64_t b, const char* what, int32_t status = FP8ATTN_STATUS_BAD_SHAPE) {
   int64_t r = 0;
   if (__builtin_add_overflow(a, b, &r))
-    throw Error(status, std::string(what) + ": " + std::to_string(a) + " + " + std::to_string(b) +
-                            " does not fit in 64 bits");
+    throw Error(status,
+                std::string(what) + ": " + std::to_string(a) + " + " + std::to_string(b) + " does not fit in 64 bits");
   return r;
 }
 
@@ -33,8 +33,8 @@ inline int64_t checked_add(int64_t a, int64_t b, const char* what, int32_t statu
 inline size_t checked_mul(size_t a, size_t b, const char* what) {
   size_t r = 0;
   if (__builtin_mul_overflow(a, b, &r))
-    throw Error(FP8ATTN_STATUS_OUT_OF_MEMORY, std::string(what) + ": " + std::to_string(a) + " · " +
-                                                  std::to_string(b) + " bytes does not fit in size_t");
+    throw Error(FP8ATTN_STATUS_OUT_OF_MEMORY, std::string(what) + ": " + std::to_string(a) + " · " + std::to_string(b) +
+                                                  " bytes does not fit in size_t");
   return r;
 }
 
@@ -42,8 +42,8 @@ inline size_t checked_mul(size_t a, size_t b, const char* what) {
 inline size_t checked_add(size_t a, size_t b, const char* what) {
   size_t r = 0;
   if (__builtin_add_overflow(a, b, &r))
-    throw Error(FP8ATTN_STATUS_OUT_OF_MEMORY, std::string(what) + ": " + std::to_string(a) + " + " +
-                                                  std::to_string(b) + " bytes does not fit in size_t");
+    throw Error(FP8ATTN_STATUS_OUT_OF_MEMORY, std::string(what) + ": " + std::to_string(a) + " + " + std::to_string(b) +
+                                                  " bytes does not fit in size_t");
   return r;
 }
 
@@ -53,8 +53,8 @@ inline int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0 ? 1 :
 /// Throws `status` naming `what` when `value` is above `limit` (the documented extent limits).
 inline void require_at_most(int64_t value, int64_t limit, const char* what, int32_t status) {
   if (value > limit)
-    throw Error(status, std::string(what) + " is " + std::to_string(value) + ", above the limit of " +
-                            std::to_string(limit));
+    throw Error(status,
+                std::string(what) + " is " + std::to_string(value) + ", above the limit of " + std::to_string(limit));
 }
 
 }  // namespace fp8attn

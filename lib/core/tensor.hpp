@@ -18,8 +18,8 @@ size_t dtype_size(int32_t dtype, std::string_view what);
 std::string dtype_name(int32_t dtype);
 
 /// Reads a tensor struct the caller passed by value inside another struct: checks struct_size,
-/// next, device, rank, dtype, extents ≥ 0, strides ≥ 0 and a reach that fits in int64. `present` is false when data is NULL
-/// and the tensor is optional. Throws Error naming `what`.
+/// next, device, rank, dtype, extents ≥ 0, strides ≥ 0 and a reach that fits in int64.
+/// `present` is false when data is NULL and the tensor is optional. Throws Error naming `what`.
 struct TensorCheck {
   int32_t rank = 0;          ///< required rank (0 = any of 1..8)
   int32_t dtype = 0;         ///< required dtype (0 = any known)

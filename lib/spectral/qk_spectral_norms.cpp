@@ -91,8 +91,10 @@ void cpu_qk_spectral_norms(const WeightMatrix& wq, const WeightMatrix& wk, const
   compute_head_grams(wq, shape.num_heads_q, dh, block, grams_q, pool);
   // NOTE: one Gram per key group, read by all of the group's query heads: W_K,g is touched once.
   compute_head_grams(wk, shape.num_heads_kv, dh, block, grams_k, pool);
-  require_finite(grams_q, int64_t{shape.num_heads_q} * dh * dh, "the Gram matrix of wq (a weight is NaN, infinite or overflows)");
-  require_finite(grams_k, int64_t{shape.num_heads_kv} * dh * dh, "the Gram matrix of wk (a weight is NaN, infinite or overflows)");
+  require_finite(grams_q, int64_t{shape.num_heads_q} * dh * dh,
+                 "the Gram matrix of wq (a weight is NaN, infinite or overflows)");
+  require_finite(grams_k, int64_t{shape.num_heads_kv} * dh * dh,
+                 "the Gram matrix of wk (a weight is NaN, infinite or overflows)");
 
   const int32_t group = shape.group_size();
   pool.parallel_for(shape.num_heads_q, [&](int64_t h, int) {

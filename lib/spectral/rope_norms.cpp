@@ -75,7 +75,8 @@ RopeNorms cpu_qk_rope_norms(const WeightMatrix& wq, const WeightMatrix& wk, cons
   compute_head_grams(wk, shape.num_heads_kv, n, block.data(), grams_k.data(), pool);
   for (const std::vector<float>* g : {&grams_q, &grams_k})
     for (float x : *g)
-      FP8ATTN_REQUIRE(std::isfinite(x), FP8ATTN_STATUS_NUMERICS, "a Gram matrix holds a NaN or an infinity (a weight is not finite or overflows)");
+      FP8ATTN_REQUIRE(std::isfinite(x), FP8ATTN_STATUS_NUMERICS,
+                      "a Gram matrix holds a NaN or an infinity (a weight is not finite or overflows)");
   std::vector<float> identity(nn, 0.0f);
   for (int32_t i = 0; i < n; ++i) identity[static_cast<size_t>(i) * n + i] = 1.0f;
 

@@ -68,7 +68,8 @@ TEST(MaskRules, BlockFullyVisibleMatchesTheDefinition) {
                 const int64_t r1 = std::min<int64_t>(r0 + 2, sq), k1 = std::min<int64_t>(k0 + 3, sk);
                 bool all = true;
                 for (int64_t i = r0; i < r1; ++i)
-                  for (int64_t j = k0; j < k1; ++j) all = all && visible_by_definition(i, j, sq, sk, causal, left, right);
+                  for (int64_t j = k0; j < k1; ++j)
+                    all = all && visible_by_definition(i, j, sq, sk, causal, left, right);
                 const sm90::MaskParams m{causal, left, right, sq, sk};
                 EXPECT_EQ(sm90::block_fully_visible(m, r0, r1, k0, k1), all)
                     << "sq " << sq << " sk " << sk << " causal " << causal << " window (" << left << ", " << right
@@ -80,7 +81,7 @@ TEST(MaskRules, BlockFullyVisibleMatchesTheDefinition) {
 // exp is β·r_m when r_m > 0 and 0 when r_m ≤ 0, capped at r_m + cap/scale_log2, and never below r_m.
 TEST(StabilizedBlockMax, NonPositiveTiedMaxShiftsToZero) {
   const float beta = 2.0f, cap = 16.0f, scale_log2 = 1.4426950f;
-  EXPECT_EQ(sm90::stabilized_block_max(-2.0f, 3, beta, cap, scale_log2), 0.0f);   // r_m < 0: m′ = 0, not β·r_m = −4
+  EXPECT_EQ(sm90::stabilized_block_max(-2.0f, 3, beta, cap, scale_log2), 0.0f);  // r_m < 0: m′ = 0, not β·r_m = −4
   EXPECT_EQ(sm90::stabilized_block_max(-0.5f, 2, beta, cap, scale_log2), 0.0f);
   EXPECT_EQ(sm90::stabilized_block_max(0.0f, 4, beta, cap, scale_log2), 0.0f);    // r_m = 0: m′ = 0
   EXPECT_EQ(sm90::stabilized_block_max(3.0f, 2, beta, cap, scale_log2), 6.0f);    // r_m > 0: β·r_m

@@ -23,10 +23,17 @@ inline uint32_t isa_swizzle_address(uint32_t address, arch::Swizzle s) {
   const uint32_t line = address >> 7, chunk = (address >> 4) & 7u, in_chunk = address & 15u;
   const uint8_t* row = nullptr;
   switch (s) {
-    case arch::Swizzle::B32: row = k32[line % 2]; break;
-    case arch::Swizzle::B64: row = k64[line % 4]; break;
-    case arch::Swizzle::B128: row = k128[line % 8]; break;
-    case arch::Swizzle::None: return address;
+    case arch::Swizzle::B32:
+      row = k32[line % 2];
+      break;
+    case arch::Swizzle::B64:
+      row = k64[line % 4];
+      break;
+    case arch::Swizzle::B128:
+      row = k128[line % 8];
+      break;
+    case arch::Swizzle::None:
+      return address;
   }
   // The table gives the logical chunk at each position: the position holding `chunk`.
   uint32_t position = 0;

@@ -186,8 +186,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!fits(*t, &must_refuse)) return 0;  // the harness does not own that memory: not a valid call
   // Extents over the documented limits must be refused before any work; within them, skip
   // calls too slow for a fuzzing iteration (a valid call, not a finding).
-  const bool over_limits = must_refuse || batch > (int64_t{1} << 24) || max_q > (int64_t{1} << 30) ||
-                           max_k > (int64_t{1} << 30);
+  const bool over_limits =
+      must_refuse || batch > (int64_t{1} << 24) || max_q > (int64_t{1} << 30) || max_k > (int64_t{1} << 30);
   int64_t work = 0;
   const bool overflow = __builtin_mul_overflow(batch, std::max<int64_t>(max_q, 1), &work) ||
                         __builtin_mul_overflow(work, std::max<int64_t>(max_k, 1), &work) ||

@@ -39,8 +39,16 @@ class Reader {
   int64_t extent(int64_t small_max) {
     const uint8_t mode = take<uint8_t>();
     if (mode < 224) return mode % (small_max + 1);
-    static const int64_t edges[] = {0, 1, int64_t{1} << 24, int64_t{1} << 30, int64_t{1} << 31, int64_t{1} << 40,
-                                    int64_t{1} << 62, INT64_MAX - 128, INT64_MAX, -1};
+    static const int64_t edges[] = {0,
+                                    1,
+                                    int64_t{1} << 24,
+                                    int64_t{1} << 30,
+                                    int64_t{1} << 31,
+                                    int64_t{1} << 40,
+                                    int64_t{1} << 62,
+                                    INT64_MAX - 128,
+                                    INT64_MAX,
+                                    -1};
     return edges[mode % (sizeof edges / sizeof edges[0])];
   }
   size_t remaining() const { return size_ - at_; }

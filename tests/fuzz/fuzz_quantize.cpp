@@ -39,8 +39,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   std::vector<uint8_t> out(kElems, 0xA5);
   std::vector<float> descale(4096, -7.0f);
-  fp8attn_tensor ti = tensor(bf16 ? static_cast<void*>(in16.data()) : in.data(),
-                             bf16 ? FP8ATTN_DTYPE_BF16 : FP8ATTN_DTYPE_F32, rank);
+  fp8attn_tensor ti =
+      tensor(bf16 ? static_cast<void*>(in16.data()) : in.data(), bf16 ? FP8ATTN_DTYPE_BF16 : FP8ATTN_DTYPE_F32, rank);
   fp8attn_tensor to = tensor(out.data(), FP8ATTN_DTYPE_E4M3, rank);
   const int64_t heads = 1 + r.pick(4);
   const int64_t dims[] = {64, 128, 256, 16, 512, 3};
@@ -73,8 +73,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tc.stride[0] = 1;
   // The descale shape the granularity asks for, with dense strides over the harness's buffer.
   const int64_t groups = heads / (o.head_group == 0 ? 1 : o.head_group);
-  fp8attn_tensor td = tensor(descale.data(), FP8ATTN_DTYPE_F32, o.granularity == FP8ATTN_QUANT_PER_BLOCK ? 3 :
-                                                                o.granularity == FP8ATTN_QUANT_PER_HEAD ? 2 : 1);
+  fp8attn_tensor td = tensor(descale.data(), FP8ATTN_DTYPE_F32,
+                             o.granularity == FP8ATTN_QUANT_PER_BLOCK  ? 3
+                             : o.granularity == FP8ATTN_QUANT_PER_HEAD ? 2
+                                                                       : 1);
   const int64_t blocks = r.extent(40);
   const int64_t dshape[] = {td.rank == 1 ? 1 : batch, groups, blocks};
   int64_t dstride = 1;
@@ -102,7 +104,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const int32_t s = fp8attn_quantize(shared_context(), &ti, packed ? &tc : nullptr, &o, &to, &td, &amax, &err);
   if (must_refuse && s == FP8ATTN_OK) broken("a tensor whose reach overflows int64 was accepted", err);
   if (s != FP8ATTN_OK) {
-    if (out != out_before || descale != descale_before || amax != -3.0f) broken("a refused quantize wrote outputs", err);
+    if (out != out_before || descale != descale_before || amax != -3.0f)
+      broken("a refused quantize wrote outputs", err);
     return 0;
   }
   if (!std::isfinite(amax) || amax < 0.0f) broken("quantize returned a non-finite amax", err);

@@ -27,7 +27,8 @@ void check_state(fp8attn_scale_state s, int32_t layers) {
   for (int32_t l = 0; l < layers && l < 8; ++l)
     for (int32_t t = 0; t < FP8ATTN_NUM_TENSOR_KINDS; ++t) {
       float scale = 0, scale_inv = 0;
-      if (fp8attn_scale_state_get_scale(s, l, t, &scale, &scale_inv, &err) != FP8ATTN_OK) broken("get_scale failed", err);
+      if (fp8attn_scale_state_get_scale(s, l, t, &scale, &scale_inv, &err) != FP8ATTN_OK)
+        broken("get_scale failed", err);
       if (!(std::isfinite(scale) && scale > 0 && std::isfinite(scale_inv) && scale_inv > 0))
         broken("the state holds a scale that is not finite and > 0", err);
     }
@@ -79,14 +80,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const int32_t layer = static_cast<int32_t>(r.extent(4) - (r.pick(16) == 0 ? 1 : 0));
       int32_t s = FP8ATTN_OK;
       switch (r.pick(5)) {
-        case 0: s = fp8attn_scale_state_report_amax(state, layer, static_cast<int32_t>(r.pick(9)), r.number() * 1e6f, &err); break;
+        case 0:
+          s = fp8attn_scale_state_report_amax(state, layer, static_cast<int32_t>(r.pick(9)), r.number() * 1e6f, &err);
+          break;
         case 1: {
           std::vector<float> amax(static_cast<size_t>(layers) * FP8ATTN_NUM_TENSOR_KINDS);
           for (float& a : amax) a = r.number();
           s = fp8attn_scale_state_report_amax_batch(state, amax.data(), amax.size() - (r.pick(8) == 0 ? 1 : 0), &err);
           break;
         }
-        case 2: s = fp8attn_scale_state_step(state, &err); break;
+        case 2:
+          s = fp8attn_scale_state_step(state, &err);
+          break;
         case 3: {
           float sigma[3] = {r.number() * 1e3f, r.number(), r.number()};
           if (r.pick(4) == 0) sigma[0] = r.take<float>();

@@ -41,7 +41,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const int32_t hkv = 1 + static_cast<int32_t>(r.pick(3));
   const int32_t hq = r.pick(8) == 0 ? static_cast<int32_t>(r.extent(8)) : hkv * (1 + static_cast<int32_t>(r.pick(3)));
-  const int32_t head_dim = r.pick(8) == 0 ? static_cast<int32_t>(r.extent(20)) : 2 * (1 + static_cast<int32_t>(r.pick(8)));
+  const int32_t head_dim =
+      r.pick(8) == 0 ? static_cast<int32_t>(r.extent(20)) : 2 * (1 + static_cast<int32_t>(r.pick(8)));
   const int64_t d_model = r.extent(40);
   const int32_t dtypes[] = {FP8ATTN_DTYPE_F32, FP8ATTN_DTYPE_BF16, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_F16};
   std::vector<float> wq(kElems), wk(kElems);
@@ -89,7 +90,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const int32_t s = fp8attn_qk_spectral_norms(ctx, &tq, &tk, hq, hkv, head_dim, &o, sigma, workspace.data(),
                                                 workspace.size(), nullptr, &err);
     if (must_refuse && s == FP8ATTN_OK) broken("a weight whose reach overflows int64 was accepted", err);
-    if (s != FP8ATTN_OK && (warm != warm_before || sigma[0] != -5.0f)) broken("refused spectral norms wrote outputs", err);
+    if (s != FP8ATTN_OK && (warm != warm_before || sigma[0] != -5.0f))
+      broken("refused spectral norms wrote outputs", err);
     if (s == FP8ATTN_OK && !finite_nonnegative(sigma, hq)) broken("spectral norms returned a non-finite σ", err);
     return 0;
   }

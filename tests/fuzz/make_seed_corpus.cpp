@@ -32,8 +32,8 @@ void save(const std::string& target, int index, const std::vector<uint8_t>& byte
 void u32(Writer& w, uint32_t v) { w.put(v); }
 
 /// A blob from a state that went through the given history; mode byte 0 in front.
-std::vector<uint8_t> scale_state_seed(fp8attn_context ctx, int32_t layers, int32_t history, int32_t recipe_q,
-                                      int steps, bool with_sigma) {
+std::vector<uint8_t> scale_state_seed(fp8attn_context ctx, int32_t layers, int32_t history, int32_t recipe_q, int steps,
+                                      bool with_sigma) {
   fp8attn_scale_state_options o{};
   o.struct_size = sizeof o;
   o.num_layers = layers;
@@ -78,13 +78,13 @@ int main(int argc, char** argv) {
   {
     Writer w;
     w.put<uint8_t>(1);
-    w.small_extent(2);                                    // layers
-    for (int t = 0; t < 8; ++t) u32(w, 1);                // recipe 0 = default
-    w.small_extent(4);                                    // history
-    u32(w, 0);                                            // amax_algo
-    u32(w, 1);                                            // margin default
-    w.small_extent(5);                                    // burn-in 5 − 2 = 3
-    u32(w, 1), u32(w, 1), u32(w, 1), u32(w, 1);           // B_X, α margin, α decay defaults; grad pick
+    w.small_extent(2);                           // layers
+    for (int t = 0; t < 8; ++t) u32(w, 1);       // recipe 0 = default
+    w.small_extent(4);                           // history
+    u32(w, 0);                                   // amax_algo
+    u32(w, 1);                                   // margin default
+    w.small_extent(5);                           // burn-in 5 − 2 = 3
+    u32(w, 1), u32(w, 1), u32(w, 1), u32(w, 1);  // B_X, α margin, α decay defaults; grad pick
     for (int op = 0; op < 6; ++op) {
       w.small_extent(static_cast<uint8_t>(op % 2)), u32(w, 1);  // layer
       u32(w, static_cast<uint32_t>(op % 4));                    // op
@@ -96,9 +96,9 @@ int main(int argc, char** argv) {
   // Forward: padded and packed E4M3 calls that pass validation.
   for (int packed = 0; packed < 2; ++packed) {
     Writer w;
-    w.put<uint8_t>(0);                          // no desc edits
-    u32(w, 0), u32(w, 1), u32(w, 1), u32(w, 1); // head_dim 64, heads_kv 2, heads_q ×2, causal
-    u32(w, packed ? 0 : 1), u32(w, 1);          // layout, dense strides
+    w.put<uint8_t>(0);                           // no desc edits
+    u32(w, 0), u32(w, 1), u32(w, 1), u32(w, 1);  // head_dim 64, heads_kv 2, heads_q ×2, causal
+    u32(w, packed ? 0 : 1), u32(w, 1);           // layout, dense strides
     if (packed) {
       u32(w, 2);  // 3 sequences
       for (int b = 0; b < 3; ++b) w.small_extent(static_cast<uint8_t>(5 + 7 * b)), w.small_extent(9), u32(w, 1);
@@ -119,8 +119,8 @@ int main(int argc, char** argv) {
   // Quantize: per-tensor padded, per-block packed with rotation.
   for (int variant = 0; variant < 2; ++variant) {
     Writer w;
-    u32(w, variant ? 0 : 1), u32(w, 1);                               // packed?, F32
-    u32(w, variant ? 2 : 0), w.small_extent(16), u32(w, 0);           // granularity, block_rows, head_group
+    u32(w, variant ? 0 : 1), u32(w, 1);                      // packed?, F32
+    u32(w, variant ? 2 : 0), w.small_extent(16), u32(w, 0);  // granularity, block_rows, head_group
     u32(w, variant ? 0 : 1), w.put<uint64_t>(7), u32(w, 0), w.small_extent(0);
     for (int e = 0; e < (1 << 15); ++e) w.small_number(0.01f * static_cast<float>(e % 97) - 0.4f);
     u32(w, 0), u32(w, 1), u32(w, 0);  // heads 1, dims[1] = 128 (no odd head_dim)
@@ -136,7 +136,7 @@ int main(int argc, char** argv) {
       u32(w, 3), w.small_extent(64), w.small_number(2.0f), w.small_number(1.0f);
     } else {
       u32(w, 1), u32(w, 1), u32(w, 1), u32(w, 3), w.small_extent(24);  // 2 kv heads, 4 q heads, head_dim 8, d 24
-      u32(w, 0);                                                      // F32
+      u32(w, 0);                                                       // F32
       for (int e = 0; e < (1 << 14); ++e) u32(w, 1), w.put<int8_t>(static_cast<int8_t>(e * 37 % 127 - 63));
       for (int e = 0; e < (1 << 14); ++e) w.put<int8_t>(static_cast<int8_t>(e * 53 % 127 - 63));
     }

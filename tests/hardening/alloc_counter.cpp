@@ -17,8 +17,8 @@ void* counted(size_t n, size_t align) {
     g_bytes.fetch_add(n, std::memory_order_relaxed);
   }
   if (n == 0) n = 1;
-  void* p = align > alignof(std::max_align_t) ? std::aligned_alloc(align, (n + align - 1) / align * align)
-                                              : std::malloc(n);
+  void* p =
+      align > alignof(std::max_align_t) ? std::aligned_alloc(align, (n + align - 1) / align * align) : std::malloc(n);
   return p;
 }
 }  // namespace

@@ -55,8 +55,8 @@ struct ForwardFixture {
   /// Queries the workspace for (batch, seqlen_q, seqlen_k), allocates it and runs the forward.
   int32_t run(fp8attn_error* err) {
     size_t bytes = 0;
-    const int32_t s = fp8attn_plan_workspace_size(plan, batch, seqlen_q > 0 ? seqlen_q : 1,
-                                                  seqlen_k > 0 ? seqlen_k : 1, &bytes, err);
+    const int32_t s =
+        fp8attn_plan_workspace_size(plan, batch, seqlen_q > 0 ? seqlen_q : 1, seqlen_k > 0 ? seqlen_k : 1, &bytes, err);
     if (s != FP8ATTN_OK) return s;
     workspace.assign(bytes, 0);
     return fp8attn_attention_forward(plan, &args, workspace.data(), workspace.size(), nullptr, err);

@@ -76,8 +76,8 @@ std::string rope_call(int64_t min_offset, int64_t max_offset, int32_t want, uint
   fp8attn_error err = fresh_error();
   const int32_t s = fp8attn_qk_rope_norms(ctx, &tq, &tk, 1, 1, 4, &o, &safe, &exact, &err);
   fp8attn_context_destroy(ctx);
-  std::string problem = expect_status(s, want, err, "rope_norms([" + std::to_string(min_offset) + ", " +
-                                                        std::to_string(max_offset) + "])");
+  std::string problem = expect_status(
+      s, want, err, "rope_norms([" + std::to_string(min_offset) + ", " + std::to_string(max_offset) + "])");
   if (problem.empty() && want == FP8ATTN_OK && !(std::isfinite(exact) && exact > 0.0f))
     problem = "exact_out is not positive and finite";
   if (problem.empty() && want != FP8ATTN_OK && (safe != -1.0f || exact != -1.0f)) problem = "outputs written";
@@ -101,22 +101,24 @@ TEST(Finding3, RopeRangeThatWouldRunForHoursIsRefused) {
 }
 
 TEST(Finding3, ForwardWithBatch2To40AndStrideZeroDescalesEnds) {
-  run_isolated([] {
-    ForwardFixture f(1, 0, 1, fresh_seed());
-    if (!f.ready()) return std::string("fixture");
-    const int64_t b = int64_t{1} << 40, d = ForwardFixture::kHeadDim;
-    float descale = 1.0f;
-    f.args.q = host_tensor(f.q.data(), FP8ATTN_DTYPE_E4M3, {b, 0, 1, d}, {0, d, d, 1});
-    f.args.k = host_tensor(f.k.data(), FP8ATTN_DTYPE_E4M3, {b, 1, 1, d}, {0, d, d, 1});
-    f.args.v = host_tensor(f.v.data(), FP8ATTN_DTYPE_E4M3, {b, 1, 1, d}, {0, d, d, 1});
-    f.args.out = host_tensor(f.out.data(), FP8ATTN_DTYPE_F32, {b, 0, 1, d}, {d, d, d, 1});
-    f.args.q_descale = host_tensor(&descale, FP8ATTN_DTYPE_F32, {b, 1}, {0, 0});
-    f.args.k_descale = f.args.v_descale = f.args.q_descale;
-    std::vector<unsigned char> ws(1 << 20);
-    fp8attn_error err = fresh_error();
-    const int32_t s = fp8attn_attention_forward(f.plan, &f.args, ws.data(), ws.size(), nullptr, &err);
-    return expect_status(s, FP8ATTN_STATUS_BAD_SHAPE, err, "forward(batch = 2^40)");
-  }, 20);
+  run_isolated(
+      [] {
+        ForwardFixture f(1, 0, 1, fresh_seed());
+        if (!f.ready()) return std::string("fixture");
+        const int64_t b = int64_t{1} << 40, d = ForwardFixture::kHeadDim;
+        float descale = 1.0f;
+        f.args.q = host_tensor(f.q.data(), FP8ATTN_DTYPE_E4M3, {b, 0, 1, d}, {0, d, d, 1});
+        f.args.k = host_tensor(f.k.data(), FP8ATTN_DTYPE_E4M3, {b, 1, 1, d}, {0, d, d, 1});
+        f.args.v = host_tensor(f.v.data(), FP8ATTN_DTYPE_E4M3, {b, 1, 1, d}, {0, d, d, 1});
+        f.args.out = host_tensor(f.out.data(), FP8ATTN_DTYPE_F32, {b, 0, 1, d}, {d, d, d, 1});
+        f.args.q_descale = host_tensor(&descale, FP8ATTN_DTYPE_F32, {b, 1}, {0, 0});
+        f.args.k_descale = f.args.v_descale = f.args.q_descale;
+        std::vector<unsigned char> ws(1 << 20);
+        fp8attn_error err = fresh_error();
+        const int32_t s = fp8attn_attention_forward(f.plan, &f.args, ws.data(), ws.size(), nullptr, &err);
+        return expect_status(s, FP8ATTN_STATUS_BAD_SHAPE, err, "forward(batch = 2^40)");
+      },
+      20);
 }
 
 // ---- Finding 4: signed overflow from valid descriptors ---------------------------------------

@@ -28,26 +28,28 @@ uint64_t address_space_in_use() {
 
 TEST(Finding2, ContextWithThreadsThatCannotStartReportsOutOfMemory) {
   if (FP8ATTN_TEST_SANITIZED) GTEST_SKIP() << "an address-space limit does not combine with the sanitizer shadow";
-  run_isolated([] {
-    // Room for a few thread stacks only: most of the 100000 workers cannot start.
-    const uint64_t limit = address_space_in_use() + (uint64_t{256} << 20);
-    rlimit lim{limit, limit};
-    setrlimit(RLIMIT_AS, &lim);
-    fp8attn_context_options o{};
-    o.struct_size = sizeof o;
-    o.backend = FP8ATTN_BACKEND_CPU;
-    o.num_threads = 100000;
-    o.log_level = FP8ATTN_LOG_OFF;
-    fp8attn_context ctx = reinterpret_cast<fp8attn_context>(uintptr_t{0x1234});
-    fp8attn_error err = fresh_error();
-    const int32_t s = fp8attn_context_create(&o, &ctx, &err);
-    std::string problem = expect_status(s, FP8ATTN_STATUS_OUT_OF_MEMORY, err, "context_create(100000 threads)");
-    if (problem.empty() && ctx != reinterpret_cast<fp8attn_context>(uintptr_t{0x1234}))
-      problem = "out written on failure";
-    if (problem.empty() && std::string(err.message).find("thread") == std::string::npos)
-      problem = "the message does not say a thread failed to start: " + std::string(err.message);
-    return problem;
-  }, 30, ~uint64_t{0});
+  run_isolated(
+      [] {
+        // Room for a few thread stacks only: most of the 100000 workers cannot start.
+        const uint64_t limit = address_space_in_use() + (uint64_t{256} << 20);
+        rlimit lim{limit, limit};
+        setrlimit(RLIMIT_AS, &lim);
+        fp8attn_context_options o{};
+        o.struct_size = sizeof o;
+        o.backend = FP8ATTN_BACKEND_CPU;
+        o.num_threads = 100000;
+        o.log_level = FP8ATTN_LOG_OFF;
+        fp8attn_context ctx = reinterpret_cast<fp8attn_context>(uintptr_t{0x1234});
+        fp8attn_error err = fresh_error();
+        const int32_t s = fp8attn_context_create(&o, &ctx, &err);
+        std::string problem = expect_status(s, FP8ATTN_STATUS_OUT_OF_MEMORY, err, "context_create(100000 threads)");
+        if (problem.empty() && ctx != reinterpret_cast<fp8attn_context>(uintptr_t{0x1234}))
+          problem = "out written on failure";
+        if (problem.empty() && std::string(err.message).find("thread") == std::string::npos)
+          problem = "the message does not say a thread failed to start: " + std::string(err.message);
+        return problem;
+      },
+      30, ~uint64_t{0});
 }
 
 // ---- Finding 6: a checkpoint that cannot be restored -----------------------------------------
@@ -231,7 +233,8 @@ TEST(Finding8, ForwardMakesNoHeapAllocation) {
     if (problem.empty()) problem = expect_status(s, FP8ATTN_OK, err, "forward");
     if (problem.empty() && all_poison(f.out)) problem = "the forward wrote nothing";
     if (problem.empty() && n.count != 0)
-      problem = "the forward made " + std::to_string(n.count) + " heap allocations (" + std::to_string(n.bytes) + " bytes)";
+      problem =
+          "the forward made " + std::to_string(n.count) + " heap allocations (" + std::to_string(n.bytes) + " bytes)";
     return problem;
   });
 }
@@ -248,15 +251,16 @@ TEST(Finding8, ForwardWithALargeEmptyBatchMakesNoHeapAllocation) {
     f.args.out = host_tensor(f.out.data(), FP8ATTN_DTYPE_F32, {b, 0, 1, d}, {d, d, d, 1});
     size_t bytes = 0;
     fp8attn_error err = fresh_error();
-    std::string problem = expect_status(fp8attn_plan_workspace_size(f.plan, b, 1, 1, &bytes, &err), FP8ATTN_OK, err,
-                                        "workspace query");
+    std::string problem =
+        expect_status(fp8attn_plan_workspace_size(f.plan, b, 1, 1, &bytes, &err), FP8ATTN_OK, err, "workspace query");
     std::vector<unsigned char> ws(bytes);
     start_counting_allocations();
     const int32_t s = fp8attn_attention_forward(f.plan, &f.args, ws.data(), ws.size(), nullptr, &err);
     const AllocationCount n = stop_counting_allocations();
     if (problem.empty()) problem = expect_status(s, FP8ATTN_OK, err, "forward(batch 2^20, empty)");
     if (problem.empty() && n.count != 0)
-      problem = "the forward made " + std::to_string(n.count) + " heap allocations (" + std::to_string(n.bytes) + " bytes)";
+      problem =
+          "the forward made " + std::to_string(n.count) + " heap allocations (" + std::to_string(n.bytes) + " bytes)";
     return problem;
   });
 }
@@ -285,19 +289,21 @@ TEST(Finding8, QuantizeOfAnEmptyTensorAllocatesLittle) {
 }
 
 TEST(Finding8, ScaleStateOfTwoTebibytesIsRefused) {
-  run_isolated([] {
-    fp8attn_context ctx = make_cpu_context();
-    fp8attn_scale_state_options o{};
-    o.struct_size = sizeof o;
-    o.num_layers = 1 << 20;
-    o.amax_history_len = 65536;
-    fp8attn_scale_state state = nullptr;
-    fp8attn_error err = fresh_error();
-    const int32_t s = fp8attn_scale_state_create(ctx, &o, &state, &err);
-    fp8attn_scale_state_destroy(state);
-    fp8attn_context_destroy(ctx);
-    return expect_status(s, FP8ATTN_STATUS_BAD_OPTION, err, "scale_state_create(2^20 layers × 65536)");
-  }, 30, uint64_t{4} << 30);
+  run_isolated(
+      [] {
+        fp8attn_context ctx = make_cpu_context();
+        fp8attn_scale_state_options o{};
+        o.struct_size = sizeof o;
+        o.num_layers = 1 << 20;
+        o.amax_history_len = 65536;
+        fp8attn_scale_state state = nullptr;
+        fp8attn_error err = fresh_error();
+        const int32_t s = fp8attn_scale_state_create(ctx, &o, &state, &err);
+        fp8attn_scale_state_destroy(state);
+        fp8attn_context_destroy(ctx);
+        return expect_status(s, FP8ATTN_STATUS_BAD_OPTION, err, "scale_state_create(2^20 layers × 65536)");
+      },
+      30, uint64_t{4} << 30);
 }
 
 // ---- Finding 10: the rotation limit is the GPU kernel's on every backend ---------------------

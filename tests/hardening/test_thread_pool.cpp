@@ -37,9 +37,10 @@ TEST(ThreadPoolGuards, KnowsItsOwnWorkerThreads) {
 
 TEST(ThreadPoolGuards, FirstExceptionReachesTheCallerAndThePoolStaysUsable) {
   ThreadPool pool(3);
-  EXPECT_THROW(pool.parallel_for(100, [&](int64_t item, int) {
-    if (item == 37) throw std::runtime_error("item 37");
-  }),
+  EXPECT_THROW(pool.parallel_for(100,
+                                 [&](int64_t item, int) {
+                                   if (item == 37) throw std::runtime_error("item 37");
+                                 }),
                std::runtime_error);
   std::atomic<int64_t> sum{0};
   pool.parallel_for(100, [&](int64_t item, int) { sum += item; });
@@ -50,7 +51,9 @@ TEST(ThreadPoolGuards, OneThreadRunsOnTheCaller) {
   ThreadPool pool(1);
   const auto caller = std::this_thread::get_id();
   bool all_on_caller = true;
-  pool.parallel_for(10, [&](int64_t, int worker) { all_on_caller = all_on_caller && worker == 0 && std::this_thread::get_id() == caller; });
+  pool.parallel_for(10, [&](int64_t, int worker) {
+    all_on_caller = all_on_caller && worker == 0 && std::this_thread::get_id() == caller;
+  });
   EXPECT_TRUE(all_on_caller);
   EXPECT_FALSE(pool.on_worker_thread());
 }

@@ -25,7 +25,8 @@ size_t tile_engine_workspace_size(const AttentionConfig& c, int workers, int64_t
   // Layout: per-worker tile scratch, per-worker telemetry, then the work-item table (batch + 1
   // offsets). NOTE: the table lives here rather than on the heap, so that a forward call
   // allocates nothing (issue 15, finding 8).
-  const size_t scratch = checked_mul(round_up(query_tile_scratch_bytes(c)), static_cast<size_t>(workers), "tile scratch");
+  const size_t scratch =
+      checked_mul(round_up(query_tile_scratch_bytes(c)), static_cast<size_t>(workers), "tile scratch");
   const size_t telemetry = round_up(sizeof(TileTelemetry) * static_cast<size_t>(workers));
   const size_t table = checked_mul(sizeof(int64_t), static_cast<size_t>(checked_add(batch, int64_t{1}, "batch + 1")),
                                    "work-item table");
