@@ -330,5 +330,30 @@ TEST(Finding10, QuantizeRefusesRotationAbove256) {
   });
 }
 
+// ---- Found by tests/fuzz/fuzz_predict: OK with a "probability" above 1 -------------------------
+
+TEST(FuzzFinding, PredictionWithTwoToThirtySinksStaysAProbability) {
+  run_isolated([] {
+    fp8attn_sink_model m{};
+    m.struct_size = sizeof m;
+    m.sink_strength = 12.625;
+    m.k_sink = 1 << 30;
+    m.p_scale = 256.0;
+    m.kv_order = FP8ATTN_KV_ORDER_FORWARD;
+    m.block_n = 197;
+    m.seqlen_k = INT64_MAX;
+    double leading = -1.0, expected = -1.0;
+    fp8attn_error err = fresh_error();
+    std::string problem = expect_status(fp8attn_predict_p_underflow(&m, &leading, &expected, &err), FP8ATTN_OK, err,
+                                        "predict_p_underflow(k_sink = 2^30)");
+    if (problem.empty() && !(leading >= 0.0 && leading <= 1.0 && expected >= 0.0 && expected <= 1.0)) {
+      char text[96];
+      snprintf(text, sizeof text, "fractions outside [0, 1]: %.17g, %.17g", leading, expected);
+      problem = text;
+    }
+    return problem;
+  });
+}
+
 }  // namespace
 }  // namespace fp8attn::test
