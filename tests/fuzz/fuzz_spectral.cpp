@@ -100,7 +100,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   o.theta_base = r.pick(2) ? 0.0f : r.number();
   o.layout = static_cast<int32_t>(r.pick(3));
   o.min_offset = r.pick(4) == 0 ? r.extent(8) - 4 : 0;
-  o.max_offset = o.min_offset + r.extent(6);
+  if (__builtin_add_overflow(o.min_offset, r.extent(6), &o.max_offset)) o.max_offset = INT64_MAX;
   if (r.pick(16) == 0) o.min_offset = r.extent(0), o.max_offset = r.extent(0);
   o.max_iterations = static_cast<int32_t>(r.extent(6));
   o.seed = r.take<uint64_t>();
