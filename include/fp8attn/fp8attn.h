@@ -575,6 +575,8 @@ typedef struct fp8attn_sink_model {
  * @retval FP8ATTN_STATUS_BAD_SCALE         `p_scale` not finite or not > 0.
  * @retval FP8ATTN_STATUS_BAD_OPTION        unknown `kv_order`.
  * @retval FP8ATTN_STATUS_INVALID_ARGUMENT  another field out of range.
+ * @retval FP8ATTN_STATUS_NUMERICS          a prediction that is not finite. Both are clamped to
+ *                                          [0, 1] against the quadrature's rounding.
  * Thread-safe.
  */
 FP8ATTN_API int32_t fp8attn_predict_p_underflow(const fp8attn_sink_model* model,
