@@ -27,7 +27,13 @@ int32_t fp8attn_context_create(const fp8attn_context_options* options, fp8attn_c
   });
 }
 
-void fp8attn_context_destroy(fp8attn_context ctx) { delete ctx; }
+void fp8attn_context_destroy(fp8attn_context ctx) {
+  // NOTE: destroying a context from one of its own workers (a callback running inside a call on
+  // it) would have the pool join the calling thread; the context is left alive instead (a leak,
+  // documented in the header) rather than deadlocking or terminating the process.
+  if (ctx != nullptr && ctx->impl.pool().on_worker_thread()) return;
+  delete ctx;
+}
 
 int32_t fp8attn_context_get_backend(fp8attn_context ctx, int32_t* backend, fp8attn_error* err) {
   return guarded(err, [&] {

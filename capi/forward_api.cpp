@@ -13,19 +13,19 @@ extern "C" {
 int32_t fp8attn_attention_forward(fp8attn_plan plan, const fp8attn_attention_args* args, void* workspace,
                                   size_t workspace_bytes, struct CUstream_st* stream, fp8attn_error* err) {
   return guarded(err, [&] {
-    require(plan != nullptr, FP8ATTN_STATUS_BAD_HANDLE, "plan is NULL");
+    FP8ATTN_REQUIRE(plan != nullptr, FP8ATTN_STATUS_BAD_HANDLE, "plan is NULL");
     fp8attn_attention_args defaults{};
     const fp8attn_attention_args a =
         read_struct(args, "fp8attn_attention_args", FP8ATTN_LAYOUT_THROUGH(fp8attn_attention_args, telemetry), defaults);
     fp8attn::Backend& backend = plan->context->backend();
-    require(stream == nullptr || backend.tensor_device() == FP8ATTN_DEVICE_CUDA, FP8ATTN_STATUS_BAD_STREAM,
+    FP8ATTN_REQUIRE(stream == nullptr || backend.tensor_device() == FP8ATTN_DEVICE_CUDA, FP8ATTN_STATUS_BAD_STREAM,
             "a CUDA stream was given to a CPU backend; pass NULL");
     const fp8attn::AttentionProblem problem = fp8attn::make_attention_problem(plan->config, a, backend.tensor_device());
     const size_t needed =
         backend.attention_workspace_size(plan->config, problem.batch, problem.max_seqlen_q, problem.max_seqlen_k);
-    require(workspace_bytes >= needed, FP8ATTN_STATUS_WORKSPACE_TOO_SMALL,
+    FP8ATTN_REQUIRE(workspace_bytes >= needed, FP8ATTN_STATUS_WORKSPACE_TOO_SMALL,
             "workspace has " + std::to_string(workspace_bytes) + " bytes; this problem needs " + std::to_string(needed));
-    require(needed == 0 || workspace != nullptr, FP8ATTN_STATUS_NULL_POINTER, "workspace is NULL");
+    FP8ATTN_REQUIRE(needed == 0 || workspace != nullptr, FP8ATTN_STATUS_NULL_POINTER, "workspace is NULL");
     backend.attention_forward(plan->config, problem, workspace, workspace_bytes, stream);
   });
 }

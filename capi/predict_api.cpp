@@ -27,6 +27,8 @@ int32_t fp8attn_predict_p_underflow(const fp8attn_sink_model* model, double* lea
     require(m.seqlen_k > m.k_sink, FP8ATTN_STATUS_INVALID_ARGUMENT, "model->seqlen_k must exceed k_sink");
     const fp8attn::UnderflowPrediction p = fp8attn::predict_p_underflow(
         m.sink_strength, m.k_sink, m.p_scale, m.kv_order == FP8ATTN_KV_ORDER_REVERSE, m.block_n, m.seqlen_k);
+    require(std::isfinite(p.leading_order) && std::isfinite(p.expected), FP8ATTN_STATUS_NUMERICS,
+            "the underflow prediction is not finite for this model");
     if (leading_order) *leading_order = p.leading_order;
     if (expected) *expected = p.expected;
   });

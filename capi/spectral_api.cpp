@@ -108,9 +108,14 @@ int32_t fp8attn_logit_bound(const float* sigma, int32_t num_heads, int32_t head_
     }
     require(sigma_max > 0.0, FP8ATTN_STATUS_BAD_SCALE, "every sigma is 0: no logit bound");
     const double l = fp8attn::logit_bound(sigma_max, head_dim, token_norm_bound, alpha);
-    require(std::isfinite(l) && l > 0.0, FP8ATTN_STATUS_BAD_SCALE, "the logit bound is not a positive finite float");
-    if (bound) *bound = static_cast<float>(l);
-    if (scale) *scale = static_cast<float>(fp8attn::logit_scale_from_bound(l));
+    // NOTE: the results are checked as the floats returned, not as doubles: a double bound of
+    // 1e42 is finite but its float is +inf (issue 15, finding 7).
+    const float lf = static_cast<float>(l);
+    const float sf = static_cast<float>(fp8attn::logit_scale_from_bound(l));
+    require(std::isfinite(lf) && lf > 0.0f && std::isfinite(sf) && sf > 0.0f, FP8ATTN_STATUS_NUMERICS,
+            "the logit bound " + std::to_string(l) + " or its scale 448 / bound is not a positive finite float");
+    if (bound) *bound = lf;
+    if (scale) *scale = sf;
   });
 }
 
@@ -127,8 +132,14 @@ int32_t fp8attn_qk_rope_norms(fp8attn_context ctx, const fp8attn_tensor* wq, con
     require(o.layout == FP8ATTN_ROPE_HALF_SPLIT || o.layout == FP8ATTN_ROPE_INTERLEAVED, FP8ATTN_STATUS_BAD_OPTION,
             "rope->layout is unknown: " + std::to_string(o.layout));
     require(o.max_offset >= o.min_offset, FP8ATTN_STATUS_BAD_OPTION, "rope->max_offset must be ≥ min_offset");
-    require(o.max_offset - o.min_offset < (int64_t{1} << 24), FP8ATTN_STATUS_BAD_OPTION,
-            "rope offset range is limited to 2^24 offsets");
+    // NOTE: max − min is formed with an overflow check ([INT64_MIN, INT64_MAX] once wrapped to a
+    // small range), and the count of offsets is bounded: each costs a power iteration per head.
+    int64_t span = 0;
+    require(!__builtin_sub_overflow(o.max_offset, o.min_offset, &span) && span < FP8ATTN_MAX_ROPE_OFFSETS,
+            FP8ATTN_STATUS_BAD_OPTION,
+            "rope offsets [" + std::to_string(o.min_offset) + ", " + std::to_string(o.max_offset) +
+                "] exceed the limit of FP8ATTN_MAX_ROPE_OFFSETS = " + std::to_string(FP8ATTN_MAX_ROPE_OFFSETS) +
+                " offsets");
     require(o.max_iterations >= 0, FP8ATTN_STATUS_BAD_OPTION, "rope->max_iterations must be ≥ 0");
     require(std::isfinite(o.tolerance) && o.tolerance >= 0.0f, FP8ATTN_STATUS_BAD_OPTION,
             "rope->tolerance must be finite and ≥ 0");

@@ -16,16 +16,16 @@ namespace fp8attn::capi {
 /// `min_size` is the size of the oldest layout still accepted.
 template <class T>
 T read_struct(const T* in, const char* name, size_t min_size, const T& defaults) {
-  require(in != nullptr, FP8ATTN_STATUS_NULL_POINTER, std::string(name) + " is NULL");
-  require(in->struct_size != 0, FP8ATTN_STATUS_BAD_STRUCT_SIZE,
+  FP8ATTN_REQUIRE(in != nullptr, FP8ATTN_STATUS_NULL_POINTER, std::string(name) + " is NULL");
+  FP8ATTN_REQUIRE(in->struct_size != 0, FP8ATTN_STATUS_BAD_STRUCT_SIZE,
           std::string(name) + "->struct_size is 0; set it to sizeof(" + name + ")");
-  require(in->struct_size >= min_size, FP8ATTN_STATUS_BAD_STRUCT_SIZE,
+  FP8ATTN_REQUIRE(in->struct_size >= min_size, FP8ATTN_STATUS_BAD_STRUCT_SIZE,
           std::string(name) + "->struct_size is " + std::to_string(in->struct_size) + ", smaller than the oldest layout (" +
               std::to_string(min_size) + " bytes)");
   T out = defaults;
   std::memcpy(static_cast<void*>(&out), in, std::min(in->struct_size, sizeof(T)));
   out.struct_size = sizeof(T);
-  require(out.next == nullptr, FP8ATTN_STATUS_BAD_EXTENSION, std::string(name) + "->next must be NULL");
+  FP8ATTN_REQUIRE(out.next == nullptr, FP8ATTN_STATUS_BAD_EXTENSION, std::string(name) + "->next must be NULL");
   return out;
 }
 

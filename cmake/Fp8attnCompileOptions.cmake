@@ -15,3 +15,7 @@ if(FP8ATTN_SANITIZE)
   target_compile_options(fp8attn_options INTERFACE -fsanitize=${FP8ATTN_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
   target_link_options(fp8attn_options INTERFACE -fsanitize=${FP8ATTN_SANITIZE})
 endif()
+if(FP8ATTN_BUILD_FUZZERS)
+  # Coverage instrumentation for libFuzzer in every library target (tests/fuzz links the driver).
+  target_compile_options(fp8attn_options INTERFACE -fsanitize=fuzzer-no-link)
+endif()

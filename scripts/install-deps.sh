@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Installs everything the build and the tests need on a fresh Debian 12 machine:
 # Debian packages (compilers' libraries, spdlog, GoogleTest, Google Benchmark,
-# OpenBLAS, doxygen) and a Python virtual environment in .venv (numpy, ml_dtypes).
+# OpenBLAS, doxygen, clang with libFuzzer) and a Python virtual environment in .venv (numpy, ml_dtypes).
 # Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 debs=(cmake g++ make pkg-config libspdlog-dev libfmt-dev libgtest-dev libgmock-dev
       libbenchmark-dev libopenblas-dev doxygen nlohmann-json3-dev python3-venv
-      golang-go abigail-tools)
+      golang-go abigail-tools  # the Go binding and the ABI check (scripts/test-bindings.sh)
+      clang libclang-rt-dev)  # clang + its sanitizer and libFuzzer runtimes: tests/fuzz
 missing=()
 for p in "${debs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then

@@ -3,30 +3,36 @@
 #   1. the Release build, with the sm_90a kernels and their static checks when nvcc is present:
 #      every ctest test (unit, numerics, emulator, ABI, install, Python, docs, exhaustive);
 #   2. the CPU code under AddressSanitizer + UndefinedBehaviorSanitizer (all but the exhaustive
-#      sweep, the Python host test, the install and docs checks and the sm_90a static checks);
+#      sweep, the install and docs checks, the sm_90a static checks and the spectral pytest
+#      modules; the Python host test runs here too, with the ASan runtime preloaded);
 #   3. the concurrency tests (label tsan: shared plans, the scale state, the emulator spreading
-#      CTAs over host threads) under ThreadSanitizer.
+#      CTAs over host threads) under ThreadSanitizer;
+#   4. the fuzz smoke stage: each libFuzzer target of tests/fuzz for 60 s under ASan + UBSan
+#      (built with clang; scripts/fuzz.sh runs longer campaigns).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 jobs=$(nproc)
 
-echo "== 1/3 Release build and every test"
+echo "== 1/5 Release build and every test"
 bash scripts/build.sh build
 ctest --test-dir build --output-on-failure -j"$jobs"
 
-echo "== 2/3 AddressSanitizer + UndefinedBehaviorSanitizer"
+echo "== 2/5 AddressSanitizer + UndefinedBehaviorSanitizer"
 bash scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFP8ATTN_SANITIZE=address,undefined \
   -DFP8ATTN_BUILD_TOOLS=OFF -DFP8ATTN_BUILD_CUDA=OFF
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE 'exhaustive|python|install|docs|emu_matrix' -E 'sm90a'
+  ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE 'exhaustive|install|docs|emu_matrix' -E 'sm90a|spectral_py'
 
-echo "== 3/3 ThreadSanitizer (concurrency tests)"
+echo "== 3/5 ThreadSanitizer (concurrency tests)"
 # NOTE: only the test executables that carry the tsan label are built here.
 FP8ATTN_BUILD_TARGETS="test_concurrent_forward test_scale_state_threads test_emu_runtime test_gemm_emulated test_fp8_fwd_emu_concurrent" \
   bash scripts/build.sh build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFP8ATTN_SANITIZE=thread \
   -DFP8ATTN_BUILD_TOOLS=OFF -DFP8ATTN_BUILD_CUDA=OFF
 TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -j"$jobs" -L tsan
 
-echo "== 4/4 Host bindings (Python, Rust, Go) and the ABI baseline, against the installed tree"
+echo "== 4/5 Host bindings (Python, Rust, Go) and the ABI baseline, against the installed tree"
 bash scripts/test-bindings.sh build-bindings
+
+echo "== 5/5 fuzz smoke (libFuzzer, ASan + UBSan, 60 s per target)"
+bash scripts/fuzz.sh 1

@@ -207,6 +207,39 @@ typedef enum fp8attn_softmax_variant {
 #define FP8ATTN_MAX_RANK 8
 
 /**
+ * @name Extent limits
+ * Every extent a call takes is bounded, so that no call's work or memory is unbounded by a
+ * small input (a few bytes of descriptor). A call given more returns the status named here,
+ * with the value and the limit in its message. Beyond these, every tensor's reach (the largest
+ * element offset, Σ stride·(extent − 1)) must fit in int64 (::FP8ATTN_STATUS_BAD_STRIDE), and
+ * every size derived from the extents must fit in size_t (::FP8ATTN_STATUS_BAD_SHAPE or
+ * ::FP8ATTN_STATUS_OUT_OF_MEMORY).
+ * @{
+ */
+/** Sequences per call (forward batch, quantizer batch): ::FP8ATTN_STATUS_BAD_SHAPE above. */
+#define FP8ATTN_MAX_BATCH (INT64_C(1) << 24)
+/** Rows of one sequence (seqlen_q, seqlen_k, quantizer rows): ::FP8ATTN_STATUS_BAD_SHAPE above. */
+#define FP8ATTN_MAX_SEQLEN (INT64_C(1) << 30)
+/** Heads of a quantizer input or a spectral weight: ::FP8ATTN_STATUS_BAD_HEADS above. */
+#define FP8ATTN_MAX_HEADS 4096
+/** Head dimension of a quantizer input or a spectral weight: ::FP8ATTN_STATUS_BAD_SHAPE above. */
+#define FP8ATTN_MAX_HEAD_DIM 4096
+/** Model dimension d of spectral weights: ::FP8ATTN_STATUS_BAD_SHAPE above. */
+#define FP8ATTN_MAX_D_MODEL (INT64_C(1) << 20)
+/** Head dimension the quantizer's rotation takes on every backend (the kernel's limit):
+    ::FP8ATTN_STATUS_UNSUPPORTED_HEAD_DIM above. */
+#define FP8ATTN_MAX_ROTATION_DIM 256
+/** Offsets max_offset − min_offset + 1 of fp8attn_qk_rope_norms(): ::FP8ATTN_STATUS_BAD_OPTION above. */
+#define FP8ATTN_MAX_ROPE_OFFSETS (INT64_C(1) << 16)
+/** Layers of a scale state: ::FP8ATTN_STATUS_BAD_OPTION above. */
+#define FP8ATTN_MAX_LAYERS (1 << 20)
+/** amax history length of a scale state: ::FP8ATTN_STATUS_BAD_OPTION above. */
+#define FP8ATTN_MAX_AMAX_HISTORY 65536
+/** num_layers · amax_history_len of a scale state (128 MiB of history): ::FP8ATTN_STATUS_BAD_OPTION above. */
+#define FP8ATTN_MAX_SCALE_STATE_ENTRIES (INT64_C(1) << 22)
+/** @} */
+
+/**
  * A strided tensor view. Caller-owned; the library keeps no reference after the call returns.
  * An optional tensor is absent when `data` is NULL.
  */
@@ -262,7 +295,9 @@ typedef struct fp8attn_context_options {
  * @retval FP8ATTN_STATUS_CUDA_BACKEND_MISSING  CUDA asked for and libfp8attn_cuda not loadable.
  * @retval FP8ATTN_STATUS_NO_CUDA_DEVICE        CUDA asked for and no driver or device found.
  * @retval FP8ATTN_STATUS_UNSUPPORTED_DEVICE    CUDA asked for and the device is not sm_90.
- * @retval FP8ATTN_STATUS_OUT_OF_MEMORY
+ * @retval FP8ATTN_STATUS_OUT_OF_MEMORY         Host memory, or a worker thread that could not
+ *                                              start (the threads already started are stopped
+ *                                              and joined; the message says which one failed).
  *
  * ::FP8ATTN_BACKEND_AUTO never fails for lack of a GPU: it falls back to the CPU and logs why
  * at ::FP8ATTN_LOG_INFO. The CUDA backend is looked up next to libfp8attn, and first at the path
@@ -274,7 +309,9 @@ FP8ATTN_API int32_t fp8attn_context_create(const fp8attn_context_options* option
 
 /**
  * Destroys a context. NULL is allowed. Every plan and scale state created from it must be
- * destroyed first. Not thread-safe with respect to other calls on the same context.
+ * destroyed first. Not thread-safe with respect to other calls on the same context. Called on
+ * one of the context's own worker threads (from a callback inside a call on it), it does
+ * nothing: the context stays alive rather than have its thread pool join the calling thread.
  * @param ctx The context to destroy, or NULL.
  */
 FP8ATTN_API void fp8attn_context_destroy(fp8attn_context ctx);
@@ -399,7 +436,11 @@ FP8ATTN_API void fp8attn_plan_destroy(fp8attn_plan plan);
  * @param err   Optional error detail.
  * @retval FP8ATTN_OK
  * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER
- * @retval FP8ATTN_STATUS_BAD_SHAPE  a size that is not positive.
+ * @retval FP8ATTN_STATUS_BAD_SHAPE  a size that is not positive, or above ::FP8ATTN_MAX_BATCH or
+ *                                   ::FP8ATTN_MAX_SEQLEN.
+ * @retval FP8ATTN_STATUS_OUT_OF_MEMORY  the size does not fit in size_t.
+ * The CPU workspace covers every buffer a forward call uses (per-worker tiles and a table of
+ * batch + 1 work offsets): the call itself allocates no memory.
  * Thread-safe.
  */
 FP8ATTN_API int32_t fp8attn_plan_workspace_size(fp8attn_plan plan, int64_t batch,
@@ -492,13 +533,20 @@ typedef struct fp8attn_attention_args {
  * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER, FP8ATTN_STATUS_BAD_STRUCT_SIZE,
  *         FP8ATTN_STATUS_BAD_EXTENSION
  * @retval FP8ATTN_STATUS_BAD_DTYPE     a tensor's dtype is unknown or not the plan's.
- * @retval FP8ATTN_STATUS_BAD_SHAPE     a rank or extent mismatch.
- * @retval FP8ATTN_STATUS_BAD_STRIDE    a negative stride.
+ * @retval FP8ATTN_STATUS_BAD_SHAPE     a rank or extent mismatch; a batch above ::FP8ATTN_MAX_BATCH
+ *                                      or a sequence above ::FP8ATTN_MAX_SEQLEN.
+ * @retval FP8ATTN_STATUS_BAD_STRIDE    a negative stride, overlapping output elements, or a tensor
+ *                                      whose largest element offset does not fit in int64.
  * @retval FP8ATTN_STATUS_BAD_SEQLENS   cu_seqlens not starting at 0, decreasing, or past total.
- * @retval FP8ATTN_STATUS_BAD_SCALE     a descale that is NaN, infinite or ≤ 0.
+ * @retval FP8ATTN_STATUS_BAD_SCALE     a descale that is NaN, infinite or ≤ 0 (a stride-0 descale
+ *                                      is read once).
  * @retval FP8ATTN_STATUS_BAD_DEVICE    a tensor not on the backend's device.
  * @retval FP8ATTN_STATUS_BAD_STREAM    a stream given to a CPU backend.
  * @retval FP8ATTN_STATUS_WORKSPACE_TOO_SMALL
+ * @retval FP8ATTN_STATUS_NUMERICS      an output is NaN or infinite although the call's checks
+ *                                      passed (descales or inputs whose products overflow FP32,
+ *                                      NaN input codes). Unlike every other failure, `out` and
+ *                                      `lse` have then been written and hold unspecified values.
  * Thread-safe: concurrent calls on one plan are allowed (CPU calls on one context run one at a
  * time on its worker threads).
  */
@@ -542,6 +590,8 @@ typedef struct fp8attn_sink_model {
  * @retval FP8ATTN_STATUS_BAD_SCALE         `p_scale` not finite or not > 0.
  * @retval FP8ATTN_STATUS_BAD_OPTION        unknown `kv_order`.
  * @retval FP8ATTN_STATUS_INVALID_ARGUMENT  another field out of range.
+ * @retval FP8ATTN_STATUS_NUMERICS          a prediction that is not finite. Both are clamped to
+ *                                          [0, 1] against the quadrature's rounding.
  * Thread-safe.
  */
 FP8ATTN_API int32_t fp8attn_predict_p_underflow(const fp8attn_sink_model* model,
@@ -604,8 +654,11 @@ typedef struct fp8attn_power_iteration_options {
  * @retval FP8ATTN_OK
  * @retval FP8ATTN_STATUS_BAD_HANDLE   `ctx` is NULL.
  * @retval FP8ATTN_STATUS_NULL_POINTER `bytes` is NULL.
- * @retval FP8ATTN_STATUS_BAD_HEADS    head counts not positive, or not divisible.
- * @retval FP8ATTN_STATUS_BAD_SHAPE    head_dim or d_model not positive.
+ * @retval FP8ATTN_STATUS_BAD_HEADS    head counts not positive, not divisible, or num_heads_q
+ *                                     above ::FP8ATTN_MAX_HEADS.
+ * @retval FP8ATTN_STATUS_BAD_SHAPE    head_dim or d_model not positive, or above
+ *                                     ::FP8ATTN_MAX_HEAD_DIM or ::FP8ATTN_MAX_D_MODEL.
+ * @retval FP8ATTN_STATUS_OUT_OF_MEMORY the size does not fit in size_t.
  * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND  the CUDA backend (see fp8attn_qk_spectral_norms()).
  * Thread-safe.
  */
@@ -645,9 +698,14 @@ FP8ATTN_API int32_t fp8attn_qk_spectral_norms_workspace_size(fp8attn_context ctx
  * @retval FP8ATTN_OK
  * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER, FP8ATTN_STATUS_BAD_STRUCT_SIZE,
  *         FP8ATTN_STATUS_BAD_EXTENSION
- * @retval FP8ATTN_STATUS_BAD_HEADS    head counts not positive, or not divisible.
- * @retval FP8ATTN_STATUS_BAD_SHAPE    a weight is not rank 2, or its extents do not match.
- * @retval FP8ATTN_STATUS_BAD_STRIDE   a negative stride.
+ * @retval FP8ATTN_STATUS_BAD_HEADS    head counts not positive, not divisible, or above the limit.
+ * @retval FP8ATTN_STATUS_BAD_SHAPE    a weight is not rank 2, its extents do not match, or
+ *                                     head_dim or d_model is above its limit.
+ * @retval FP8ATTN_STATUS_BAD_STRIDE   a negative stride, or a reach that does not fit in int64.
+ *                                     Row strides above INT32_MAX are read through a copy, not
+ *                                     narrowed into BLAS's int arguments.
+ * @retval FP8ATTN_STATUS_NUMERICS     a weight or warm start that is NaN or infinite, or a Gram
+ *                                     matrix or σ that overflows FP32; no output is written.
  * @retval FP8ATTN_STATUS_BAD_DTYPE    a weight dtype other than F32, BF16 or E4M3.
  * @retval FP8ATTN_STATUS_BAD_DEVICE   a weight not in the backend's memory.
  * @retval FP8ATTN_STATUS_BAD_STREAM   a stream given to a CPU backend.
@@ -682,6 +740,8 @@ FP8ATTN_API int32_t fp8attn_qk_spectral_norms(fp8attn_context ctx, const fp8attn
  * @retval FP8ATTN_STATUS_NULL_POINTER  `sigma` is NULL.
  * @retval FP8ATTN_STATUS_BAD_SHAPE     num_heads or head_dim not positive.
  * @retval FP8ATTN_STATUS_BAD_SCALE     a σ, B_X or α out of range.
+ * @retval FP8ATTN_STATUS_NUMERICS      finite inputs whose bound or scale, as a float, is infinite
+ *                                      or 0.
  * Thread-safe.
  */
 FP8ATTN_API int32_t fp8attn_logit_bound(const float* sigma, int32_t num_heads, int32_t head_dim,
@@ -735,7 +795,10 @@ typedef struct fp8attn_rope_options {
  * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER, FP8ATTN_STATUS_BAD_STRUCT_SIZE,
  *         FP8ATTN_STATUS_BAD_EXTENSION, FP8ATTN_STATUS_BAD_HEADS, FP8ATTN_STATUS_BAD_SHAPE,
  *         FP8ATTN_STATUS_BAD_STRIDE, FP8ATTN_STATUS_BAD_DTYPE, FP8ATTN_STATUS_BAD_DEVICE
- * @retval FP8ATTN_STATUS_BAD_OPTION   layout, offsets, iteration cap, tolerance or base.
+ * @retval FP8ATTN_STATUS_BAD_OPTION   layout, offsets, iteration cap, tolerance or base; more than
+ *                                     ::FP8ATTN_MAX_ROPE_OFFSETS offsets.
+ * @retval FP8ATTN_STATUS_NUMERICS     a weight that is NaN or infinite, or a result that overflows.
+ * The work is about (max_offset − min_offset + 1)·num_heads_q·head_dim²·max_iterations.
  * Thread-safe.
  */
 FP8ATTN_API int32_t fp8attn_qk_rope_norms(fp8attn_context ctx, const fp8attn_tensor* wq,
@@ -818,7 +881,10 @@ typedef struct fp8attn_scale_state_t* fp8attn_scale_state;
  * @retval FP8ATTN_OK
  * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER, FP8ATTN_STATUS_BAD_STRUCT_SIZE,
  *         FP8ATTN_STATUS_BAD_EXTENSION
- * @retval FP8ATTN_STATUS_BAD_OPTION  a recipe, algorithm, length, count or dtype out of range.
+ * @retval FP8ATTN_STATUS_BAD_OPTION  a recipe, algorithm, length, count or dtype out of range:
+ *                                   layers above ::FP8ATTN_MAX_LAYERS, a history above
+ *                                   ::FP8ATTN_MAX_AMAX_HISTORY, or layers · history above
+ *                                   ::FP8ATTN_MAX_SCALE_STATE_ENTRIES.
  * @retval FP8ATTN_STATUS_BAD_SCALE   margin, B_X, alpha_margin or alpha_decay out of range.
  * @retval FP8ATTN_STATUS_OUT_OF_MEMORY
  * Thread-safe.
@@ -940,6 +1006,10 @@ FP8ATTN_API int32_t fp8attn_scale_state_set_qk_weights(fp8attn_scale_state state
  * @retval FP8ATTN_STATUS_INVALID_ARGUMENT layer out of range.
  * @retval FP8ATTN_STATUS_BAD_SHAPE        a count not positive.
  * @retval FP8ATTN_STATUS_BAD_SCALE        a σ out of range.
+ * @retval FP8ATTN_STATUS_NUMERICS         the logit bound σ·B_X²/√d_h gives a scale or scale_inv
+ *                                         that is not a normal float; the state is unchanged.
+ * A scale state never holds a pair its own serializer could not write and read back: updates
+ * that would make a scale or scale_inv infinite or subnormal keep the previous pair.
  * Thread-safe (exclusive with other updates).
  */
 FP8ATTN_API int32_t fp8attn_scale_state_set_qk_sigma(fp8attn_scale_state state, int32_t layer,
@@ -977,7 +1047,12 @@ FP8ATTN_API int32_t fp8attn_scale_state_serialize(fp8attn_scale_state state, voi
  * @retval FP8ATTN_STATUS_TRUNCATED_BLOB    shorter than its header says.
  * @retval FP8ATTN_STATUS_BAD_BLOB_VERSION  wrong magic, unknown version, or unknown counts.
  * @retval FP8ATTN_STATUS_CHECKSUM_MISMATCH the CRC32C does not match.
- * @retval FP8ATTN_STATUS_NUMERICS          trailing bytes, or a field out of range.
+ * @retval FP8ATTN_STATUS_NUMERICS          trailing bytes, a field out of range, or fields that
+ *                                          disagree (a scale and scale_inv that are not each
+ *                                          other's inverse, auto-α steps that disagree with the
+ *                                          burn-in and its done flag, α moved before the burn-in
+ *                                          ended, σ without head_dim or B_X). The state is then
+ *                                          unchanged.
  * Thread-safe (exclusive with other updates).
  */
 FP8ATTN_API int32_t fp8attn_scale_state_deserialize(fp8attn_scale_state state, const void* buf,
@@ -1071,15 +1146,20 @@ typedef struct fp8attn_quantize_options {
  * @retval FP8ATTN_STATUS_BAD_STRUCT_SIZE, FP8ATTN_STATUS_BAD_EXTENSION
  * @retval FP8ATTN_STATUS_BAD_DTYPE        input not BF16 or F32, output not E4M3, descale not F32,
  *                                         cu_seqlens not I32.
- * @retval FP8ATTN_STATUS_BAD_SHAPE        a rank or extent mismatch, or a head_dim of 0.
- * @retval FP8ATTN_STATUS_BAD_STRIDE       a negative stride, or an output that overlaps itself.
+ * @retval FP8ATTN_STATUS_BAD_SHAPE        a rank or extent mismatch, a head_dim of 0, or an extent
+ *                                        above ::FP8ATTN_MAX_BATCH, ::FP8ATTN_MAX_SEQLEN or
+ *                                        ::FP8ATTN_MAX_HEAD_DIM (heads above ::FP8ATTN_MAX_HEADS:
+ *                                        ::FP8ATTN_STATUS_BAD_HEADS).
+ * @retval FP8ATTN_STATUS_BAD_STRIDE       a negative stride, an output that overlaps itself, or a
+ *                                        tensor whose largest element offset overflows int64.
  * @retval FP8ATTN_STATUS_BAD_SEQLENS      cu_seqlens not starting at 0, decreasing, or not ending
  *                                         at total.
  * @retval FP8ATTN_STATUS_BAD_HEADS        head_group negative or not dividing the head count.
  * @retval FP8ATTN_STATUS_BAD_OPTION       unknown granularity, block_rows < 1 for per-block,
  *                                         rotate not 0 or 1, margin out of 0..64,
  *                                         leading_rows < 0.
- * @retval FP8ATTN_STATUS_UNSUPPORTED_HEAD_DIM rotate with a head_dim that is not a power of two.
+ * @retval FP8ATTN_STATUS_UNSUPPORTED_HEAD_DIM rotate with a head_dim that is not a power of two, or
+ *                                        above ::FP8ATTN_MAX_ROTATION_DIM (256, on every backend).
  * @retval FP8ATTN_STATUS_BAD_DEVICE       a tensor not in host memory.
  * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND the context runs on the CUDA backend.
  * @retval FP8ATTN_STATUS_NUMERICS         the input holds a NaN or an infinity.

@@ -4,9 +4,11 @@
 #include <array>
 #include <cmath>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "kernels/sm90/kv_schedule.hpp"
+#include "lib/core/checked_math.hpp"
 #include "lib/core/error.hpp"
 #include "lib/core/tensor.hpp"
 
@@ -24,7 +26,7 @@ SeqTensor packed_view(const fp8attn_tensor& t) { return {t.data, t.dtype, 0, t.s
 /// sorted by stride, each stride must exceed the largest offset the smaller dims reach. This
 /// is sufficient (every layout it accepts is free of overlap) and accepts every permutation of
 /// a dense or padded layout.
-void require_no_overlap(const fp8attn_tensor& t, const std::string& what) {
+void require_no_overlap(const fp8attn_tensor& t, std::string_view what) {
   std::array<std::pair<int64_t, int64_t>, FP8ATTN_MAX_RANK> dims{};  // (stride, extent)
   int n = 0;
   const int rank = std::min(t.rank, FP8ATTN_MAX_RANK);  // checked by check_tensor already
@@ -37,29 +39,32 @@ void require_no_overlap(const fp8attn_tensor& t, const std::string& what) {
   }
   int64_t reach = 0;  // largest offset reachable with the dims seen so far
   for (int i = 0; i < n; ++i) {
-    require(dims[i].first > reach, FP8ATTN_STATUS_BAD_STRIDE,
-            what + " has overlapping elements: stride " + std::to_string(dims[i].first) +
-                " does not clear the offsets of the smaller dims (up to " + std::to_string(reach) + ")");
-    int64_t step = 0;
-    if (__builtin_mul_overflow(dims[i].first, dims[i].second - 1, &step) ||
-        __builtin_add_overflow(reach, step, &reach))
-      reach = INT64_MAX;
+    FP8ATTN_REQUIRE(dims[i].first > reach, FP8ATTN_STATUS_BAD_STRIDE,
+                    std::string(what) + " has overlapping elements: stride " + std::to_string(dims[i].first) +
+                        " does not clear the offsets of the smaller dims (up to " + std::to_string(reach) + ")");
+    // NOTE: check_tensor has already refused a reach that overflows; this cannot wrap.
+    reach = checked_add(reach, checked_mul(dims[i].first, dims[i].second - 1, "output reach", FP8ATTN_STATUS_BAD_STRIDE),
+                        "output reach", FP8ATTN_STATUS_BAD_STRIDE);
   }
 }
 
+/// Extent of a dim as validation walks it: a stride-0 dim holds one value, checked once, so
+/// the cost follows the memory a descriptor covers, not its logical size.
+int64_t distinct(int64_t extent, int64_t stride) { return stride == 0 && extent > 0 ? 1 : extent; }
+
 /// Checks a descale tensor: F32 [batch, heads_kv], finite and positive values (host only).
-Descale read_descale(const fp8attn_tensor& t, const std::string& what, int64_t batch, int heads_kv, int32_t device) {
+Descale read_descale(const fp8attn_tensor& t, std::string_view what, int64_t batch, int heads_kv, int32_t device) {
   if (!check_tensor(t, what, {2, FP8ATTN_DTYPE_F32, device, true})) return {};
   require_extent(t, what, 0, batch, "batch");
   require_extent(t, what, 1, heads_kv, "num_heads_kv");
   Descale d{static_cast<const float*>(t.data), t.stride[0], t.stride[1]};
   if (device == FP8ATTN_DEVICE_HOST) {
-    for (int64_t b = 0; b < batch; ++b)
-      for (int h = 0; h < heads_kv; ++h) {
+    for (int64_t b = 0; b < distinct(batch, t.stride[0]); ++b)
+      for (int64_t h = 0; h < distinct(heads_kv, t.stride[1]); ++h) {
         const float x = d.at(b, h);
-        require(std::isfinite(x) && x > 0.0f, FP8ATTN_STATUS_BAD_SCALE,
-                what + "[" + std::to_string(b) + ", " + std::to_string(h) + "] must be finite and > 0, got " +
-                    std::to_string(x));
+        FP8ATTN_REQUIRE(std::isfinite(x) && x > 0.0f, FP8ATTN_STATUS_BAD_SCALE,
+                        std::string(what) + "[" + std::to_string(b) + ", " + std::to_string(h) +
+                            "] must be finite and > 0, got " + std::to_string(x));
       }
   }
   return d;
@@ -67,44 +72,46 @@ Descale read_descale(const fp8attn_tensor& t, const std::string& what, int64_t b
 
 /// Checks a per-block descale: F32 [batch, heads, blocks], finite and > 0.
 /// `blocks` is the descale tensor's block extent; `blocks_meaning` says how it is computed.
-BlockDescale read_block_descale(const fp8attn_tensor& t, const std::string& what, int64_t batch, int heads,
-                                int64_t blocks, const std::string& blocks_meaning, int32_t device) {
+BlockDescale read_block_descale(const fp8attn_tensor& t, std::string_view what, int64_t batch, int heads,
+                                int64_t blocks, std::string_view blocks_meaning, int32_t device) {
   if (!check_tensor(t, what, {3, FP8ATTN_DTYPE_F32, device, true})) return {};
   require_extent(t, what, 0, batch, "batch");
   require_extent(t, what, 1, heads, "heads");
   require_extent(t, what, 2, blocks, blocks_meaning);
   BlockDescale d{static_cast<const float*>(t.data), t.stride[0], t.stride[1], t.stride[2]};
   if (device == FP8ATTN_DEVICE_HOST)
-    for (int64_t b = 0; b < batch; ++b)
-      for (int h = 0; h < heads; ++h)
-        for (int64_t n = 0; n < blocks; ++n) {
+    for (int64_t b = 0; b < distinct(batch, t.stride[0]); ++b)
+      for (int64_t h = 0; h < distinct(heads, t.stride[1]); ++h)
+        for (int64_t n = 0; n < distinct(blocks, t.stride[2]); ++n) {
           const float x = d.at(b, h, n);
-          require(std::isfinite(x) && x > 0.0f, FP8ATTN_STATUS_BAD_SCALE,
-                  what + "[" + std::to_string(b) + ", " + std::to_string(h) + ", " + std::to_string(n) +
-                      "] must be finite and > 0, got " + std::to_string(x));
+          FP8ATTN_REQUIRE(std::isfinite(x) && x > 0.0f, FP8ATTN_STATUS_BAD_SCALE,
+                          std::string(what) + "[" + std::to_string(b) + ", " + std::to_string(h) + ", " +
+                              std::to_string(n) + "] must be finite and > 0, got " + std::to_string(x));
         }
   return d;
 }
 
 /// Checks cu_seqlens: I32 [batch+1], starts at 0, non-decreasing, ends at `total`.
-const int32_t* read_cu_seqlens(const fp8attn_tensor& t, const std::string& what, int64_t total, int64_t* batch,
+const int32_t* read_cu_seqlens(const fp8attn_tensor& t, std::string_view what, int64_t total, int64_t* batch,
                                int64_t* max_len) {
   check_tensor(t, what, {1, FP8ATTN_DTYPE_I32, FP8ATTN_DEVICE_HOST, false});
-  require(t.shape[0] >= 2, FP8ATTN_STATUS_BAD_SHAPE, what + " needs batch + 1 ≥ 2 entries");
+  FP8ATTN_REQUIRE(t.shape[0] >= 2, FP8ATTN_STATUS_BAD_SHAPE, std::string(what) + " needs batch + 1 ≥ 2 entries");
+  require_at_most(t.shape[0] - 1, FP8ATTN_MAX_BATCH, "the batch (cu_seqlens entries − 1)", FP8ATTN_STATUS_BAD_SHAPE);
   const int32_t* c = static_cast<const int32_t*>(t.data);
   const int64_t s = t.stride[0];
-  require(s == 1, FP8ATTN_STATUS_BAD_STRIDE, what + " must be contiguous (stride 1)");
-  require(c[0] == 0, FP8ATTN_STATUS_BAD_SEQLENS, what + "[0] must be 0, got " + std::to_string(c[0]));
+  FP8ATTN_REQUIRE(s == 1, FP8ATTN_STATUS_BAD_STRIDE, std::string(what) + " must be contiguous (stride 1)");
+  FP8ATTN_REQUIRE(c[0] == 0, FP8ATTN_STATUS_BAD_SEQLENS,
+                  std::string(what) + "[0] must be 0, got " + std::to_string(c[0]));
   *max_len = 0;
   for (int64_t i = 1; i < t.shape[0]; ++i) {
-    require(c[i] >= c[i - 1], FP8ATTN_STATUS_BAD_SEQLENS,
-            what + " must be non-decreasing: [" + std::to_string(i - 1) + "] = " + std::to_string(c[i - 1]) + " > [" +
-                std::to_string(i) + "] = " + std::to_string(c[i]));
-    *max_len = std::max<int64_t>(*max_len, c[i] - c[i - 1]);
+    FP8ATTN_REQUIRE(c[i] >= c[i - 1], FP8ATTN_STATUS_BAD_SEQLENS,
+                    std::string(what) + " must be non-decreasing: [" + std::to_string(i - 1) + "] = " +
+                        std::to_string(c[i - 1]) + " > [" + std::to_string(i) + "] = " + std::to_string(c[i]));
+    *max_len = std::max<int64_t>(*max_len, int64_t{c[i]} - c[i - 1]);
   }
-  require(c[t.shape[0] - 1] == total, FP8ATTN_STATUS_BAD_SEQLENS,
-          what + " ends at " + std::to_string(c[t.shape[0] - 1]) + " but the packed tensor holds " +
-              std::to_string(total) + " rows");
+  FP8ATTN_REQUIRE(c[t.shape[0] - 1] == total, FP8ATTN_STATUS_BAD_SEQLENS,
+                  std::string(what) + " ends at " + std::to_string(c[t.shape[0] - 1]) +
+                      " but the packed tensor holds " + std::to_string(total) + " rows");
   *batch = t.shape[0] - 1;
   return c;
 }
@@ -116,7 +123,7 @@ AttentionProblem make_attention_problem(const AttentionConfig& cfg, const fp8att
   const int32_t in = cfg.input_dtype;
   check_tensor(a.q, "args.q", {0, in, device, false});
   const bool varlen = a.q.rank == 3;
-  require(a.q.rank == 3 || a.q.rank == 4, FP8ATTN_STATUS_BAD_SHAPE,
+  FP8ATTN_REQUIRE(a.q.rank == 3 || a.q.rank == 4, FP8ATTN_STATUS_BAD_SHAPE,
           "args.q must have rank 4 [batch, seqlen, heads, dim] or 3 [total, heads, dim], got rank " +
               std::to_string(a.q.rank));
   const int32_t rank = a.q.rank;
@@ -141,7 +148,7 @@ AttentionProblem make_attention_problem(const AttentionConfig& cfg, const fp8att
     int64_t batch_q = 0, batch_k = 0;
     p.cu_seqlens_q = read_cu_seqlens(a.cu_seqlens_q, "args.cu_seqlens_q", a.q.shape[0], &batch_q, &p.max_seqlen_q);
     p.cu_seqlens_k = read_cu_seqlens(a.cu_seqlens_k, "args.cu_seqlens_k", a.k.shape[0], &batch_k, &p.max_seqlen_k);
-    require(batch_q == batch_k, FP8ATTN_STATUS_BAD_SHAPE,
+    FP8ATTN_REQUIRE(batch_q == batch_k, FP8ATTN_STATUS_BAD_SHAPE,
             "args.cu_seqlens_q and cu_seqlens_k describe " + std::to_string(batch_q) + " and " +
                 std::to_string(batch_k) + " sequences");
     p.batch = batch_q;
@@ -152,7 +159,7 @@ AttentionProblem make_attention_problem(const AttentionConfig& cfg, const fp8att
     p.v = packed_view(a.v);
     p.out = packed_view(a.out);
   } else {
-    require(a.cu_seqlens_q.data == nullptr && a.cu_seqlens_k.data == nullptr, FP8ATTN_STATUS_BAD_SHAPE,
+    FP8ATTN_REQUIRE(a.cu_seqlens_q.data == nullptr && a.cu_seqlens_k.data == nullptr, FP8ATTN_STATUS_BAD_SHAPE,
             "args.cu_seqlens_q/k are only for rank-3 packed tensors");
     p.batch = a.q.shape[0];
     require_extent(a.k, "args.k", 0, p.batch, "batch");
@@ -165,6 +172,10 @@ AttentionProblem make_attention_problem(const AttentionConfig& cfg, const fp8att
     p.v = padded_view(a.v);
     p.out = padded_view(a.out);
   }
+
+  require_at_most(p.batch, FP8ATTN_MAX_BATCH, "the batch", FP8ATTN_STATUS_BAD_SHAPE);
+  require_at_most(p.max_seqlen_q, FP8ATTN_MAX_SEQLEN, "seqlen_q", FP8ATTN_STATUS_BAD_SHAPE);
+  require_at_most(p.max_seqlen_k, FP8ATTN_MAX_SEQLEN, "seqlen_k", FP8ATTN_STATUS_BAD_SHAPE);
 
   if (check_tensor(a.lse, "args.lse", {varlen ? 2 : 3, FP8ATTN_DTYPE_F32, device, true})) {
     if (varlen) {
@@ -182,21 +193,21 @@ AttentionProblem make_attention_problem(const AttentionConfig& cfg, const fp8att
   p.q_descale = read_descale(a.q_descale, "args.q_descale", p.batch, cfg.num_heads_kv, device);
   p.k_descale = read_descale(a.k_descale, "args.k_descale", p.batch, cfg.num_heads_kv, device);
   p.v_descale = read_descale(a.v_descale, "args.v_descale", p.batch, cfg.num_heads_kv, device);
-  const int64_t q_blocks = (p.max_seqlen_q + cfg.tile.block_m - 1) / cfg.tile.block_m;
+  const int64_t q_blocks = ceil_div(p.max_seqlen_q, cfg.tile.block_m);
   p.q_block_descale = read_block_descale(a.q_block_descale, "args.q_block_descale", p.batch, cfg.num_heads_q,
                                          q_blocks, "ceil(max_seqlen_q / block_m)", device);
   // NOTE: with sink isolation the KV blocks are the sink block and then blocks of block_n from key
   // sink_tokens, and the descales follow them (kernels/sm90/kv_schedule.hpp).
   const int64_t kv_blocks = sm90::kv_descale_slots(p.max_seqlen_k, cfg.sink_tokens, cfg.tile.block_n);
-  const std::string kv_meaning = cfg.sink_tokens == 0 ? "ceil(max_seqlen_k / block_n)"
-                                                      : "1 + ceil((max_seqlen_k − sink_tokens) / block_n), the sink "
-                                                        "block first (desc.sink_tokens > 0)";
+  const std::string_view kv_meaning = cfg.sink_tokens == 0 ? "ceil(max_seqlen_k / block_n)"
+                                                           : "1 + ceil((max_seqlen_k − sink_tokens) / block_n), the "
+                                                             "sink block first (desc.sink_tokens > 0)";
   p.k_block_descale = read_block_descale(a.k_block_descale, "args.k_block_descale", p.batch, cfg.num_heads_kv,
                                          kv_blocks, kv_meaning, device);
   p.v_block_descale = read_block_descale(a.v_block_descale, "args.v_block_descale", p.batch, cfg.num_heads_kv,
                                          kv_blocks, kv_meaning, device);
   if (cfg.telemetry && a.telemetry) {
-    require(a.telemetry->struct_size >= sizeof(fp8attn_telemetry), FP8ATTN_STATUS_BAD_STRUCT_SIZE,
+    FP8ATTN_REQUIRE(a.telemetry->struct_size >= sizeof(fp8attn_telemetry), FP8ATTN_STATUS_BAD_STRUCT_SIZE,
             "args.telemetry->struct_size is " + std::to_string(a.telemetry->struct_size) + ", expected " +
                 std::to_string(sizeof(fp8attn_telemetry)));
     p.telemetry = a.telemetry;

@@ -4,7 +4,7 @@
 
 namespace fp8attn {
 
-size_t dtype_size(int32_t dtype, const std::string& what) {
+size_t dtype_size(int32_t dtype, std::string_view what) {
   switch (dtype) {
     case FP8ATTN_DTYPE_F32: return 4;
     case FP8ATTN_DTYPE_F64: return 8;
@@ -13,7 +13,7 @@ size_t dtype_size(int32_t dtype, const std::string& what) {
     case FP8ATTN_DTYPE_E4M3: return 1;
     case FP8ATTN_DTYPE_E5M2: return 1;
     case FP8ATTN_DTYPE_I32: return 4;
-    default: throw Error(FP8ATTN_STATUS_BAD_DTYPE, what + ": unknown dtype " + std::to_string(dtype));
+    default: throw Error(FP8ATTN_STATUS_BAD_DTYPE, std::string(what) + ": unknown dtype " + std::to_string(dtype));
   }
 }
 
@@ -30,42 +30,63 @@ std::string dtype_name(int32_t dtype) {
   }
 }
 
-bool check_tensor(const fp8attn_tensor& t, const std::string& what, const TensorCheck& check) {
+bool check_tensor(const fp8attn_tensor& t, std::string_view what_view, const TensorCheck& check) {
+  // NOTE: every message is built only on failure (FP8ATTN_REQUIRE): a forward call validates
+  // its tensors without touching the heap.
+  auto what = [&] { return std::string(what_view); };
   if (t.data == nullptr) {
-    require(check.optional, FP8ATTN_STATUS_NULL_POINTER, what + ".data is NULL");
+    FP8ATTN_REQUIRE(check.optional, FP8ATTN_STATUS_NULL_POINTER, what() + ".data is NULL");
     return false;
   }
-  require(t.struct_size >= sizeof(fp8attn_tensor), FP8ATTN_STATUS_BAD_STRUCT_SIZE,
-          what + ".struct_size is " + std::to_string(t.struct_size) + ", expected at least " +
-              std::to_string(sizeof(fp8attn_tensor)));
-  require(t.next == nullptr, FP8ATTN_STATUS_BAD_EXTENSION, what + ".next must be NULL");
-  dtype_size(t.dtype, what);
-  require(check.dtype == 0 || t.dtype == check.dtype, FP8ATTN_STATUS_BAD_DTYPE,
-          what + " has dtype " + dtype_name(t.dtype) + ", expected " + dtype_name(check.dtype));
-  require(t.device == FP8ATTN_DEVICE_HOST || t.device == FP8ATTN_DEVICE_CUDA, FP8ATTN_STATUS_BAD_DEVICE,
-          what + ".device is unknown: " + std::to_string(t.device));
-  require(t.device == check.device, FP8ATTN_STATUS_BAD_DEVICE,
-          what + std::string(" lives on the ") + (t.device == FP8ATTN_DEVICE_HOST ? "host" : "CUDA device") +
-              ", but this backend needs " + (check.device == FP8ATTN_DEVICE_HOST ? "host" : "CUDA device") +
-              " memory");
-  require(t.rank >= 1 && t.rank <= FP8ATTN_MAX_RANK, FP8ATTN_STATUS_BAD_SHAPE,
-          what + ".rank must be in 1..8, got " + std::to_string(t.rank));
-  require(check.rank == 0 || t.rank == check.rank, FP8ATTN_STATUS_BAD_SHAPE,
-          what + ".rank is " + std::to_string(t.rank) + ", expected " + std::to_string(check.rank));
+  FP8ATTN_REQUIRE(t.struct_size >= sizeof(fp8attn_tensor), FP8ATTN_STATUS_BAD_STRUCT_SIZE,
+                  what() + ".struct_size is " + std::to_string(t.struct_size) + ", expected at least " +
+                      std::to_string(sizeof(fp8attn_tensor)));
+  FP8ATTN_REQUIRE(t.next == nullptr, FP8ATTN_STATUS_BAD_EXTENSION, what() + ".next must be NULL");
+  dtype_size(t.dtype, what_view);
+  FP8ATTN_REQUIRE(check.dtype == 0 || t.dtype == check.dtype, FP8ATTN_STATUS_BAD_DTYPE,
+                  what() + " has dtype " + dtype_name(t.dtype) + ", expected " + dtype_name(check.dtype));
+  FP8ATTN_REQUIRE(t.device == FP8ATTN_DEVICE_HOST || t.device == FP8ATTN_DEVICE_CUDA, FP8ATTN_STATUS_BAD_DEVICE,
+                  what() + ".device is unknown: " + std::to_string(t.device));
+  FP8ATTN_REQUIRE(t.device == check.device, FP8ATTN_STATUS_BAD_DEVICE,
+                  what() + std::string(" lives on the ") + (t.device == FP8ATTN_DEVICE_HOST ? "host" : "CUDA device") +
+                      ", but this backend needs " + (check.device == FP8ATTN_DEVICE_HOST ? "host" : "CUDA device") +
+                      " memory");
+  FP8ATTN_REQUIRE(t.rank >= 1 && t.rank <= FP8ATTN_MAX_RANK, FP8ATTN_STATUS_BAD_SHAPE,
+                  what() + ".rank must be in 1..8, got " + std::to_string(t.rank));
+  FP8ATTN_REQUIRE(check.rank == 0 || t.rank == check.rank, FP8ATTN_STATUS_BAD_SHAPE,
+                  what() + ".rank is " + std::to_string(t.rank) + ", expected " + std::to_string(check.rank));
   for (int i = 0; i < t.rank; ++i) {
-    require(t.shape[i] >= 0, FP8ATTN_STATUS_BAD_SHAPE,
-            what + ".shape[" + std::to_string(i) + "] is negative: " + std::to_string(t.shape[i]));
-    require(t.stride[i] >= 0, FP8ATTN_STATUS_BAD_STRIDE,
-            what + ".stride[" + std::to_string(i) + "] is negative: " + std::to_string(t.stride[i]));
+    FP8ATTN_REQUIRE(t.shape[i] >= 0, FP8ATTN_STATUS_BAD_SHAPE,
+                    what() + ".shape[" + std::to_string(i) + "] is negative: " + std::to_string(t.shape[i]));
+    FP8ATTN_REQUIRE(t.stride[i] >= 0, FP8ATTN_STATUS_BAD_STRIDE,
+                    what() + ".stride[" + std::to_string(i) + "] is negative: " + std::to_string(t.stride[i]));
   }
+  tensor_reach(t, what_view);
   return true;
 }
 
-void require_extent(const fp8attn_tensor& t, const std::string& what, int dim, int64_t extent,
-                    const std::string& extent_name) {
-  require(t.shape[dim] == extent, FP8ATTN_STATUS_BAD_SHAPE,
-          what + ".shape[" + std::to_string(dim) + "] is " + std::to_string(t.shape[dim]) + ", expected " +
-              extent_name + " = " + std::to_string(extent));
+int64_t tensor_reach(const fp8attn_tensor& t, std::string_view what) {
+  const int rank = t.rank < FP8ATTN_MAX_RANK ? t.rank : FP8ATTN_MAX_RANK;
+  for (int i = 0; i < rank; ++i)
+    if (t.shape[i] == 0) return -1;  // empty: no element is addressed
+  int64_t reach = 0;
+  for (int i = 0; i < rank; ++i) {
+    int64_t step = 0;
+    // NOTE: the element offset must fit in int64 before any byte arithmetic: a stride of 2^62
+    // with three rows would otherwise wrap onto an address the caller never described.
+    if (__builtin_mul_overflow(t.stride[i], t.shape[i] - 1, &step) || __builtin_add_overflow(reach, step, &reach))
+      throw Error(FP8ATTN_STATUS_BAD_STRIDE,
+                  std::string(what) + ": the largest element offset overflows int64 at dim " + std::to_string(i) +
+                      " (extent " + std::to_string(t.shape[i]) + ", stride " + std::to_string(t.stride[i]) + ")");
+  }
+  return reach;
+}
+
+void require_extent(const fp8attn_tensor& t, std::string_view what, int dim, int64_t extent,
+                    std::string_view extent_name) {
+  FP8ATTN_REQUIRE(t.shape[dim] == extent, FP8ATTN_STATUS_BAD_SHAPE,
+                  std::string(what) + ".shape[" + std::to_string(dim) + "] is " + std::to_string(t.shape[dim]) +
+                      ", expected " + std::string(extent_name) + " = " + std::to_string(extent));
 }
 
 }  // namespace fp8attn

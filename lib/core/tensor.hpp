@@ -5,30 +5,35 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "fp8attn/fp8attn.h"
 
 namespace fp8attn {
 
 /// Bytes per element; throws BAD_DTYPE for an unknown dtype.
-size_t dtype_size(int32_t dtype, const std::string& what);
+size_t dtype_size(int32_t dtype, std::string_view what);
 
 /// "E4M3", "BF16", ...; "unknown(<n>)" for other values.
 std::string dtype_name(int32_t dtype);
 
 /// Reads a tensor struct the caller passed by value inside another struct: checks struct_size,
-/// next, device, rank, dtype, extents ≥ 0 and strides ≥ 0. `present` is false when data is NULL
-/// and the tensor is optional. Throws Error naming `what`.
+/// next, device, rank, dtype, extents ≥ 0, strides ≥ 0 and a reach that fits in int64.
+/// `present` is false when data is NULL and the tensor is optional. Throws Error naming `what`.
 struct TensorCheck {
   int32_t rank = 0;          ///< required rank (0 = any of 1..8)
   int32_t dtype = 0;         ///< required dtype (0 = any known)
   int32_t device = FP8ATTN_DEVICE_HOST;
   bool optional = false;
 };
-bool check_tensor(const fp8attn_tensor& t, const std::string& what, const TensorCheck& check);
+bool check_tensor(const fp8attn_tensor& t, std::string_view what, const TensorCheck& check);
+
+/// The largest element offset of a tensor, Σ stride·(extent − 1), or −1 when it is empty.
+/// BAD_STRIDE when it does not fit in int64 (check_tensor applies it to every tensor).
+int64_t tensor_reach(const fp8attn_tensor& t, std::string_view what);
 
 /// Requires t.shape[dim] == extent, with a message naming both.
-void require_extent(const fp8attn_tensor& t, const std::string& what, int dim, int64_t extent,
-                    const std::string& extent_name);
+void require_extent(const fp8attn_tensor& t, std::string_view what, int dim, int64_t extent,
+                    std::string_view extent_name);
 
 }  // namespace fp8attn

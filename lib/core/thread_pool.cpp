@@ -1,19 +1,50 @@
 #include "lib/core/thread_pool.hpp"
 
+#include <string>
+
+#include "lib/core/error.hpp"
+
 namespace fp8attn {
 
 ThreadPool::ThreadPool(int num_threads) : num_threads_(num_threads < 1 ? 1 : num_threads) {
-  threads_.reserve(num_threads_ - 1);
-  for (int w = 1; w < num_threads_; ++w) threads_.emplace_back([this, w] { worker_main(w); });
+  // NOTE: a failed thread start must not unwind through members that started workers still
+  // wait on (issue 15, finding 2): stop and join those workers first, then report.
+  try {
+    threads_.reserve(static_cast<size_t>(num_threads_ - 1));
+    for (int w = 1; w < num_threads_; ++w) threads_.emplace_back([this, w] { worker_main(w); });
+  } catch (const std::exception& e) {
+    const size_t started = threads_.size();
+    stop_and_join();
+    throw Error(FP8ATTN_STATUS_OUT_OF_MEMORY, "could not start worker thread " + std::to_string(started + 1) + " of " +
+                                                  std::to_string(num_threads_ - 1) + " (" + e.what() +
+                                                  "); ask for fewer threads");
+  }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { stop_and_join(); }
+
+void ThreadPool::stop_and_join() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
   }
   wake_.notify_all();
-  for (auto& t : threads_) t.join();
+  for (auto& t : threads_) {
+    // NOTE: a worker that destroys its own pool (a callback destroying its context) cannot
+    // join itself; it is detached and returns once the callback does.
+    if (t.get_id() == std::this_thread::get_id()) {
+      t.detach();
+    } else if (t.joinable()) {
+      t.join();
+    }
+  }
+  threads_.clear();
+}
+
+bool ThreadPool::on_worker_thread() const {
+  for (const auto& t : threads_)
+    if (t.get_id() == std::this_thread::get_id()) return true;
+  return false;
 }
 
 void ThreadPool::run_items(int worker) {
@@ -50,7 +81,7 @@ void ThreadPool::worker_main(int worker) {
   }
 }
 
-void ThreadPool::parallel_for(int64_t num_items, const std::function<void(int64_t, int)>& body) {
+void ThreadPool::parallel_for(int64_t num_items, FunctionRef<void(int64_t, int)> body) {
   std::lock_guard<std::mutex> call_lock(call_mutex_);
   if (num_items <= 0) return;
   {

@@ -8,16 +8,19 @@
 
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "lib/core/function_ref.hpp"
 
 namespace fp8attn {
 
 class ThreadPool {
  public:
-  /// `num_threads` ≥ 1; the calling thread counts as one of them.
+  /// `num_threads` ≥ 1; the calling thread counts as one of them. When a worker cannot start,
+  /// the workers already started are stopped and joined, and Error(OUT_OF_MEMORY) is thrown.
   explicit ThreadPool(int num_threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
@@ -28,10 +31,14 @@ class ThreadPool {
   /// Runs body(item, worker) for item in [0, num_items), worker in [0, size()). Items are handed
   /// out dynamically. Blocks until all are done. The first exception thrown by a body is
   /// rethrown here after every worker has stopped.
-  void parallel_for(int64_t num_items, const std::function<void(int64_t item, int worker)>& body);
+  void parallel_for(int64_t num_items, FunctionRef<void(int64_t item, int worker)> body);
+
+  /// True on one of this pool's worker threads (not the caller's thread).
+  bool on_worker_thread() const;
 
  private:
   void worker_main(int worker);
+  void stop_and_join();
   void run_items(int worker);
 
   int num_threads_;
@@ -40,7 +47,7 @@ class ThreadPool {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable done_;
-  const std::function<void(int64_t, int)>* body_ = nullptr;
+  const FunctionRef<void(int64_t, int)>* body_ = nullptr;
   int64_t num_items_ = 0;
   int64_t next_item_ = 0;
   uint64_t generation_ = 0;

@@ -46,6 +46,10 @@ UnderflowPrediction predict_p_underflow(double delta, int k, double p_scale, boo
   UnderflowPrediction r{};
   r.leading_order = normal_cdf(offset + expected_max_of_normals(k));
   r.expected = integrate([&](double x) { return max_density(x, k) * normal_cdf(offset + x); });
+  // NOTE: both are probabilities; the quadrature's error (about 1e-10 for k near 2^30, found by
+  // tests/fuzz/fuzz_predict) could carry them just outside [0, 1].
+  r.leading_order = std::clamp(r.leading_order, 0.0, 1.0);
+  r.expected = std::clamp(r.expected, 0.0, 1.0);
   if (reverse) {
     const double share = reverse_order_share(k, block_n, seqlen_k);
     r.leading_order *= share;

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "kernels/sm90/quantize/quantize_math.hpp"
+#include "lib/core/checked_math.hpp"
 #include "lib/core/error.hpp"
 #include "lib/core/tensor.hpp"
 #include "lib/quantize/hadamard_rotation.hpp"
@@ -34,9 +35,9 @@ void require_disjoint_elements(const fp8attn_tensor& t, const std::string& what)
     require(dims[i].first > reach, FP8ATTN_STATUS_BAD_STRIDE,
             what + " has overlapping elements: stride " + std::to_string(dims[i].first) +
                 " does not clear the offsets of its smaller dims (up to " + std::to_string(reach) + ")");
-    int64_t step = 0;
-    if (__builtin_mul_overflow(dims[i].first, dims[i].second - 1, &step) || __builtin_add_overflow(reach, step, &reach))
-      reach = INT64_MAX;
+    // NOTE: check_tensor has refused a reach that overflows; this cannot wrap, and does not saturate.
+    reach = checked_add(reach, checked_mul(dims[i].first, dims[i].second - 1, "output reach", FP8ATTN_STATUS_BAD_STRIDE),
+                        "output reach", FP8ATTN_STATUS_BAD_STRIDE);
   }
 }
 
@@ -57,6 +58,12 @@ void check_options(const fp8attn_quantize_options& o, int64_t heads, int64_t hea
           "options->head_group " + std::to_string(group) + " does not divide the " + std::to_string(heads) + " heads");
   require(!o.rotate || exact_log2(head_dim) >= 0, FP8ATTN_STATUS_UNSUPPORTED_HEAD_DIM,
           "rotation needs a power-of-two head_dim, got " + std::to_string(head_dim));
+  // NOTE: the GPU kernel rotates in registers up to 256 (sm90::quant::kMaxRotatedHeadDim); the
+  // CPU takes the same limit so that the backends agree (issue 15, finding 10).
+  static_assert(FP8ATTN_MAX_ROTATION_DIM == sm90::quant::kMaxRotatedHeadDim);
+  require(!o.rotate || head_dim <= FP8ATTN_MAX_ROTATION_DIM, FP8ATTN_STATUS_UNSUPPORTED_HEAD_DIM,
+          "rotation takes head_dim up to FP8ATTN_MAX_ROTATION_DIM = 256 on every backend, got " +
+              std::to_string(head_dim));
 }
 
 /// Reads cu_seqlens (I32 [batch + 1], from 0, non-decreasing, ending at `total`); returns the
@@ -66,6 +73,7 @@ int64_t check_cu_seqlens(const fp8attn_tensor& t, int64_t total) {
   require(t.shape[0] >= 2, FP8ATTN_STATUS_BAD_SHAPE,
           "cu_seqlens.shape[0] must be batch + 1 ≥ 2, got " + std::to_string(t.shape[0]));
   require(t.stride[0] == 1, FP8ATTN_STATUS_BAD_STRIDE, "cu_seqlens must be contiguous (stride 1)");
+  require_at_most(t.shape[0] - 1, FP8ATTN_MAX_BATCH, "the batch (cu_seqlens entries − 1)", FP8ATTN_STATUS_BAD_SHAPE);
   const int32_t* cu = static_cast<const int32_t*>(t.data);
   require(cu[0] == 0, FP8ATTN_STATUS_BAD_SEQLENS, "cu_seqlens[0] must be 0, got " + std::to_string(cu[0]));
   int64_t longest = 0;
@@ -103,6 +111,8 @@ QuantizeParams make_quantize_params(const fp8attn_tensor* input, const fp8attn_t
   p.head_dim = input->shape[rank - 1];
   require(p.heads >= 1, FP8ATTN_STATUS_BAD_SHAPE, "input has no heads (shape[" + std::to_string(rank - 2) + "] = 0)");
   require(p.head_dim >= 1, FP8ATTN_STATUS_BAD_SHAPE, "input has head_dim 0");
+  require_at_most(p.heads, FP8ATTN_MAX_HEADS, "the input's head count", FP8ATTN_STATUS_BAD_HEADS);
+  require_at_most(p.head_dim, FP8ATTN_MAX_HEAD_DIM, "the input's head_dim", FP8ATTN_STATUS_BAD_SHAPE);
   check_options(o, p.heads, p.head_dim);
 
   int64_t max_seqlen = 0;
@@ -115,6 +125,8 @@ QuantizeParams make_quantize_params(const fp8attn_tensor* input, const fp8attn_t
   } else {
     p.batch = input->shape[0];
     p.seqlen = max_seqlen = input->shape[1];
+    require_at_most(p.batch, FP8ATTN_MAX_BATCH, "the batch", FP8ATTN_STATUS_BAD_SHAPE);
+    require_at_most(max_seqlen, FP8ATTN_MAX_SEQLEN, "seqlen", FP8ATTN_STATUS_BAD_SHAPE);
     for (int i = 0; i < 4; ++i) p.in_stride[i] = input->stride[i], p.out_stride[i] = output->stride[i];
   }
   p.input = input->data;
@@ -133,8 +145,7 @@ QuantizeParams make_quantize_params(const fp8attn_tensor* input, const fp8attn_t
     p.block_rows = o.block_rows;
     p.leading_rows = o.leading_rows;
     const int64_t after_leading = std::max<int64_t>(0, max_seqlen - p.leading_rows);
-    p.num_blocks = p.leading_rows == 0 ? (max_seqlen + p.block_rows - 1) / p.block_rows
-                                       : 1 + (after_leading + p.block_rows - 1) / p.block_rows;
+    p.num_blocks = p.leading_rows == 0 ? ceil_div(max_seqlen, p.block_rows) : 1 + ceil_div(after_leading, p.block_rows);
     p.unit_rows = p.block_rows;
     check_tensor(*descale, "descale", {3, FP8ATTN_DTYPE_F32, FP8ATTN_DEVICE_HOST, false});
     require_extent(*descale, "descale", 0, p.batch, "batch");
@@ -157,7 +168,9 @@ QuantizeParams make_quantize_params(const fp8attn_tensor* input, const fp8attn_t
   require_disjoint_elements(*descale, "descale");
   p.descale = static_cast<float*>(descale->data);
   // NOTE: per-block units are the descale blocks (scale_group relies on it), leading block included.
-  p.units_per_head = p.granularity == Granularity::PerBlock ? p.num_blocks : (max_seqlen + p.unit_rows - 1) / p.unit_rows;
+  p.units_per_head = p.granularity == Granularity::PerBlock ? p.num_blocks : ceil_div(max_seqlen, p.unit_rows);
+  // batch ≤ 2^24, heads ≤ 2^12 and units ≤ 2^30: the unit count fits, but is checked anyway.
+  checked_mul(checked_mul(p.batch, p.heads, "quantizer units"), p.units_per_head, "quantizer units");
   return p;
 }
 

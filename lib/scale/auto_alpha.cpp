@@ -1,6 +1,7 @@
 #include "lib/scale/auto_alpha.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace fp8attn {
 
@@ -8,7 +9,9 @@ void AutoAlpha::observe(double observed, double unit_bound, int32_t burn_in_step
   if (done || burn_in_steps < 0 || unit_bound <= 0.0) return;
   const double rho = observed / unit_bound;
   rho_max = static_cast<float>(std::max(static_cast<double>(rho_max) * decay, rho));
-  ++steps_seen;
+  // NOTE: a restored state is checked to have steps_seen < burn_in_steps while not done, so this
+  // cannot overflow; the guard keeps it so for any caller (issue 15, finding 4).
+  if (steps_seen < INT32_MAX) ++steps_seen;
   if (steps_seen >= burn_in_steps) {
     done = true;
     // NOTE: no logit seen in the whole burn-in gives ρ_max = 0; α then stays at the

@@ -77,6 +77,25 @@ void require_field(bool ok, const std::string& what) {
 
 bool finite_nonnegative(float x) { return std::isfinite(x) && x >= 0.0f; }
 
+/// The loader's cross-field checks on a layer's geometry and auto-α (issue 15, finding 6): only
+/// combinations the state itself can reach are accepted. AutoAlpha::observe counts steps while
+/// σ is known, sets done when the count reaches the burn-in, and only then moves α.
+void require_auto_alpha_consistent(const LayerGeometry& g, int32_t burn_in_steps) {
+  const AutoAlpha& a = g.auto_alpha;
+  require_field(g.sigma_max == 0.0f || (g.head_dim >= 1 && g.token_norm_bound > 0.0f),
+                "a layer with σ has no head_dim or no B_X");
+  require_field(g.sigma_max > 0.0f || (a.steps_seen == 0 && !a.done), "a layer without σ has burn-in steps");
+  require_field(a.done || a.alpha == 1.0f, "α moved before the burn-in ended");
+  if (burn_in_steps < 0) {
+    require_field(a.steps_seen == 0 && !a.done, "auto-α is off but has burn-in steps");
+    return;
+  }
+  const int32_t last = burn_in_steps > 1 ? burn_in_steps : 1;  // observe counts at least one step
+  require_field(a.done ? a.steps_seen >= burn_in_steps && a.steps_seen <= last : a.steps_seen < burn_in_steps,
+                "steps_seen = " + std::to_string(a.steps_seen) + " disagrees with done = " +
+                    std::to_string(a.done ? 1 : 0) + " and burn_in_steps = " + std::to_string(burn_in_steps));
+}
+
 }  // namespace
 
 size_t scale_state_blob_size(const ScaleStateData& data) {
@@ -182,6 +201,7 @@ ScaleStateData read_scale_state_blob(const uint8_t* blob, size_t len) {
                       finite_nonnegative(g.auto_alpha.rho_max) && g.auto_alpha.steps_seen >= 0 && done <= 1,
                   "a layer's auto-alpha state is out of range");
     g.auto_alpha.done = done == 1;
+    require_auto_alpha_consistent(g, c.burn_in_steps);
     for (TensorScaleState& t : layer.tensors) {
       t.scale = r.f32();
       t.scale_inv = r.f32();
@@ -190,6 +210,10 @@ ScaleStateData read_scale_state_blob(const uint8_t* blob, size_t len) {
       for (float& v : values) v = r.f32();
       require_field(std::isfinite(t.scale) && t.scale > 0.0f && std::isfinite(t.scale_inv) && t.scale_inv > 0.0f,
                     "a scale is not positive and finite");
+      // Every pair the state writes is representable and mutually inverse (to float rounding).
+      require_field(representable_pair(t.scale, t.scale_inv) &&
+                        std::fabs(static_cast<double>(t.scale) * t.scale_inv - 1.0) <= 1e-5,
+                    "a scale and its scale_inv are not normal floats that are each other's inverse");
       require_field(position < static_cast<uint32_t>(c.amax_history_len), "a history position is out of range");
       for (float v : values) require_field(finite_nonnegative(v), "an amax history entry is negative or not finite");
       t.history.restore(std::move(values), static_cast<int32_t>(position));

@@ -1,12 +1,20 @@
 #include "lib/scale/scale_state_data.hpp"
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <string>
 
 #include "lib/core/error.hpp"
 #include "lib/spectral/logit_bound.hpp"
 
 namespace fp8attn {
+
+bool representable_pair(double scale, double scale_inv) {
+  const float s = static_cast<float>(scale), si = static_cast<float>(scale_inv);
+  return std::isfinite(s) && std::isfinite(si) && s >= std::numeric_limits<float>::min() &&
+         si >= std::numeric_limits<float>::min();
+}
 
 ScaleStateConfig resolve_scale_state_options(const fp8attn_scale_state_options& o) {
   ScaleStateConfig c;
@@ -42,8 +50,12 @@ void check_scale_state_config(const ScaleStateConfig& c, int32_t status) {
     check(r != FP8ATTN_RECIPE_GEOMETRY || t == FP8ATTN_TENSOR_LOGIT, FP8ATTN_STATUS_BAD_OPTION,
           "recipe[" + std::to_string(t) + "]: the geometry recipe applies to FP8ATTN_TENSOR_LOGIT only");
   }
-  check(c.amax_history_len >= 1 && c.amax_history_len <= 65536, FP8ATTN_STATUS_BAD_OPTION,
+  check(c.amax_history_len >= 1 && c.amax_history_len <= FP8ATTN_MAX_AMAX_HISTORY, FP8ATTN_STATUS_BAD_OPTION,
         "amax_history_len must be in 1..65536, got " + std::to_string(c.amax_history_len));
+  // NOTE: each limit alone allowed 2^20 layers × 65536 entries, 2 TiB of history (issue 15).
+  check(int64_t{c.num_layers} * c.amax_history_len <= FP8ATTN_MAX_SCALE_STATE_ENTRIES, FP8ATTN_STATUS_BAD_OPTION,
+        "num_layers · amax_history_len is " + std::to_string(int64_t{c.num_layers} * c.amax_history_len) +
+            ", above FP8ATTN_MAX_SCALE_STATE_ENTRIES = " + std::to_string(FP8ATTN_MAX_SCALE_STATE_ENTRIES));
   check(c.amax_algo == FP8ATTN_AMAX_MAX || c.amax_algo == FP8ATTN_AMAX_MOST_RECENT, FP8ATTN_STATUS_BAD_OPTION,
         "amax_algo is unknown: " + std::to_string(c.amax_algo));
   check(std::isfinite(c.margin) && c.margin >= 0.0f, FP8ATTN_STATUS_BAD_SCALE, "margin must be finite and ≥ 0");
@@ -75,7 +87,9 @@ void ScaleStateData::set_amax_scale(TensorScaleState& t, int32_t tensor, float a
   // scale that would not be finite) keeps the previous scale.
   if (!(amax > 0.0f)) return;
   const double scale = static_cast<double>(fp8_max(tensor)) / amax / std::exp2(static_cast<double>(config.margin));
-  if (!std::isfinite(static_cast<float>(scale)) || static_cast<float>(scale) <= 0.0f) return;
+  // NOTE: both halves must be normal floats, or the state could not be restored from its own
+  // blob (issue 15, finding 6): 3e38 with margin 20 gave scale 1e-42 and scale_inv = +inf.
+  if (!representable_pair(scale, 1.0 / scale)) return;
   t.scale = static_cast<float>(scale);
   t.scale_inv = static_cast<float>(1.0 / scale);
 }
@@ -107,6 +121,16 @@ void ScaleStateData::step() {
 
 void ScaleStateData::set_sigma(int32_t layer_index, float sigma_max, int32_t head_dim, int64_t d_model) {
   LayerScales& layer = layers[layer_index];
+  // The α = 1 bound (the largest the layer can reach) must give a representable scale pair;
+  // checked before anything changes, so a refused call leaves the state as it was.
+  const double bx = config.token_norm_bound > 0.0f ? config.token_norm_bound : std::sqrt(static_cast<double>(d_model));
+  const double bound = logit_bound(sigma_max, head_dim, static_cast<float>(bx), 1.0);
+  require(std::isfinite(static_cast<float>(bx)) &&
+              representable_pair(logit_scale_from_bound(bound), bound / kE4M3Max),
+          FP8ATTN_STATUS_NUMERICS,
+          "σ_max = " + std::to_string(sigma_max) + " with head_dim " + std::to_string(head_dim) + " and B_X = " +
+              std::to_string(bx) + " gives the logit bound " + std::to_string(bound) +
+              ", whose scale pair is not representable in float");
   layer.geometry.sigma_max = sigma_max;
   layer.geometry.head_dim = head_dim;
   // NOTE: the default B_X = √d is the norm of an RMS-normalized token with unit gain.
@@ -120,7 +144,7 @@ void ScaleStateData::update_logit_scale(LayerScales& layer) {
   if (!(g.sigma_max > 0.0f)) return;
   const double bound = logit_bound(g.sigma_max, g.head_dim, g.token_norm_bound, g.auto_alpha.alpha);
   const float scale = static_cast<float>(logit_scale_from_bound(bound));
-  if (!std::isfinite(scale) || scale <= 0.0f) return;
+  if (!representable_pair(logit_scale_from_bound(bound), bound / kE4M3Max)) return;
   TensorScaleState& t = layer.tensors[FP8ATTN_TENSOR_LOGIT];
   t.scale = scale;
   t.scale_inv = static_cast<float>(bound / kE4M3Max);

@@ -13,6 +13,10 @@
 
 namespace fp8attn {
 
+/// True when scale and scale_inv are both normal positive floats: the only pairs a scale state
+/// holds, so that its own blob always loads back.
+bool representable_pair(double scale, double scale_inv);
+
 inline constexpr int32_t kNumTensorKinds = FP8ATTN_NUM_TENSOR_KINDS;
 
 /// Options with every default resolved and every range checked.

@@ -2,6 +2,10 @@
 
 #include <cblas.h>
 
+#include <climits>
+#include <string>
+
+#include "lib/core/error.hpp"
 #include "lib/core/thread_pool.hpp"
 
 namespace fp8attn {
@@ -23,6 +27,10 @@ void compute_head_grams(const WeightMatrix& w, int32_t num_heads, int32_t head_d
       lda = k;
     }
     float* g = grams + static_cast<int64_t>(h) * n * n;
+    // BLAS takes int: check before the narrowing cast rather than pass a wrapped size.
+    FP8ATTN_REQUIRE(n <= INT_MAX && k <= INT_MAX && lda <= INT_MAX, FP8ATTN_STATUS_BAD_SHAPE,
+            "a BLAS argument does not fit in int: n = " + std::to_string(n) + ", k = " + std::to_string(k) +
+                ", lda = " + std::to_string(lda));
     // NOTE: SYRK computes one triangle, half the multiply-adds of a GEMM; FP32 accumulation
     // over d ≤ 16k terms keeps σ² to ~1e-6 relative, well inside the 1e-4 target.
     cblas_ssyrk(CblasRowMajor, CblasUpper, CblasNoTrans, static_cast<int>(n), static_cast<int>(k), 1.0f, block,

@@ -1,8 +1,10 @@
 #include "lib/spectral/qk_spectral_norms.hpp"
 
 #include <cmath>
+#include <string>
 #include <vector>
 
+#include "lib/core/checked_math.hpp"
 #include "lib/core/error.hpp"
 #include "lib/core/thread_pool.hpp"
 #include "lib/spectral/gram_power_iteration.hpp"
@@ -12,7 +14,20 @@ namespace fp8attn {
 namespace {
 
 constexpr size_t kAlign = 64;
-size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+size_t align_up(size_t n) { return checked_add(n, kAlign - 1, "spectral workspace") / kAlign * kAlign; }
+
+/// count · element bytes, checked (the extents are already within the documented limits).
+size_t bytes_of(size_t element, int64_t a, int64_t b = 1, int64_t c = 1) {
+  const int64_t count = checked_mul(checked_mul(a, b, "spectral workspace"), c, "spectral workspace");
+  return checked_mul(element, static_cast<size_t>(count), "spectral workspace");
+}
+
+/// NUMERICS naming `what` when any of x[0 .. n) is NaN or infinite.
+void require_finite(const float* x, int64_t n, const char* what) {
+  for (int64_t i = 0; i < n; ++i)
+    FP8ATTN_REQUIRE(std::isfinite(x[i]), FP8ATTN_STATUS_NUMERICS,
+                    std::string(what) + " holds a NaN or an infinity at index " + std::to_string(i));
+}
 
 int64_t per_head_doubles(const QkShape& s) { return s.head_dim + power_iteration_scratch_doubles(s.head_dim); }
 
@@ -20,18 +35,20 @@ int64_t per_head_doubles(const QkShape& s) { return s.head_dim + power_iteration
 struct WorkspaceLayout {
   size_t grams_q = 0, grams_k = 0, block = 0, vectors = 0, results = 0, total = 0;
   explicit WorkspaceLayout(const QkShape& s) {
-    const size_t dh = static_cast<size_t>(s.head_dim);
+    // NOTE: every product is checked (issue 15, finding 1): a size above 2^64 once wrapped to
+    // a small workspace that the call then overran.
+    const int64_t dh = s.head_dim;
     size_t at = 0;
     grams_q = at;
-    at += align_up(sizeof(float) * s.num_heads_q * dh * dh);
+    at = checked_add(at, align_up(bytes_of(sizeof(float), s.num_heads_q, dh, dh)), "spectral workspace");
     grams_k = at;
-    at += align_up(sizeof(float) * s.num_heads_kv * dh * dh);
+    at = checked_add(at, align_up(bytes_of(sizeof(float), s.num_heads_kv, dh, dh)), "spectral workspace");
     block = at;
-    at += align_up(sizeof(float) * dh * static_cast<size_t>(s.d_model));
+    at = checked_add(at, align_up(bytes_of(sizeof(float), dh, s.d_model)), "spectral workspace");
     vectors = at;  // per query head: v, then the iteration's scratch
-    at += align_up(sizeof(double) * s.num_heads_q * per_head_doubles(s));
+    at = checked_add(at, align_up(bytes_of(sizeof(double), s.num_heads_q, per_head_doubles(s))), "spectral workspace");
     results = at;
-    at += align_up(sizeof(PowerIterationResult) * s.num_heads_q);
+    at = checked_add(at, align_up(bytes_of(sizeof(PowerIterationResult), s.num_heads_q)), "spectral workspace");
     total = at;
   }
 };
@@ -44,7 +61,9 @@ bool all_zero(const float* x, int32_t n) {
 
 }  // namespace
 
-size_t cpu_qk_spectral_workspace_size(const QkShape& shape) { return WorkspaceLayout(shape).total + kAlign; }
+size_t cpu_qk_spectral_workspace_size(const QkShape& shape) {
+  return checked_add(WorkspaceLayout(shape).total, kAlign, "spectral workspace");
+}
 
 void cpu_qk_spectral_norms(const WeightMatrix& wq, const WeightMatrix& wk, const QkShape& shape,
                            const PowerIterationSettings& settings, float* sigma_out, void* workspace,
@@ -66,9 +85,16 @@ void cpu_qk_spectral_norms(const WeightMatrix& wq, const WeightMatrix& wk, const
   auto* results = reinterpret_cast<PowerIterationResult*>(ws + layout.results);
 
   const int32_t dh = shape.head_dim;
+  // NOTE: std::max drops NaN, so a NaN that reached the iteration came out as σ = 0 with OK;
+  // the inputs and the Grams are checked for finiteness instead (issue 15, finding 7).
+  if (settings.warm_start) require_finite(settings.warm_start, int64_t{shape.num_heads_q} * dh, "the warm start");
   compute_head_grams(wq, shape.num_heads_q, dh, block, grams_q, pool);
   // NOTE: one Gram per key group, read by all of the group's query heads: W_K,g is touched once.
   compute_head_grams(wk, shape.num_heads_kv, dh, block, grams_k, pool);
+  require_finite(grams_q, int64_t{shape.num_heads_q} * dh * dh,
+                 "the Gram matrix of wq (a weight is NaN, infinite or overflows)");
+  require_finite(grams_k, int64_t{shape.num_heads_kv} * dh * dh,
+                 "the Gram matrix of wk (a weight is NaN, infinite or overflows)");
 
   const int32_t group = shape.group_size();
   pool.parallel_for(shape.num_heads_q, [&](int64_t h, int) {
@@ -84,6 +110,9 @@ void cpu_qk_spectral_norms(const WeightMatrix& wq, const WeightMatrix& wk, const
     results[h] = power_iterate_gram_product(gq, gk, dh, v, v + dh, settings.max_iterations, settings.tolerance);
   });
 
+  for (int32_t h = 0; h < shape.num_heads_q; ++h)
+    FP8ATTN_REQUIRE(std::isfinite(results[h].lambda) && std::isfinite(static_cast<float>(std::sqrt(results[h].lambda))),
+                    FP8ATTN_STATUS_NUMERICS, "σ of head " + std::to_string(h) + " is not a finite float");
   // Every head finished: publish the outputs.
   for (int32_t h = 0; h < shape.num_heads_q; ++h) {
     sigma_out[h] = static_cast<float>(std::sqrt(results[h].lambda));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "lib/core/error.hpp"
 #include "lib/core/thread_pool.hpp"
 #include "lib/spectral/gram_power_iteration.hpp"
 #include "lib/spectral/head_grams.hpp"
@@ -72,6 +73,10 @@ RopeNorms cpu_qk_rope_norms(const WeightMatrix& wq, const WeightMatrix& wk, cons
   std::vector<float> grams_q(nn * shape.num_heads_q), grams_k(nn * shape.num_heads_kv);
   compute_head_grams(wq, shape.num_heads_q, n, block.data(), grams_q.data(), pool);
   compute_head_grams(wk, shape.num_heads_kv, n, block.data(), grams_k.data(), pool);
+  for (const std::vector<float>* g : {&grams_q, &grams_k})
+    for (float x : *g)
+      FP8ATTN_REQUIRE(std::isfinite(x), FP8ATTN_STATUS_NUMERICS,
+                      "a Gram matrix holds a NaN or an infinity (a weight is not finite or overflows)");
   std::vector<float> identity(nn, 0.0f);
   for (int32_t i = 0; i < n; ++i) identity[static_cast<size_t>(i) * n + i] = 1.0f;
 
@@ -101,7 +106,10 @@ RopeNorms cpu_qk_rope_norms(const WeightMatrix& wq, const WeightMatrix& wk, cons
     seeded_unit_vector(seed + 2, n, v.data());
     double best = 0.0;
     std::vector<double> fresh(static_cast<size_t>(n));
-    for (int64_t delta = rope.min_offset; delta <= rope.max_offset; ++delta) {
+    // NOTE: counted by the offset's index, not by ++delta, which overflowed at INT64_MAX and
+    // never ended (issue 15, finding 3); the API bounds the count.
+    for (int64_t index = 0; index <= rope.max_offset - rope.min_offset; ++index) {
+      const int64_t delta = rope.min_offset + index;
       rotate_gram(gq, n, rope, delta, rotated.data());
       if (delta > rope.min_offset) {
         // NOTE: a 10% seeded random component guards against a warm start that is nearly
@@ -122,6 +130,9 @@ RopeNorms cpu_qk_rope_norms(const WeightMatrix& wq, const WeightMatrix& wk, cons
     out.safe[h] = static_cast<float>(std::min(naive, pair_sum));
     out.exact[h] = static_cast<float>(std::sqrt(best));
   });
+  for (int32_t h = 0; h < shape.num_heads_q; ++h)
+    require(std::isfinite(out.safe[h]) && std::isfinite(out.exact[h]), FP8ATTN_STATUS_NUMERICS,
+            "the RoPE norms of head " + std::to_string(h) + " are not finite floats");
   return out;
 }
 

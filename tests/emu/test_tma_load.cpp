@@ -15,7 +15,7 @@
 #include "kernels/arch/shared_memory.hpp"
 #include "kernels/arch/thread_index.hpp"
 #include "kernels/arch/tma.hpp"
-#include "kernels/emu/swizzle.hpp"
+#include "tests/emu/isa_swizzle_tables.hpp"
 
 namespace fp8attn::test {
 namespace {
@@ -90,7 +90,7 @@ std::vector<uint8_t> expected_box(const TensorMapSpec& spec, const std::vector<i
       inside = inside && g >= 0 && g < static_cast<int64_t>(spec.global_dims[d]);
       offset += static_cast<size_t>(g) * (d == 0 ? e : spec.global_strides_bytes[d - 1]);
     }
-    const uint32_t physical = emu::swizzle_address(kBoxOffset + linear * e, spec.swizzle) - kBoxOffset;
+    const uint32_t physical = test::isa_swizzle_address(kBoxOffset + linear * e, spec.swizzle) - kBoxOffset;
     if (inside)
       std::memcpy(&box[physical], static_cast<const uint8_t*>(spec.global_address) + offset, e);
     else {

@@ -13,7 +13,7 @@
 #include "kernels/arch/shared_memory.hpp"
 #include "kernels/arch/thread_index.hpp"
 #include "kernels/arch/tma.hpp"
-#include "kernels/emu/swizzle.hpp"
+#include "tests/emu/isa_swizzle_tables.hpp"
 
 namespace fp8attn::test {
 namespace {
@@ -29,7 +29,7 @@ void store_kernel(StoreArgs a) {
   unsigned char* box = arch::dynamic_smem();
   const arch::Swizzle s = a.map.spec.swizzle;
   for (uint32_t i = arch::thread_rank(); i < a.box_bytes; i += arch::block_dim().x)
-    arch::smem_store(box + emu::swizzle_address(i, s), a.box_image[i]);
+    arch::smem_store(box + test::isa_swizzle_address(i, s), a.box_image[i]);
   arch::fence_proxy_async_shared_cta();
   arch::syncthreads();
   if (arch::thread_rank() == 0) {

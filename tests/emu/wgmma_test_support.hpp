@@ -12,7 +12,7 @@
 #include "kernels/arch/wgmma.hpp"
 #include "kernels/emu/primitives.hpp"
 #include "kernels/emu/runtime.hpp"
-#include "kernels/emu/swizzle.hpp"
+#include "tests/emu/isa_swizzle_tables.hpp"
 #include "lib/numerics/bfloat16.hpp"
 #include "lib/numerics/float8.hpp"
 
@@ -51,7 +51,7 @@ struct OperandPlacement {
     return e * canonical_element_offset(k_major, swizzle, 16 / e, r, k, lbo_bytes / e, sbo_bytes / e);
   }
   uint32_t physical(size_t r, size_t k) const {
-    return emu::swizzle_address(static_cast<uint32_t>(start + byte_offset(r, k)), swizzle);
+    return test::isa_swizzle_address(static_cast<uint32_t>(start + byte_offset(r, k)), swizzle);
   }
   /// Descriptor of the k-block starting at element k0: the unswizzled offset of (0, k0) moves the
   /// start address (how kernels step K; the swizzle acts on the absolute address).

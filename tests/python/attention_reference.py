@@ -34,16 +34,25 @@ def dequantize(x8, descale, heads_per_group):
     return x8.astype(np.float64) * scale[:, None, :, None]
 
 
-def _logits(q, k, softmax_scale, causal):
-    """s [b, h_q, s_q, s_k] with masked entries at −inf; causal aligned bottom-right."""
+def _logits(q, k, softmax_scale, causal, window=(-1, -1)):
+    """s [b, h_q, s_q, s_k] with masked entries at −inf; causal and the window (left, right; −1 =
+    unbounded) aligned bottom-right: row i sees key j iff diag − left ≤ j ≤ diag + right (and j ≤
+    diag when causal), diag = i + s_k − s_q. Written out here, independently of the library."""
     group = q.shape[2] // k.shape[2]
     k = np.repeat(k, group, axis=2)
     s = np.einsum("bqhd,bkhd->bhqk", q, k) * softmax_scale
+    sq, sk = q.shape[1], k.shape[1]
+    diag = np.arange(sq)[:, None] + (sk - sq)
+    j = np.arange(sk)[None, :]
+    visible = np.ones((sq, sk), dtype=bool)
     if causal:
-        sq, sk = q.shape[1], k.shape[1]
-        visible = np.arange(sk)[None, :] <= np.arange(sq)[:, None] + (sk - sq)
-        s = np.where(visible[None, None], s, -np.inf)
-    return s
+        visible &= j <= diag
+    left, right = window
+    if left >= 0:
+        visible &= j >= diag - left
+    if right >= 0:
+        visible &= j <= diag + right
+    return np.where(visible[None, None], s, -np.inf)
 
 
 def _finish(p, v, row_sum, rowmax, q_heads):
@@ -60,18 +69,18 @@ def _rowmax(s):
     return np.where(np.isfinite(m), m, 0.0)  # rows with no visible key: any finite shift
 
 
-def attention_fp64(q, k, v, softmax_scale, causal):
+def attention_fp64(q, k, v, softmax_scale, causal, window=(-1, -1)):
     """Exact attention: (out [b, s_q, h_q, d], lse [b, h_q, s_q]) in FP64, natural-log LSE."""
-    s = _logits(q, k, softmax_scale, causal)
+    s = _logits(q, k, softmax_scale, causal, window)
     m = _rowmax(s)
     p = np.exp(s - m[..., None])
     return _finish(p, v, p.sum(axis=-1), m, q.shape[2])
 
 
-def attention_p_e4m3(q, k, v, softmax_scale, causal, p_scale=256.0):
+def attention_p_e4m3(q, k, v, softmax_scale, causal, p_scale=256.0, window=(-1, -1)):
     """Attention whose P̃ = exp(s − rowmax)·p_scale is rounded to E4M3 before P·V (FP32 row sum
     of the unrounded P̃): returns out [b, s_q, h_q, d] in FP64."""
-    s = _logits(q, k, softmax_scale, causal)
+    s = _logits(q, k, softmax_scale, causal, window)
     m = _rowmax(s)
     p_tilde = (np.exp(s - m[..., None]) * p_scale).astype(np.float32)
     row_sum = p_tilde.sum(axis=-1, dtype=np.float32).astype(np.float64)

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <random>
 #include <thread>
 
 #include "lib/numerics/bfloat16.hpp"
@@ -202,6 +203,34 @@ TEST(QkSpectralNorms, RejectsBadInputsAndWritesNothing) {
             FP8ATTN_STATUS_BAD_STREAM);
   std::printf("last error: %s\n", err.message);
   for (float s : sigma) EXPECT_EQ(s, -7.0f);
+}
+
+// The iteration cap binds (issue 15): the tolerance always stopped first in the other tests.
+// With max_iterations = 1 every head reports exactly one iteration; with a tolerance of 1e-38
+// and the default cap, some head needs more than one, so the cap of 1 is what stopped it.
+TEST(QkSpectralNorms, IterationCapOfOneStopsEveryHeadAfterOneIteration) {
+  const uint64_t seed = std::random_device{}() * 0x9E3779B97F4A7C15ull;
+  CpuContext c;
+  Problem p(6, 3, 12, 40, seed);
+  fp8attn_tensor wq = tensor_view(p.wq), wk = tensor_view(p.wk);
+  fp8attn_power_iteration_options o{};
+  o.struct_size = sizeof o;
+  o.tolerance = 1e-38f;
+  std::vector<int32_t> uncapped(p.hq, -1), capped(p.hq, -1);
+  std::vector<float> sigma;
+  o.iterations_out = uncapped.data();
+  ASSERT_EQ(run(c.ctx, wq, wk, p, &o, sigma), FP8ATTN_OK);
+  o.max_iterations = 1;
+  o.iterations_out = capped.data();
+  ASSERT_EQ(run(c.ctx, wq, wk, p, &o, sigma), FP8ATTN_OK);
+  int32_t most = 0;
+  for (int h = 0; h < p.hq; ++h) {
+    EXPECT_EQ(capped[h], 1) << "head " << h << ", seed " << seed;
+    EXPECT_TRUE(std::isfinite(sigma[h]) && sigma[h] > 0.0f) << "head " << h;
+    most = std::max(most, uncapped[h]);
+  }
+  std::printf("seed %llu: most iterations without the cap %d\n", static_cast<unsigned long long>(seed), most);
+  EXPECT_GT(most, 1) << "the tolerance alone stops after one iteration: the cap is not tested; seed " << seed;
 }
 
 }  // namespace

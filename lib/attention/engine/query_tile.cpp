@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "kernels/sm90/kv_schedule.hpp"
 #include "kernels/sm90/mask.hpp"
@@ -241,10 +242,16 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
     const float factor = sm90::output_factor(l, v_descale);
     const int64_t row = span.q_offset + row0 + r;
     const float* orow = t.o + static_cast<int64_t>(r) * dv;
-    for (int e = 0; e < dv; ++e)
-      num::store_from_float(p.out.data, p.out.dtype, element_offset(p.out, at.batch, row, at.head, e), orow[e] * factor);
+    for (int e = 0; e < dv; ++e) {
+      const float o = orow[e] * factor;
+      // NOTE: finite inputs can still overflow (descales near FLT_MAX); the call then reports
+      // NUMERICS instead of OK (issue 15).
+      if (!std::isfinite(o)) ++telemetry.nonfinite;
+      num::store_from_float(p.out.data, p.out.dtype, element_offset(p.out, at.batch, row, at.head, e), o);
+    }
     if (p.lse.data) {
       const float lse = sm90::row_lse(t.row_max[r], l, scale_log2, p_scale_log2);
+      if (std::isnan(lse) || lse == std::numeric_limits<float>::infinity()) ++telemetry.nonfinite;
       static_cast<float*>(p.lse.data)[at.batch * p.lse.batch_stride + row * p.lse.seq_stride +
                                       at.head * p.lse.head_stride] = lse;
     }

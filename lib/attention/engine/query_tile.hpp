@@ -23,7 +23,9 @@ struct TileTelemetry {
   uint64_t p_positive = 0;
   uint64_t p_underflow = 0;
   float max_abs_scaled_logit = 0.0f;
+  uint64_t nonfinite = 0;  ///< outputs (and LSEs other than an empty row's −inf) not finite
   void merge(const TileTelemetry& o) {
+    nonfinite += o.nonfinite;
     p_positive += o.p_positive;
     p_underflow += o.p_underflow;
     max_abs_scaled_logit = max_abs_scaled_logit > o.max_abs_scaled_logit ? max_abs_scaled_logit : o.max_abs_scaled_logit;

@@ -22,10 +22,11 @@ struct EngineHooks {
   std::function<void(int64_t b, int head, int64_t row, int64_t key_begin, const float* p_cast, int count)> on_p_cast;
 };
 
-/// Bytes of workspace for `workers` workers.
-size_t tile_engine_workspace_size(const AttentionConfig& config, int workers);
+/// Bytes of workspace for `workers` workers and up to `batch` sequences: every per-call buffer.
+size_t tile_engine_workspace_size(const AttentionConfig& config, int workers, int64_t batch);
 
-/// Runs the forward; writes problem.out, problem.lse and problem.telemetry.
+/// Runs the forward; writes problem.out, problem.lse and problem.telemetry. Throws NUMERICS
+/// (after writing) when an output is not finite.
 void tile_engine_forward(const AttentionConfig& config, const AttentionProblem& problem, ThreadPool& pool,
                          void* workspace, const EngineHooks& hooks = {});
 
