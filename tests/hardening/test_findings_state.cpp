@@ -218,6 +218,33 @@ TEST(Finding7, ForwardWhoseDescalesOverflowReportsNumerics) {
   });
 }
 
+// A finite FP32 output above BF16's range becomes inf in a BF16 output: NUMERICS too. Keys all
+// equal make every P̃ = S_p exactly, so O = 448 · v_descale ≈ 3.40e38 in FP32 (below FLT_MAX,
+// above the largest value that rounds to a finite BF16).
+TEST(Finding7, ForwardWhoseBf16OutputOverflowsReportsNumerics) {
+  run_isolated([] {
+    ForwardFixture f(1, 8, 8, fresh_seed());
+    if (!f.ready()) return std::string("fixture");
+    fp8attn_plan_destroy(f.plan);
+    f.plan = nullptr;
+    fp8attn_attention_desc d{};
+    d.struct_size = sizeof d;
+    fp8attn_attention_desc_init(&d);
+    d.head_dim = static_cast<int32_t>(ForwardFixture::kHeadDim);
+    d.output_dtype = FP8ATTN_DTYPE_BF16;
+    if (fp8attn_plan_create(f.ctx, &d, &f.plan, nullptr) != FP8ATTN_OK) return std::string("BF16 plan");
+    std::fill(f.k.begin(), f.k.end(), uint8_t{0x30});  // every key 0.5 in every dimension
+    std::fill(f.v.begin(), f.v.end(), uint8_t{0x7E});  // 448, E4M3's largest
+    std::vector<uint16_t> out(f.out.size(), 0x1234);
+    f.args.out = host_tensor(out.data(), FP8ATTN_DTYPE_BF16, {1, 8, 1, ForwardFixture::kHeadDim},
+                             dense_strides({1, 8, 1, ForwardFixture::kHeadDim}));
+    float vd = 3.40e38f / 448.0f;
+    f.args.v_descale = host_tensor(&vd, FP8ATTN_DTYPE_F32, {1, 1}, {0, 0});
+    fp8attn_error err = fresh_error();
+    return expect_status(f.run(&err), FP8ATTN_STATUS_NUMERICS, err, "forward whose BF16 output overflows");
+  });
+}
+
 // ---- Finding 8: heap allocations in execute calls -------------------------------------------
 
 TEST(Finding8, ForwardMakesNoHeapAllocation) {

@@ -246,7 +246,9 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
       const float o = orow[e] * factor;
       // NOTE: finite inputs can still overflow (descales near FLT_MAX); the call then reports
       // NUMERICS instead of OK (issue 15).
-      if (!std::isfinite(o)) ++telemetry.nonfinite;
+      // A finite float above BF16's range also becomes inf in a BF16 output.
+      const bool bf16 = p.out.dtype == FP8ATTN_DTYPE_BF16;
+      if (!std::isfinite(o) || (bf16 && !std::isfinite(num::round_to_bf16(o)))) ++telemetry.nonfinite;
       num::store_from_float(p.out.data, p.out.dtype, element_offset(p.out, at.batch, row, at.head, e), o);
     }
     if (p.lse.data) {
