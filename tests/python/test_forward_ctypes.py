@@ -291,4 +291,8 @@ def test_windowed_forward_against_numpy(lib, ctx, causal, left, right):
     lse_err = float(np.max(np.abs(lse[~empty] - lse64[~empty]))) if np.any(~empty) else 0.0
     print(f"max|lib - fp64| = {err_lib:.3e}; P-E4M3 model {err_p8:.3e}; max|LSE - fp64| = {lse_err:.3e}")
     assert err_lib <= 2.0 * err_p8 + 1e-3
-    assert lse_err <= 2e-5 * max(1.0, float(np.max(np.abs(lse64[~empty]))))
+    # The default FP8 accumulator model moves logits by at most ref.accumulator_lse_slack (taken over
+    # all keys, which bounds the window's).
+    lse_bound = (2e-5 * max(1.0, float(np.max(np.abs(lse64[~empty]))))
+                 + ref.accumulator_lse_slack(qd, kd, scale, causal)[~empty])
+    assert np.all(np.abs(lse[~empty] - lse64[~empty]) <= lse_bound)
