@@ -10,6 +10,8 @@ debs=(cmake g++ make pkg-config libspdlog-dev libfmt-dev libgtest-dev libgmock-d
       libbenchmark-dev libopenblas-dev doxygen nlohmann-json3-dev python3-venv
       golang-go abigail-tools  # the Go binding and the ABI check (scripts/test-bindings.sh)
       clang libclang-rt-dev)  # clang + its sanitizer and libFuzzer runtimes: tests/fuzz
+# The Rust binding builds with Debian 12's Rust (1.63) or a newer one already on PATH.
+command -v cargo >/dev/null 2>&1 || [ -x "${HOME:-/nonexistent}/.cargo/bin/cargo" ] || debs+=(cargo)
 missing=()
 for p in "${debs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then

@@ -12,7 +12,10 @@ fn expand(value: &str, vars: &HashMap<String, String>) -> String {
     let mut rest = value;
     while let Some(start) = rest.find("${") {
         out.push_str(&rest[..start]);
-        let Some(len) = rest[start..].find('}') else { break };
+        let len = match rest[start..].find('}') {
+            Some(len) => len,
+            None => break,
+        };
         let name = &rest[start + 2..start + len];
         out.push_str(vars.get(name).map(String::as_str).unwrap_or(""));
         rest = &rest[start + len + 1..];

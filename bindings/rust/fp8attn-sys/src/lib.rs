@@ -5,7 +5,11 @@
 #![no_std]
 #![allow(non_camel_case_types)]
 
-use core::ffi::{c_char, c_void};
+pub use core::ffi::c_void;
+/// C's `char` on the x86-64 targets this library supports (signed). NOTE: an alias rather than
+/// `core::ffi::c_char`, which a no_std crate gets only from Rust 1.64 on; Debian 12 ships 1.63.
+#[allow(non_camel_case_types)]
+pub type c_char = i8;
 
 pub const FP8ATTN_MAX_RANK: usize = 8;
 pub const FP8ATTN_ERROR_MESSAGE_LEN: usize = 512;

@@ -1,13 +1,19 @@
-//! Every struct's size and field offsets (`core::mem::offset_of!`) against the C probe compiled
-//! against the installed header (FP8ATTN_LAYOUT_PROBE), and no struct or field left out.
-use core::mem::{offset_of, size_of};
+//! Every struct's size and field offsets against the C probe compiled against the installed header
+//! (FP8ATTN_LAYOUT_PROBE), and no struct or field left out.
+//! NOTE: offsets come from `addr_of!` on an uninitialized value (stable since Rust 1.51) rather
+//! than `offset_of!` (1.77), so Debian 12's own Rust (1.63) builds the bindings.
+use core::mem::{size_of, MaybeUninit};
 use fp8attn_sys::*;
 use std::collections::BTreeMap;
 
 macro_rules! layout {
     ($map:ident, $t:ident { $($f:ident),* $(,)? }) => {{
         $map.insert((stringify!($t).to_string(), "sizeof".to_string()), size_of::<$t>());
-        $($map.insert((stringify!($t).to_string(), stringify!($f).to_string()), offset_of!($t, $f));)*
+        let value = MaybeUninit::<$t>::uninit();
+        let base = value.as_ptr();
+        // SAFETY: addr_of! takes the field's address without reading the uninitialized value.
+        $($map.insert((stringify!($t).to_string(), stringify!($f).to_string()),
+                      unsafe { core::ptr::addr_of!((*base).$f) as usize - base as usize });)*
     }};
 }
 

@@ -1,6 +1,6 @@
 //! `Context`: a backend, its worker threads and its logger (RAII over fp8attn_context).
 use crate::error::{check, Result};
-use core::ffi::{c_char, c_void};
+use std::os::raw::{c_char, c_void};
 use fp8attn_sys as sys;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,6 +1,6 @@
 //! `fp8attn::Error`: the status a call returned, its name, and the message the same call wrote
 //! into its own error struct (one per call: nothing thread-local).
-use core::ffi::CStr;
+use std::ffi::CStr;
 use core::fmt;
 use fp8attn_sys as sys;
 

@@ -64,6 +64,14 @@ impl AttentionDesc {
         self.raw.telemetry = on as u32;
         self
     }
+    /// The FP8 accumulator model (on by default for E4M3, 13 mantissa bits): `None` turns it off.
+    pub fn accumulator_model(mut self, mantissa_bits: Option<i32>) -> Self {
+        self.raw.accumulator_model = mantissa_bits.is_some() as u32;
+        if let Some(bits) = mantissa_bits {
+            self.raw.accumulator_mantissa_bits = bits;
+        }
+        self
+    }
 }
 
 pub use sys::fp8attn_telemetry as Telemetry;
