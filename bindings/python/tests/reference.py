@@ -41,3 +41,14 @@ def attention(q, k, v, causal=False, window=None, p_round=None):
     o = o / np.where(empty, 1, row).transpose(0, 2, 1)[..., None]
     lse = np.where(empty, -np.inf, m[..., 0] + np.log(np.where(empty, 1, row)))
     return o, lse
+
+
+def accumulator_lse_slack(q, k, causal=False, window=None, mantissa_bits=13):
+    """How far the library's default FP8 accumulator model may move each LSE: [b, hq, sq].
+
+    The model truncates each 32-deep MMA's running sum toward zero to `mantissa_bits`, losing less
+    than 2^-bits of a value no larger than Σ_d |q·k|; a logit takes head_dim/32 of them, and an
+    LSE moves by at most its largest logit's change. Rows without keys get 0."""
+    bound = _logits(np.abs(q), np.abs(k), causal, window) * (q.shape[3] / 32) * 2.0 ** -mantissa_bits
+    worst = bound.max(axis=-1)
+    return np.where(np.isfinite(worst), worst, 0.0)

@@ -44,7 +44,9 @@ def test_e4m3_forward_against_fp64(rng, causal, window, heads):
     _check(out, lse, out64, model, f"causal {causal} window {window} heads {heads}")
     finite = np.isfinite(lse64)
     assert np.array_equal(np.isfinite(lse), finite)
-    assert np.max(np.abs(lse[finite] - lse64[finite])) <= 2e-5 * max(1, np.max(np.abs(lse64[finite])))
+    # The LSE has no FP8 rounding; the default accumulator model moves it by at most the slack.
+    slack = ref.accumulator_lse_slack(qd, kd, causal, window)
+    assert np.all(np.abs(lse[finite] - lse64[finite]) <= 2e-5 * max(1, np.max(np.abs(lse64[finite]))) + slack[finite])
     assert tele["p_positive"] > 0 and 0 <= tele["p_underflow"] <= tele["p_positive"]
     assert tele["max_abs_scaled_logit"] > 0
 
@@ -87,7 +89,8 @@ def test_packed_varlen_and_plan_reuse(rng, ctx):
                 out64, lse64 = ref.attention(qd, kd, vd)
                 model, _ = ref.attention(qd, kd, vd, p_round="e4m3")
                 _check(out[rows][None], None, out64, model, f"sequence {b}")
-                assert np.allclose(lse[:, rows], lse64[0], rtol=2e-5, atol=2e-5)
+                slack = ref.accumulator_lse_slack(qd, kd)[0]
+                assert np.all(np.abs(lse[:, rows] - lse64[0]) <= 2e-5 + 2e-5 * np.abs(lse64[0]) + slack)
 
 
 def test_outputs_are_written_only_inside_their_view(rng, ctx):
