@@ -6,24 +6,33 @@
 #      sweep, the Python host test, the install and docs checks and the sm_90a static checks);
 #   3. the concurrency tests (label tsan: shared plans, the scale state, the emulator spreading
 #      CTAs over host threads) under ThreadSanitizer.
+# `scripts/run-tests.sh --list` installs and configures stage 1 exactly as a full run does, then
+# only lists its tests (ctest -N) and fails when there are none (tests/readme uses it).
+# Every ctest call fails when it finds no tests (--no-tests=error): a stage that silently runs
+# nothing is a failure, not a pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 jobs=$(nproc)
 
+if [ "${1:-}" = "--list" ]; then
+  FP8ATTN_CONFIGURE_ONLY=1 bash scripts/build.sh build
+  exec ctest --test-dir build -N --no-tests=error
+fi
+
 echo "== 1/3 Release build and every test"
 bash scripts/build.sh build
-ctest --test-dir build --output-on-failure -j"$jobs"
+ctest --test-dir build --output-on-failure --no-tests=error -j"$jobs"
 
 echo "== 2/3 AddressSanitizer + UndefinedBehaviorSanitizer"
 bash scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFP8ATTN_SANITIZE=address,undefined \
   -DFP8ATTN_BUILD_TOOLS=OFF -DFP8ATTN_BUILD_CUDA=OFF
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE 'exhaustive|python|install|docs' -E 'sm90a'
+  ctest --test-dir build-asan --output-on-failure --no-tests=error -j"$jobs" -LE 'exhaustive|python|install|docs|readme|portability' -E 'sm90a'
 
 echo "== 3/3 ThreadSanitizer (concurrency tests)"
 # NOTE: only the test executables that carry the tsan label are built here.
 FP8ATTN_BUILD_TARGETS="test_concurrent_forward test_scale_state_threads test_emu_runtime test_gemm_emulated" \
   bash scripts/build.sh build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFP8ATTN_SANITIZE=thread \
   -DFP8ATTN_BUILD_TOOLS=OFF -DFP8ATTN_BUILD_CUDA=OFF
-TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -j"$jobs" -L tsan
+TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure --no-tests=error -j"$jobs" -L tsan
