@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything the build and the tests need on a fresh Debian 12 machine:
 # Debian packages (compilers' libraries, spdlog, GoogleTest, Google Benchmark,
-# OpenBLAS, doxygen) and a Python virtual environment in .venv (numpy, ml_dtypes).
+# OpenBLAS, doxygen, qemu-user) and a Python virtual environment in .venv (numpy, ml_dtypes).
 # Idempotent: a second run only checks.
 # `install-deps.sh --main-job` installs only what scripts/run-main-job.sh needs to build and run
 # the main job (compilers, CMake, spdlog/fmt headers, OpenBLAS, Google Benchmark for the tools'
@@ -11,7 +11,8 @@ cd "$(dirname "$0")/.."
 
 main_job_debs=(cmake g++ make pkg-config libspdlog-dev libfmt-dev libbenchmark-dev libopenblas-dev
                nlohmann-json3-dev)
-debs=("${main_job_debs[@]}" libgtest-dev libgmock-dev doxygen python3-venv git)
+# qemu-user: tests/portability runs the default build on an emulated Haswell (qemu-x86_64).
+debs=("${main_job_debs[@]}" libgtest-dev libgmock-dev doxygen python3-venv git qemu-user)
 main_job=0
 [ "${1:-}" = "--main-job" ] && { main_job=1; debs=("${main_job_debs[@]}"); }
 missing=()
