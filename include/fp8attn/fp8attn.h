@@ -226,7 +226,19 @@ typedef struct fp8attn_context_t* fp8attn_context;
 
 /**
  * Log callback. `msg` is not NUL-terminated; it holds `len` bytes and is valid only during the
- * call. It may be called from any thread that uses the context, concurrently.
+ * call. It may be called from any thread that uses the context, concurrently, so it must be
+ * thread-safe itself.
+ *
+ * The library holds no lock of its own while it calls the callback. A callback may therefore
+ * call any fp8attn_* function, on the same context too (for example
+ * fp8attn_context_set_log_level()); calls that log will call it again, recursively. It must not
+ * destroy the context (or a plan or scale state) whose call is logging, and it must return:
+ * no longjmp and no C++ exception out of it.
+ *
+ * Levels: ::FP8ATTN_LOG_WARN for fallbacks the caller did not ask for (::FP8ATTN_BACKEND_AUTO on
+ * the CPU); ::FP8ATTN_LOG_INFO for the backend chosen; ::FP8ATTN_LOG_DEBUG for each context, plan
+ * creation and forward call (shapes, backend, tile, workspace); ::FP8ATTN_LOG_TRACE for each
+ * forward call's time in the backend.
  */
 typedef void (*fp8attn_log_callback)(void* user_data, int32_t level, const char* msg, size_t len);
 
@@ -237,7 +249,9 @@ typedef struct fp8attn_context_options {
   int32_t backend;     /**< An ::fp8attn_backend; default ::FP8ATTN_BACKEND_AUTO. */
   int32_t device_ordinal; /**< CUDA device ordinal; default 0. Ignored by CPU backends. */
   int32_t num_threads; /**< CPU worker threads; 0 = all cores. */
-  int32_t log_level;   /**< An ::fp8attn_log_level; default ::FP8ATTN_LOG_WARN. */
+  int32_t log_level;   /**< An ::fp8attn_log_level; default (0): the level named by the
+                            environment variable `FP8ATTN_LOG_LEVEL` (error, warn, info, debug,
+                            trace, off, or 1..6), else ::FP8ATTN_LOG_WARN. */
   fp8attn_log_callback log_callback; /**< NULL: messages go to stderr. */
   void* log_user_data; /**< Passed to `log_callback`; borrowed for the context's lifetime. */
 } fp8attn_context_options;
@@ -258,7 +272,7 @@ typedef struct fp8attn_context_options {
  * @retval FP8ATTN_STATUS_OUT_OF_MEMORY
  *
  * ::FP8ATTN_BACKEND_AUTO never fails for lack of a GPU: it falls back to the CPU and logs why
- * at ::FP8ATTN_LOG_INFO. The CUDA backend is looked up next to libfp8attn, and first at the path
+ * at ::FP8ATTN_LOG_WARN (call fp8attn_context_get_backend() to see which backend runs). The CUDA backend is looked up next to libfp8attn, and first at the path
  * in the environment variable `FP8ATTN_CUDA_BACKEND` when that is set.
  * Thread-safe.
  */
@@ -284,6 +298,23 @@ FP8ATTN_API void fp8attn_context_destroy(fp8attn_context ctx);
  */
 FP8ATTN_API int32_t fp8attn_context_get_backend(fp8attn_context ctx, int32_t* backend,
                                                 fp8attn_error* err);
+
+/**
+ * Changes the context's log level from now on; messages already being delivered are not
+ * affected.
+ * @param ctx   The context.
+ * @param level An ::fp8attn_log_level; ::FP8ATTN_LOG_DEFAULT means `FP8ATTN_LOG_LEVEL` from the
+ *              environment (read now), else ::FP8ATTN_LOG_WARN.
+ * @param err   Optional error detail.
+ * @retval FP8ATTN_OK                  The level is set.
+ * @retval FP8ATTN_STATUS_BAD_HANDLE   `ctx` is NULL.
+ * @retval FP8ATTN_STATUS_BAD_OPTION   `level` is not an ::fp8attn_log_level; the level is unchanged.
+ *
+ * @par Thread safety
+ * Thread-safe, also from inside the context's log callback.
+ */
+FP8ATTN_API int32_t fp8attn_context_set_log_level(fp8attn_context ctx, int32_t level,
+                                                  fp8attn_error* err);
 
 /** @} */
 
