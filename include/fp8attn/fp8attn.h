@@ -444,7 +444,7 @@ FP8ATTN_API int32_t fp8attn_plan_get_tile(fp8attn_plan plan, int32_t* block_m, i
  * @{ */
 /* ------------------------------------------------------------------------------------------ */
 
-/** Numerics measured by the forward call itself (DESIGN §3). Caller-owned output. */
+/** Numerics measured by the forward call itself (docs/design.md §3). Caller-owned output. */
 typedef struct fp8attn_telemetry {
   size_t struct_size;         /**< sizeof(fp8attn_telemetry); set by the caller. */
   uint64_t p_positive;        /**< Out: count of P̃ > 0 (FP32, before the cast). */
@@ -497,7 +497,7 @@ typedef struct fp8attn_attention_args {
 } fp8attn_attention_args;
 
 /**
- * Computes attention: out = softmax(scale·Q·Kᵀ + mask)·V, per DESIGN §3.
+ * Computes attention: out = softmax(scale·Q·Kᵀ + mask)·V, per docs/design.md §3.
  * @param plan      From fp8attn_plan_create().
  * @param args      Borrowed for the call.
  * @param workspace Caller-owned scratch of at least the queried size; may be NULL if that is 0.
@@ -525,7 +525,7 @@ FP8ATTN_API int32_t fp8attn_attention_forward(fp8attn_plan plan, const fp8attn_a
 /** @} */
 
 /* ------------------------------------------------------------------------------------------ */
-/** @name P-underflow prediction (DESIGN §3)
+/** @name P-underflow prediction (docs/design.md §3)
  * @{ */
 /* ------------------------------------------------------------------------------------------ */
 
@@ -570,7 +570,7 @@ FP8ATTN_API int32_t fp8attn_predict_p_underflow(const fp8attn_sink_model* model,
 /** @name Scale state and spectral norms
  * Geometry-aware logit scales from the spectral norms of the per-head QK interaction
  * matrices, and the FP8 scale state with delayed, current and geometry-aware recipes
- * (DESIGN §3, "Geometry-aware logit scales" and "Delayed and current scaling").
+ * (docs/design.md §3, "Geometry-aware logit scales" and "Delayed and current scaling").
  * @{ */
 /* ------------------------------------------------------------------------------------------ */
 
@@ -728,7 +728,7 @@ typedef struct fp8attn_rope_options {
 
 /**
  * Logit norms under rotary embeddings. With RoPE, S_ij = x_iᵀ·W_Q,hᵀ·R_Δ·W_K,g·x_j/√d_h with
- * Δ = j − i, and ‖W_Q,hᵀ·R_Δ·W_K,g‖₂ depends on Δ and can exceed σ_h (DESIGN §3).
+ * Δ = j − i, and ‖W_Q,hᵀ·R_Δ·W_K,g‖₂ depends on Δ and can exceed σ_h (docs/design.md §3).
  * - `safe_out[h]` = min(‖W_Q,h‖₂·‖W_K,g‖₂, Σ_p ‖W_Q,h,p‖₂·‖W_K,g,p‖₂), where W_·,p are the two
  *   rows of frequency pair p. It bounds the norm for every offset.
  * - `exact_out[h]` = max over Δ in [min_offset, max_offset] of ‖W_Q,hᵀ·R_Δ·W_K,g‖₂, by a power
