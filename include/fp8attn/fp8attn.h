@@ -122,6 +122,8 @@ typedef struct fp8attn_error {
 /**
  * Returns the library version as major·10000 + minor·100 + patch.
  * @return The version number.
+ *
+ * @par Thread safety
  * Thread-safe; never fails.
  */
 FP8ATTN_API int32_t fp8attn_get_version(void);
@@ -261,7 +263,7 @@ typedef struct fp8attn_context_options {
  * @param options NULL for defaults. Borrowed for the call.
  * @param out     Out: the new context; written only on success.
  * @param err     Optional error detail.
- * @retval FP8ATTN_OK
+ * @retval FP8ATTN_OK Success.
  * @retval FP8ATTN_STATUS_NULL_POINTER          `out` is NULL.
  * @retval FP8ATTN_STATUS_BAD_STRUCT_SIZE       `options->struct_size` is too small.
  * @retval FP8ATTN_STATUS_BAD_EXTENSION         `options->next` is not NULL.
@@ -269,11 +271,14 @@ typedef struct fp8attn_context_options {
  * @retval FP8ATTN_STATUS_CUDA_BACKEND_MISSING  CUDA asked for and libfp8attn_cuda not loadable.
  * @retval FP8ATTN_STATUS_NO_CUDA_DEVICE        CUDA asked for and no driver or device found.
  * @retval FP8ATTN_STATUS_UNSUPPORTED_DEVICE    CUDA asked for and the device is not sm_90.
- * @retval FP8ATTN_STATUS_OUT_OF_MEMORY
+ * @retval FP8ATTN_STATUS_OUT_OF_MEMORY Host memory ran out; no output was written.
  *
  * ::FP8ATTN_BACKEND_AUTO never fails for lack of a GPU: it falls back to the CPU and logs why
- * at ::FP8ATTN_LOG_WARN (call fp8attn_context_get_backend() to see which backend runs). The CUDA backend is looked up next to libfp8attn, and first at the path
- * in the environment variable `FP8ATTN_CUDA_BACKEND` when that is set.
+ * at ::FP8ATTN_LOG_WARN (call fp8attn_context_get_backend() to see which backend runs). The
+ * CUDA backend is looked up next to libfp8attn, and first at the path in the environment
+ * variable `FP8ATTN_CUDA_BACKEND` when that is set.
+ *
+ * @par Thread safety
  * Thread-safe.
  */
 FP8ATTN_API int32_t fp8attn_context_create(const fp8attn_context_options* options,
@@ -291,9 +296,11 @@ FP8ATTN_API void fp8attn_context_destroy(fp8attn_context ctx);
  * @param ctx     The context.
  * @param backend Out: an ::fp8attn_backend; written only on success.
  * @param err     Optional error detail.
- * @retval FP8ATTN_OK
+ * @retval FP8ATTN_OK Success.
  * @retval FP8ATTN_STATUS_BAD_HANDLE   `ctx` is NULL.
  * @retval FP8ATTN_STATUS_NULL_POINTER `backend` is NULL.
+ *
+ * @par Thread safety
  * Thread-safe.
  */
 FP8ATTN_API int32_t fp8attn_context_get_backend(fp8attn_context ctx, int32_t* backend,
@@ -308,7 +315,8 @@ FP8ATTN_API int32_t fp8attn_context_get_backend(fp8attn_context ctx, int32_t* ba
  * @param err   Optional error detail.
  * @retval FP8ATTN_OK                  The level is set.
  * @retval FP8ATTN_STATUS_BAD_HANDLE   `ctx` is NULL.
- * @retval FP8ATTN_STATUS_BAD_OPTION   `level` is not an ::fp8attn_log_level; the level is unchanged.
+ * @retval FP8ATTN_STATUS_BAD_OPTION   `level` is not an ::fp8attn_log_level; the level is
+ *         unchanged.
  *
  * @par Thread safety
  * Thread-safe, also from inside the context's log callback.
@@ -373,8 +381,10 @@ typedef struct fp8attn_attention_desc {
  * `struct_size` are not written when `desc->struct_size` is already set to a smaller nonzero
  * value; a zero `struct_size` is treated as sizeof(fp8attn_attention_desc).
  * @param desc In/out: the description to fill; caller-owned.
- * @retval FP8ATTN_OK
+ * @retval FP8ATTN_OK Success.
  * @retval FP8ATTN_STATUS_NULL_POINTER `desc` is NULL.
+ *
+ * @par Thread safety
  * Thread-safe.
  */
 FP8ATTN_API int32_t fp8attn_attention_desc_init(fp8attn_attention_desc* desc);
@@ -388,14 +398,21 @@ typedef struct fp8attn_plan_t* fp8attn_plan;
  * @param desc Borrowed for the call.
  * @param out  Out: the plan; written only on success.
  * @param err  Optional error detail.
- * @retval FP8ATTN_OK
- * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER, FP8ATTN_STATUS_BAD_STRUCT_SIZE,
- *         FP8ATTN_STATUS_BAD_EXTENSION
+ * @retval FP8ATTN_OK Success.
+ * @retval FP8ATTN_STATUS_BAD_HANDLE A handle argument is NULL.
+ * @retval FP8ATTN_STATUS_NULL_POINTER A required pointer argument is NULL.
+ * @retval FP8ATTN_STATUS_BAD_STRUCT_SIZE A struct's `struct_size` is 0 or smaller than its oldest
+ *         layout.
+ * @retval FP8ATTN_STATUS_BAD_EXTENSION A struct's `next` is not NULL.
  * @retval FP8ATTN_STATUS_BAD_DTYPE           input or output dtype not allowed.
- * @retval FP8ATTN_STATUS_UNSUPPORTED_HEAD_DIM head_dim not in {64, 128, 256}, or head_dim_v differs.
+ * @retval FP8ATTN_STATUS_UNSUPPORTED_HEAD_DIM head_dim not in {64, 128, 256}, or head_dim_v
+ *         differs.
  * @retval FP8ATTN_STATUS_BAD_HEADS           head counts not positive, or not divisible.
- * @retval FP8ATTN_STATUS_BAD_SCALE           softmax_scale NaN, infinite or negative; bad β, τ, cap.
+ * @retval FP8ATTN_STATUS_BAD_SCALE           softmax_scale NaN, infinite or negative; bad β, τ,
+ *         cap.
  * @retval FP8ATTN_STATUS_BAD_OPTION          kv_order, p_scale_log2, variant, window, interval.
+ *
+ * @par Thread safety
  * Thread-safe.
  */
 FP8ATTN_API int32_t fp8attn_plan_create(fp8attn_context ctx, const fp8attn_attention_desc* desc,
@@ -413,9 +430,12 @@ FP8ATTN_API void fp8attn_plan_destroy(fp8attn_plan plan);
  * @param max_seqlen_k Longest key sequence, > 0.
  * @param bytes Out: the size; written only on success. May be 0.
  * @param err   Optional error detail.
- * @retval FP8ATTN_OK
- * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER
+ * @retval FP8ATTN_OK Success.
+ * @retval FP8ATTN_STATUS_BAD_HANDLE A handle argument is NULL.
+ * @retval FP8ATTN_STATUS_NULL_POINTER A required pointer argument is NULL.
  * @retval FP8ATTN_STATUS_BAD_SHAPE  a size that is not positive.
+ *
+ * @par Thread safety
  * Thread-safe.
  */
 FP8ATTN_API int32_t fp8attn_plan_workspace_size(fp8attn_plan plan, int64_t batch,
@@ -429,9 +449,11 @@ FP8ATTN_API int32_t fp8attn_plan_workspace_size(fp8attn_plan plan, int64_t batch
  * @param block_m Out: rows per query tile; written only on success.
  * @param block_n Out: keys per KV block; written only on success.
  * @param err     Optional error detail.
- * @retval FP8ATTN_OK
+ * @retval FP8ATTN_OK Success.
  * @retval FP8ATTN_STATUS_BAD_HANDLE   `plan` is NULL.
  * @retval FP8ATTN_STATUS_NULL_POINTER `block_m` or `block_n` is NULL.
+ *
+ * @par Thread safety
  * Thread-safe.
  */
 FP8ATTN_API int32_t fp8attn_plan_get_tile(fp8attn_plan plan, int32_t* block_m, int32_t* block_n,
@@ -504,9 +526,12 @@ typedef struct fp8attn_attention_args {
  * @param workspace_bytes Its size.
  * @param stream    CUDA stream; must be NULL on CPU backends.
  * @param err       Optional error detail.
- * @retval FP8ATTN_OK
- * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER, FP8ATTN_STATUS_BAD_STRUCT_SIZE,
- *         FP8ATTN_STATUS_BAD_EXTENSION
+ * @retval FP8ATTN_OK Success.
+ * @retval FP8ATTN_STATUS_BAD_HANDLE A handle argument is NULL.
+ * @retval FP8ATTN_STATUS_NULL_POINTER A required pointer argument is NULL.
+ * @retval FP8ATTN_STATUS_BAD_STRUCT_SIZE A struct's `struct_size` is 0 or smaller than its oldest
+ *         layout.
+ * @retval FP8ATTN_STATUS_BAD_EXTENSION A struct's `next` is not NULL.
  * @retval FP8ATTN_STATUS_BAD_DTYPE     a tensor's dtype is unknown or not the plan's.
  * @retval FP8ATTN_STATUS_BAD_SHAPE     a rank or extent mismatch.
  * @retval FP8ATTN_STATUS_BAD_STRIDE    a negative stride.
@@ -514,7 +539,10 @@ typedef struct fp8attn_attention_args {
  * @retval FP8ATTN_STATUS_BAD_SCALE     a descale that is NaN, infinite or ≤ 0.
  * @retval FP8ATTN_STATUS_BAD_DEVICE    a tensor not on the backend's device.
  * @retval FP8ATTN_STATUS_BAD_STREAM    a stream given to a CPU backend.
- * @retval FP8ATTN_STATUS_WORKSPACE_TOO_SMALL
+ * @retval FP8ATTN_STATUS_WORKSPACE_TOO_SMALL `workspace_bytes` is below what the workspace query
+ *         returns for this problem.
+ *
+ * @par Thread safety
  * Thread-safe: concurrent calls on one plan are allowed (CPU calls on one context run one at a
  * time on its worker threads).
  */
@@ -553,11 +581,16 @@ typedef struct fp8attn_sink_model {
  * block, (min(block_n, seqlen_k) − k_sink) / (seqlen_k − k_sink). Both by numerical integration.
  * Either output may be NULL; neither is written on failure.
  * @param err           Optional error detail.
- * @retval FP8ATTN_OK
- * @retval FP8ATTN_STATUS_NULL_POINTER, FP8ATTN_STATUS_BAD_STRUCT_SIZE, FP8ATTN_STATUS_BAD_EXTENSION
+ * @retval FP8ATTN_OK Success.
+ * @retval FP8ATTN_STATUS_NULL_POINTER A required pointer argument is NULL.
+ * @retval FP8ATTN_STATUS_BAD_STRUCT_SIZE A struct's `struct_size` is 0 or smaller than its oldest
+ *         layout.
+ * @retval FP8ATTN_STATUS_BAD_EXTENSION A struct's `next` is not NULL.
  * @retval FP8ATTN_STATUS_BAD_SCALE         `p_scale` not finite or not > 0.
  * @retval FP8ATTN_STATUS_BAD_OPTION        unknown `kv_order`.
  * @retval FP8ATTN_STATUS_INVALID_ARGUMENT  another field out of range.
+ *
+ * @par Thread safety
  * Thread-safe.
  */
 FP8ATTN_API int32_t fp8attn_predict_p_underflow(const fp8attn_sink_model* model,
@@ -617,12 +650,15 @@ typedef struct fp8attn_power_iteration_options {
  * @param d_model      d, the input width of the projections, ≥ 1.
  * @param bytes        Out: the size; written only on success.
  * @param err          Optional error detail.
- * @retval FP8ATTN_OK
+ * @retval FP8ATTN_OK Success.
  * @retval FP8ATTN_STATUS_BAD_HANDLE   `ctx` is NULL.
  * @retval FP8ATTN_STATUS_NULL_POINTER `bytes` is NULL.
  * @retval FP8ATTN_STATUS_BAD_HEADS    head counts not positive, or not divisible.
  * @retval FP8ATTN_STATUS_BAD_SHAPE    head_dim or d_model not positive.
- * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND  the CUDA backend (see fp8attn_qk_spectral_norms()).
+ * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND  the CUDA backend (see
+ *         fp8attn_qk_spectral_norms()).
+ *
+ * @par Thread safety
  * Thread-safe.
  */
 FP8ATTN_API int32_t fp8attn_qk_spectral_norms_workspace_size(fp8attn_context ctx, int32_t num_heads_q,
@@ -658,9 +694,12 @@ FP8ATTN_API int32_t fp8attn_qk_spectral_norms_workspace_size(fp8attn_context ctx
  * @param workspace_bytes Its size.
  * @param stream       Must be NULL on CPU backends.
  * @param err          Optional error detail.
- * @retval FP8ATTN_OK
- * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER, FP8ATTN_STATUS_BAD_STRUCT_SIZE,
- *         FP8ATTN_STATUS_BAD_EXTENSION
+ * @retval FP8ATTN_OK Success.
+ * @retval FP8ATTN_STATUS_BAD_HANDLE A handle argument is NULL.
+ * @retval FP8ATTN_STATUS_NULL_POINTER A required pointer argument is NULL.
+ * @retval FP8ATTN_STATUS_BAD_STRUCT_SIZE A struct's `struct_size` is 0 or smaller than its oldest
+ *         layout.
+ * @retval FP8ATTN_STATUS_BAD_EXTENSION A struct's `next` is not NULL.
  * @retval FP8ATTN_STATUS_BAD_HEADS    head counts not positive, or not divisible.
  * @retval FP8ATTN_STATUS_BAD_SHAPE    a weight is not rank 2, or its extents do not match.
  * @retval FP8ATTN_STATUS_BAD_STRIDE   a negative stride.
@@ -668,9 +707,12 @@ FP8ATTN_API int32_t fp8attn_qk_spectral_norms_workspace_size(fp8attn_context ctx
  * @retval FP8ATTN_STATUS_BAD_DEVICE   a weight not in the backend's memory.
  * @retval FP8ATTN_STATUS_BAD_STREAM   a stream given to a CPU backend.
  * @retval FP8ATTN_STATUS_BAD_OPTION   a negative iteration cap or tolerance, a bad descale.
- * @retval FP8ATTN_STATUS_WORKSPACE_TOO_SMALL
+ * @retval FP8ATTN_STATUS_WORKSPACE_TOO_SMALL `workspace_bytes` is below what the workspace query
+ *         returns for this problem.
  * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND  the CUDA backend (its cuBLASLt path is built
  *                     into libfp8attn_cuda but not yet dispatched from this entry point).
+ *
+ * @par Thread safety
  * Thread-safe: concurrent calls are allowed (CPU calls on one context share its threads).
  */
 FP8ATTN_API int32_t fp8attn_qk_spectral_norms(fp8attn_context ctx, const fp8attn_tensor* wq,
@@ -694,10 +736,12 @@ FP8ATTN_API int32_t fp8attn_qk_spectral_norms(fp8attn_context ctx, const fp8attn
  * @param bound            Optional out: L. Written only on success.
  * @param scale            Optional out: 448 / L. Written only on success.
  * @param err              Optional error detail.
- * @retval FP8ATTN_OK
+ * @retval FP8ATTN_OK Success.
  * @retval FP8ATTN_STATUS_NULL_POINTER  `sigma` is NULL.
  * @retval FP8ATTN_STATUS_BAD_SHAPE     num_heads or head_dim not positive.
  * @retval FP8ATTN_STATUS_BAD_SCALE     a σ, B_X or α out of range.
+ *
+ * @par Thread safety
  * Thread-safe.
  */
 FP8ATTN_API int32_t fp8attn_logit_bound(const float* sigma, int32_t num_heads, int32_t head_dim,
@@ -747,11 +791,20 @@ typedef struct fp8attn_rope_options {
  * @param safe_out     Optional out, [num_heads_q]. Written only on success.
  * @param exact_out    Optional out, [num_heads_q]. Written only on success.
  * @param err          Optional error detail.
- * @retval FP8ATTN_OK
- * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER, FP8ATTN_STATUS_BAD_STRUCT_SIZE,
- *         FP8ATTN_STATUS_BAD_EXTENSION, FP8ATTN_STATUS_BAD_HEADS, FP8ATTN_STATUS_BAD_SHAPE,
- *         FP8ATTN_STATUS_BAD_STRIDE, FP8ATTN_STATUS_BAD_DTYPE, FP8ATTN_STATUS_BAD_DEVICE
+ * @retval FP8ATTN_OK Success.
+ * @retval FP8ATTN_STATUS_BAD_HANDLE A handle argument is NULL.
+ * @retval FP8ATTN_STATUS_NULL_POINTER A required pointer argument is NULL.
+ * @retval FP8ATTN_STATUS_BAD_STRUCT_SIZE A struct's `struct_size` is 0 or smaller than its oldest
+ *         layout.
+ * @retval FP8ATTN_STATUS_BAD_EXTENSION A struct's `next` is not NULL.
+ * @retval FP8ATTN_STATUS_BAD_HEADS Head counts that are zero or do not divide.
+ * @retval FP8ATTN_STATUS_BAD_SHAPE A rank or an extent does not match.
+ * @retval FP8ATTN_STATUS_BAD_STRIDE A negative stride.
+ * @retval FP8ATTN_STATUS_BAD_DTYPE A tensor's dtype is not one the argument takes.
+ * @retval FP8ATTN_STATUS_BAD_DEVICE A tensor is not on the backend's device.
  * @retval FP8ATTN_STATUS_BAD_OPTION   layout, offsets, iteration cap, tolerance or base.
+ *
+ * @par Thread safety
  * Thread-safe.
  */
 FP8ATTN_API int32_t fp8attn_qk_rope_norms(fp8attn_context ctx, const fp8attn_tensor* wq,
@@ -831,12 +884,17 @@ typedef struct fp8attn_scale_state_t* fp8attn_scale_state;
  * @param options NULL for defaults. Borrowed for the call.
  * @param out     Out: the new state; written only on success.
  * @param err     Optional error detail.
- * @retval FP8ATTN_OK
- * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER, FP8ATTN_STATUS_BAD_STRUCT_SIZE,
- *         FP8ATTN_STATUS_BAD_EXTENSION
+ * @retval FP8ATTN_OK Success.
+ * @retval FP8ATTN_STATUS_BAD_HANDLE A handle argument is NULL.
+ * @retval FP8ATTN_STATUS_NULL_POINTER A required pointer argument is NULL.
+ * @retval FP8ATTN_STATUS_BAD_STRUCT_SIZE A struct's `struct_size` is 0 or smaller than its oldest
+ *         layout.
+ * @retval FP8ATTN_STATUS_BAD_EXTENSION A struct's `next` is not NULL.
  * @retval FP8ATTN_STATUS_BAD_OPTION  a recipe, algorithm, length, count or dtype out of range.
  * @retval FP8ATTN_STATUS_BAD_SCALE   margin, B_X, alpha_margin or alpha_decay out of range.
- * @retval FP8ATTN_STATUS_OUT_OF_MEMORY
+ * @retval FP8ATTN_STATUS_OUT_OF_MEMORY Host memory ran out; no output was written.
+ *
+ * @par Thread safety
  * Thread-safe.
  */
 FP8ATTN_API int32_t fp8attn_scale_state_create(fp8attn_context ctx,
@@ -858,10 +916,12 @@ FP8ATTN_API void fp8attn_scale_state_destroy(fp8attn_scale_state state);
  * @param tensor An ::fp8attn_tensor_kind.
  * @param amax   Finite and ≥ 0.
  * @param err    Optional error detail.
- * @retval FP8ATTN_OK
+ * @retval FP8ATTN_OK Success.
  * @retval FP8ATTN_STATUS_BAD_HANDLE      `state` is NULL.
  * @retval FP8ATTN_STATUS_INVALID_ARGUMENT layer or tensor out of range.
  * @retval FP8ATTN_STATUS_BAD_SCALE       amax NaN, infinite or negative.
+ *
+ * @par Thread safety
  * Thread-safe (exclusive with other updates).
  */
 FP8ATTN_API int32_t fp8attn_scale_state_report_amax(fp8attn_scale_state state, int32_t layer,
@@ -876,10 +936,13 @@ FP8ATTN_API int32_t fp8attn_scale_state_report_amax(fp8attn_scale_state state, i
  * @param amax  Borrowed; num_layers·8 floats, each finite (negative = skip).
  * @param count Number of floats in `amax`; must be num_layers·8.
  * @param err   Optional error detail.
- * @retval FP8ATTN_OK
- * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER
+ * @retval FP8ATTN_OK Success.
+ * @retval FP8ATTN_STATUS_BAD_HANDLE A handle argument is NULL.
+ * @retval FP8ATTN_STATUS_NULL_POINTER A required pointer argument is NULL.
  * @retval FP8ATTN_STATUS_BAD_SHAPE  `count` is not num_layers·8.
  * @retval FP8ATTN_STATUS_BAD_SCALE  an entry is NaN or infinite.
+ *
+ * @par Thread safety
  * Thread-safe (exclusive with other updates).
  */
 FP8ATTN_API int32_t fp8attn_scale_state_report_amax_batch(fp8attn_scale_state state,
@@ -892,8 +955,10 @@ FP8ATTN_API int32_t fp8attn_scale_state_report_amax_batch(fp8attn_scale_state st
  * this step's amax, and the auto-α burn-in advances.
  * @param state The state.
  * @param err   Optional error detail.
- * @retval FP8ATTN_OK
+ * @retval FP8ATTN_OK Success.
  * @retval FP8ATTN_STATUS_BAD_HANDLE `state` is NULL.
+ *
+ * @par Thread safety
  * Thread-safe (exclusive with other updates).
  */
 FP8ATTN_API int32_t fp8attn_scale_state_step(fp8attn_scale_state state, fp8attn_error* err);
@@ -907,9 +972,11 @@ FP8ATTN_API int32_t fp8attn_scale_state_step(fp8attn_scale_state state, fp8attn_
  * @param scale     Optional out; written only on success.
  * @param scale_inv Optional out; written only on success.
  * @param err       Optional error detail.
- * @retval FP8ATTN_OK
+ * @retval FP8ATTN_OK Success.
  * @retval FP8ATTN_STATUS_BAD_HANDLE       `state` is NULL.
  * @retval FP8ATTN_STATUS_INVALID_ARGUMENT layer or tensor out of range.
+ *
+ * @par Thread safety
  * Thread-safe (shared with other reads).
  */
 FP8ATTN_API int32_t fp8attn_scale_state_get_scale(fp8attn_scale_state state, int32_t layer,
@@ -929,10 +996,12 @@ FP8ATTN_API int32_t fp8attn_scale_state_get_scale(fp8attn_scale_state state, int
  * @param num_heads_kv Key heads.
  * @param head_dim     d_h.
  * @param err          Optional error detail.
- * @retval FP8ATTN_OK
+ * @retval FP8ATTN_OK Success.
  * @retval FP8ATTN_STATUS_BAD_HANDLE       `state` is NULL.
  * @retval FP8ATTN_STATUS_INVALID_ARGUMENT layer out of range.
  * @retval Any status of fp8attn_qk_spectral_norms().
+ *
+ * @par Thread safety
  * Thread-safe.
  */
 FP8ATTN_API int32_t fp8attn_scale_state_set_qk_weights(fp8attn_scale_state state, int32_t layer,
@@ -951,11 +1020,14 @@ FP8ATTN_API int32_t fp8attn_scale_state_set_qk_weights(fp8attn_scale_state state
  * @param head_dim  d_h ≥ 1.
  * @param d_model   d ≥ 1; gives the default B_X = √d when the options left it 0.
  * @param err       Optional error detail.
- * @retval FP8ATTN_OK
- * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER
+ * @retval FP8ATTN_OK Success.
+ * @retval FP8ATTN_STATUS_BAD_HANDLE A handle argument is NULL.
+ * @retval FP8ATTN_STATUS_NULL_POINTER A required pointer argument is NULL.
  * @retval FP8ATTN_STATUS_INVALID_ARGUMENT layer out of range.
  * @retval FP8ATTN_STATUS_BAD_SHAPE        a count not positive.
  * @retval FP8ATTN_STATUS_BAD_SCALE        a σ out of range.
+ *
+ * @par Thread safety
  * Thread-safe (exclusive with other updates).
  */
 FP8ATTN_API int32_t fp8attn_scale_state_set_qk_sigma(fp8attn_scale_state state, int32_t layer,
@@ -972,9 +1044,12 @@ FP8ATTN_API int32_t fp8attn_scale_state_set_qk_sigma(fp8attn_scale_state state, 
  * @param capacity Bytes available at `buf`.
  * @param written  Out: the blob size (also when `buf` is NULL). Written only on success.
  * @param err      Optional error detail.
- * @retval FP8ATTN_OK
- * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER (`written` NULL)
+ * @retval FP8ATTN_OK Success.
+ * @retval FP8ATTN_STATUS_BAD_HANDLE A handle argument is NULL.
+ * @retval FP8ATTN_STATUS_NULL_POINTER A required pointer argument is NULL (`written` NULL).
  * @retval FP8ATTN_STATUS_BUFFER_TOO_SMALL  `capacity` is less than the blob size.
+ *
+ * @par Thread safety
  * Thread-safe (shared with other reads).
  */
 FP8ATTN_API int32_t fp8attn_scale_state_serialize(fp8attn_scale_state state, void* buf,
@@ -988,12 +1063,15 @@ FP8ATTN_API int32_t fp8attn_scale_state_serialize(fp8attn_scale_state state, voi
  * @param buf   The blob. Borrowed for the call.
  * @param len   Its length in bytes.
  * @param err   Optional error detail.
- * @retval FP8ATTN_OK
- * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER
+ * @retval FP8ATTN_OK Success.
+ * @retval FP8ATTN_STATUS_BAD_HANDLE A handle argument is NULL.
+ * @retval FP8ATTN_STATUS_NULL_POINTER A required pointer argument is NULL.
  * @retval FP8ATTN_STATUS_TRUNCATED_BLOB    shorter than its header says.
  * @retval FP8ATTN_STATUS_BAD_BLOB_VERSION  wrong magic, unknown version, or unknown counts.
  * @retval FP8ATTN_STATUS_CHECKSUM_MISMATCH the CRC32C does not match.
  * @retval FP8ATTN_STATUS_NUMERICS          trailing bytes, or a field out of range.
+ *
+ * @par Thread safety
  * Thread-safe (exclusive with other updates).
  */
 FP8ATTN_API int32_t fp8attn_scale_state_deserialize(fp8attn_scale_state state, const void* buf,
@@ -1081,10 +1159,12 @@ typedef struct fp8attn_quantize_options {
  * @param amax       Optional out: the amax of the whole (rotated) tensor, before the margin, for
  *                   fp8attn_scale_state_report_amax(). Written only on success.
  * @param err        Optional error detail.
- * @retval FP8ATTN_OK
+ * @retval FP8ATTN_OK Success.
  * @retval FP8ATTN_STATUS_BAD_HANDLE       `ctx` is NULL.
  * @retval FP8ATTN_STATUS_NULL_POINTER     `input`, `output` or `descale` (or its data) is NULL.
- * @retval FP8ATTN_STATUS_BAD_STRUCT_SIZE, FP8ATTN_STATUS_BAD_EXTENSION
+ * @retval FP8ATTN_STATUS_BAD_STRUCT_SIZE A struct's `struct_size` is 0 or smaller than its oldest
+ *         layout.
+ * @retval FP8ATTN_STATUS_BAD_EXTENSION A struct's `next` is not NULL.
  * @retval FP8ATTN_STATUS_BAD_DTYPE        input not BF16 or F32, output not E4M3, descale not F32,
  *                                         cu_seqlens not I32.
  * @retval FP8ATTN_STATUS_BAD_SHAPE        a rank or extent mismatch, or a head_dim of 0.
@@ -1100,6 +1180,8 @@ typedef struct fp8attn_quantize_options {
  * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND the context runs on the CUDA backend.
  * @retval FP8ATTN_STATUS_NUMERICS         the input holds a NaN or an infinity.
  * @retval FP8ATTN_STATUS_OUT_OF_MEMORY   its host scratch could not be allocated.
+ *
+ * @par Thread safety
  * Thread-safe: runs on the context's worker threads (one CPU call per context at a time).
  * Unlike the execute calls, it takes no workspace: it allocates one float per descale slice, one
  * head-dim row per worker thread and, when rotating, head_dim signs. A CUDA entry point, with a
