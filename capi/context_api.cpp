@@ -2,6 +2,7 @@
 #include "capi/abi_guard.hpp"
 #include "capi/versioned_struct.hpp"
 #include "lib/core/context.hpp"
+#include "lib/core/logging.hpp"
 
 using fp8attn::capi::guarded;
 using fp8attn::capi::read_struct;
@@ -40,6 +41,15 @@ int32_t fp8attn_context_get_backend(fp8attn_context ctx, int32_t* backend, fp8at
     fp8attn::require(ctx != nullptr, FP8ATTN_STATUS_BAD_HANDLE, "ctx is NULL");
     fp8attn::require(backend != nullptr, FP8ATTN_STATUS_NULL_POINTER, "backend (int32_t*) is NULL");
     *backend = ctx->impl.backend().kind();
+  });
+}
+
+int32_t fp8attn_context_set_log_level(fp8attn_context ctx, int32_t level, fp8attn_error* err) {
+  return guarded(err, [&] {
+    fp8attn::require(ctx != nullptr, FP8ATTN_STATUS_BAD_HANDLE, "ctx is NULL");
+    fp8attn::require(level >= FP8ATTN_LOG_DEFAULT && level <= FP8ATTN_LOG_OFF, FP8ATTN_STATUS_BAD_OPTION,
+                     "level is not an fp8attn_log_level: " + std::to_string(level));
+    fp8attn::set_log_level(ctx->impl.log(), level);
   });
 }
 

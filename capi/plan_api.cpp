@@ -2,6 +2,7 @@
 #include "capi/abi_guard.hpp"
 #include "capi/versioned_struct.hpp"
 #include "lib/attention/plan.hpp"
+#include "lib/core/logging.hpp"
 
 using fp8attn::capi::guarded;
 using fp8attn::capi::read_struct;
@@ -40,9 +41,14 @@ int32_t fp8attn_plan_create(fp8attn_context ctx, const fp8attn_attention_desc* d
         read_struct(desc, "fp8attn_attention_desc", FP8ATTN_LAYOUT_THROUGH(fp8attn_attention_desc, telemetry), default_desc());
     const fp8attn::AttentionConfig config = fp8attn::make_attention_config(d);
     ctx->impl.backend().check_attention(config);
-    ctx->impl.log().debug("plan: {} heads_q={} heads_kv={} head_dim={} block {}x{} kv_order={} p_scale_log2={}",
-                          d.input_dtype == FP8ATTN_DTYPE_E4M3 ? "E4M3" : "BF16", config.num_heads_q, config.num_heads_kv,
-                          config.head_dim, config.tile.block_m, config.tile.block_n, config.kv_order, config.p_scale_log2);
+    ctx->impl.log().debug(
+        "plan created: backend {}, {} -> {}, heads_q={} heads_kv={} head_dim={} causal={} window=({}, {}), tile "
+        "{}x{}, kv_order={} p_scale_log2={} pv_promote_interval={} softmax_variant={} sink_tokens={}",
+        fp8attn::backend_log_name(ctx->impl.backend().kind()), d.input_dtype == FP8ATTN_DTYPE_E4M3 ? "E4M3" : "BF16",
+        config.output_dtype == FP8ATTN_DTYPE_F32 ? "F32" : "BF16", config.num_heads_q, config.num_heads_kv,
+        config.head_dim, config.causal, config.window_left, config.window_right, config.tile.block_m,
+        config.tile.block_n, config.kv_order, config.p_scale_log2, config.pv_promote_interval, config.softmax_variant,
+        config.sink_tokens);
     *out = new fp8attn_plan_t{&ctx->impl, config};
   });
 }

@@ -8,6 +8,8 @@ install(TARGETS fp8attn EXPORT fp8attnTargets
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/fp8attn DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# The license (Apache-2.0); the CMake package and the .pc file name it.
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(EXPORT fp8attnTargets NAMESPACE fp8attn:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/fp8attn)
 
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/fp8attnConfig.cmake.in

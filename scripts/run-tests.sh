@@ -7,29 +7,41 @@
 #      modules; the Python host test runs here too, with the ASan runtime preloaded);
 #   3. the concurrency tests (label tsan: shared plans, the scale state, the emulator spreading
 #      CTAs over host threads) under ThreadSanitizer;
-#   4. the fuzz smoke stage: each libFuzzer target of tests/fuzz for 60 s under ASan + UBSan
+#   4. the host bindings (Python, Rust, Go) and the ABI baseline, against an installed prefix;
+#   5. the fuzz smoke stage: each libFuzzer target of tests/fuzz for 60 s under ASan + UBSan
 #      (built with clang; scripts/fuzz.sh runs longer campaigns).
+# `scripts/run-tests.sh --list` installs and configures stage 1 exactly as a full run does, then
+# only lists its tests (ctest -N) and fails when there are none (tests/readme uses it).
+# Every ctest call fails when it finds no tests (--no-tests=error): a stage that silently runs
+# nothing is a failure, not a pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 jobs=$(nproc)
 
+if [ "${1:-}" = "--list" ]; then
+  FP8ATTN_CONFIGURE_ONLY=1 bash scripts/build.sh build
+  # NOTE: ctest -N ignores --no-tests=error, so the count is checked here.
+  ctest --test-dir build -N | tee /dev/stderr | grep -Eq '^Total Tests: [1-9]' || { echo "no tests" >&2; exit 1; }
+  exit 0
+fi
+
 echo "== 1/5 Release build and every test"
 bash scripts/build.sh build
-ctest --test-dir build --output-on-failure -j"$jobs"
+ctest --test-dir build --output-on-failure --no-tests=error -j"$jobs"
 
 echo "== 2/5 AddressSanitizer + UndefinedBehaviorSanitizer"
 bash scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFP8ATTN_SANITIZE=address,undefined \
   -DFP8ATTN_BUILD_TOOLS=OFF -DFP8ATTN_BUILD_CUDA=OFF
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE 'exhaustive|install|docs|emu_matrix' -E 'sm90a|spectral_py'
+  ctest --test-dir build-asan --output-on-failure --no-tests=error -j"$jobs" -LE 'exhaustive|install|docs|readme|portability|emu_matrix' -E 'sm90a|spectral_py'
 
 echo "== 3/5 ThreadSanitizer (concurrency tests)"
 # NOTE: only the test executables that carry the tsan label are built here.
 FP8ATTN_BUILD_TARGETS="test_concurrent_forward test_scale_state_threads test_emu_runtime test_gemm_emulated test_fp8_fwd_emu_concurrent" \
   bash scripts/build.sh build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFP8ATTN_SANITIZE=thread \
   -DFP8ATTN_BUILD_TOOLS=OFF -DFP8ATTN_BUILD_CUDA=OFF
-TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -j"$jobs" -L tsan
+TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure --no-tests=error -j"$jobs" -L tsan
 
 echo "== 4/5 Host bindings (Python, Rust, Go) and the ABI baseline, against the installed tree"
 bash scripts/test-bindings.sh build-bindings

@@ -122,6 +122,8 @@ typedef struct fp8attn_error {
 /**
  * Returns the library version as major·10000 + minor·100 + patch.
  * @return The version number.
+ *
+ * @par Thread safety
  * Thread-safe; never fails.
  */
 FP8ATTN_API int32_t fp8attn_get_version(void);
@@ -266,7 +268,19 @@ typedef struct fp8attn_context_t* fp8attn_context;
 
 /**
  * Log callback. `msg` is not NUL-terminated; it holds `len` bytes and is valid only during the
- * call. It may be called from any thread that uses the context, concurrently.
+ * call. It may be called from any thread that uses the context, concurrently, so it must be
+ * thread-safe itself.
+ *
+ * The library holds no lock of its own while it calls the callback. A callback may therefore
+ * call any fp8attn_* function, on the same context too (for example
+ * fp8attn_context_set_log_level()); calls that log will call it again, recursively. It must not
+ * destroy the context (or a plan or scale state) whose call is logging, and it must return:
+ * no longjmp and no C++ exception out of it.
+ *
+ * Levels: ::FP8ATTN_LOG_WARN for fallbacks the caller did not ask for (::FP8ATTN_BACKEND_AUTO on
+ * the CPU); ::FP8ATTN_LOG_INFO for the backend chosen; ::FP8ATTN_LOG_DEBUG for each context, plan
+ * creation and forward call (shapes, backend, tile, workspace); ::FP8ATTN_LOG_TRACE for each
+ * forward call's time in the backend.
  */
 typedef void (*fp8attn_log_callback)(void* user_data, int32_t level, const char* msg, size_t len);
 
@@ -277,7 +291,9 @@ typedef struct fp8attn_context_options {
   int32_t backend;     /**< An ::fp8attn_backend; default ::FP8ATTN_BACKEND_AUTO. */
   int32_t device_ordinal; /**< CUDA device ordinal; default 0. Ignored by CPU backends. */
   int32_t num_threads; /**< CPU worker threads; 0 = all cores. */
-  int32_t log_level;   /**< An ::fp8attn_log_level; default ::FP8ATTN_LOG_WARN. */
+  int32_t log_level;   /**< An ::fp8attn_log_level; default (0): the level named by the
+                            environment variable `FP8ATTN_LOG_LEVEL` (error, warn, info, debug,
+                            trace, off, or 1..6), else ::FP8ATTN_LOG_WARN. */
   fp8attn_log_callback log_callback; /**< NULL: messages go to stderr. */
   void* log_user_data; /**< Passed to `log_callback`; borrowed for the context's lifetime. */
 } fp8attn_context_options;
@@ -287,7 +303,7 @@ typedef struct fp8attn_context_options {
  * @param options NULL for defaults. Borrowed for the call.
  * @param out     Out: the new context; written only on success.
  * @param err     Optional error detail.
- * @retval FP8ATTN_OK
+ * @retval FP8ATTN_OK Success.
  * @retval FP8ATTN_STATUS_NULL_POINTER          `out` is NULL.
  * @retval FP8ATTN_STATUS_BAD_STRUCT_SIZE       `options->struct_size` is too small.
  * @retval FP8ATTN_STATUS_BAD_EXTENSION         `options->next` is not NULL.
@@ -300,8 +316,11 @@ typedef struct fp8attn_context_options {
  *                                              and joined; the message says which one failed).
  *
  * ::FP8ATTN_BACKEND_AUTO never fails for lack of a GPU: it falls back to the CPU and logs why
- * at ::FP8ATTN_LOG_INFO. The CUDA backend is looked up next to libfp8attn, and first at the path
- * in the environment variable `FP8ATTN_CUDA_BACKEND` when that is set.
+ * at ::FP8ATTN_LOG_WARN (call fp8attn_context_get_backend() to see which backend runs). The
+ * CUDA backend is looked up next to libfp8attn, and first at the path in the environment
+ * variable `FP8ATTN_CUDA_BACKEND` when that is set.
+ *
+ * @par Thread safety
  * Thread-safe.
  */
 FP8ATTN_API int32_t fp8attn_context_create(const fp8attn_context_options* options,
@@ -321,13 +340,33 @@ FP8ATTN_API void fp8attn_context_destroy(fp8attn_context ctx);
  * @param ctx     The context.
  * @param backend Out: an ::fp8attn_backend; written only on success.
  * @param err     Optional error detail.
- * @retval FP8ATTN_OK
+ * @retval FP8ATTN_OK Success.
  * @retval FP8ATTN_STATUS_BAD_HANDLE   `ctx` is NULL.
  * @retval FP8ATTN_STATUS_NULL_POINTER `backend` is NULL.
+ *
+ * @par Thread safety
  * Thread-safe.
  */
 FP8ATTN_API int32_t fp8attn_context_get_backend(fp8attn_context ctx, int32_t* backend,
                                                 fp8attn_error* err);
+
+/**
+ * Changes the context's log level from now on; messages already being delivered are not
+ * affected.
+ * @param ctx   The context.
+ * @param level An ::fp8attn_log_level; ::FP8ATTN_LOG_DEFAULT means `FP8ATTN_LOG_LEVEL` from the
+ *              environment (read now), else ::FP8ATTN_LOG_WARN.
+ * @param err   Optional error detail.
+ * @retval FP8ATTN_OK                  The level is set.
+ * @retval FP8ATTN_STATUS_BAD_HANDLE   `ctx` is NULL.
+ * @retval FP8ATTN_STATUS_BAD_OPTION   `level` is not an ::fp8attn_log_level; the level is
+ *         unchanged.
+ *
+ * @par Thread safety
+ * Thread-safe, also from inside the context's log callback.
+ */
+FP8ATTN_API int32_t fp8attn_context_set_log_level(fp8attn_context ctx, int32_t level,
+                                                  fp8attn_error* err);
 
 /** @} */
 
@@ -394,8 +433,10 @@ typedef struct fp8attn_attention_desc {
  * `struct_size` are not written when `desc->struct_size` is already set to a smaller nonzero
  * value; a zero `struct_size` is treated as sizeof(fp8attn_attention_desc).
  * @param desc In/out: the description to fill; caller-owned.
- * @retval FP8ATTN_OK
+ * @retval FP8ATTN_OK Success.
  * @retval FP8ATTN_STATUS_NULL_POINTER `desc` is NULL.
+ *
+ * @par Thread safety
  * Thread-safe.
  */
 FP8ATTN_API int32_t fp8attn_attention_desc_init(fp8attn_attention_desc* desc);
@@ -409,14 +450,21 @@ typedef struct fp8attn_plan_t* fp8attn_plan;
  * @param desc Borrowed for the call.
  * @param out  Out: the plan; written only on success.
  * @param err  Optional error detail.
- * @retval FP8ATTN_OK
- * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER, FP8ATTN_STATUS_BAD_STRUCT_SIZE,
- *         FP8ATTN_STATUS_BAD_EXTENSION
+ * @retval FP8ATTN_OK Success.
+ * @retval FP8ATTN_STATUS_BAD_HANDLE A handle argument is NULL.
+ * @retval FP8ATTN_STATUS_NULL_POINTER A required pointer argument is NULL.
+ * @retval FP8ATTN_STATUS_BAD_STRUCT_SIZE A struct's `struct_size` is 0 or smaller than its oldest
+ *         layout.
+ * @retval FP8ATTN_STATUS_BAD_EXTENSION A struct's `next` is not NULL.
  * @retval FP8ATTN_STATUS_BAD_DTYPE           input or output dtype not allowed.
- * @retval FP8ATTN_STATUS_UNSUPPORTED_HEAD_DIM head_dim not in {64, 128, 256}, or head_dim_v differs.
+ * @retval FP8ATTN_STATUS_UNSUPPORTED_HEAD_DIM head_dim not in {64, 128, 256}, or head_dim_v
+ *         differs.
  * @retval FP8ATTN_STATUS_BAD_HEADS           head counts not positive, or not divisible.
- * @retval FP8ATTN_STATUS_BAD_SCALE           softmax_scale NaN, infinite or negative; bad β, τ, cap.
+ * @retval FP8ATTN_STATUS_BAD_SCALE           softmax_scale NaN, infinite or negative; bad β, τ,
+ *         cap.
  * @retval FP8ATTN_STATUS_BAD_OPTION          kv_order, p_scale_log2, variant, window, interval.
+ *
+ * @par Thread safety
  * Thread-safe.
  */
 FP8ATTN_API int32_t fp8attn_plan_create(fp8attn_context ctx, const fp8attn_attention_desc* desc,
@@ -434,13 +482,16 @@ FP8ATTN_API void fp8attn_plan_destroy(fp8attn_plan plan);
  * @param max_seqlen_k Longest key sequence, > 0.
  * @param bytes Out: the size; written only on success. May be 0.
  * @param err   Optional error detail.
- * @retval FP8ATTN_OK
- * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER
+ * @retval FP8ATTN_OK Success.
+ * @retval FP8ATTN_STATUS_BAD_HANDLE A handle argument is NULL.
+ * @retval FP8ATTN_STATUS_NULL_POINTER A required pointer argument is NULL.
  * @retval FP8ATTN_STATUS_BAD_SHAPE  a size that is not positive, or above ::FP8ATTN_MAX_BATCH or
  *                                   ::FP8ATTN_MAX_SEQLEN.
  * @retval FP8ATTN_STATUS_OUT_OF_MEMORY  the size does not fit in size_t.
  * The CPU workspace covers every buffer a forward call uses (per-worker tiles and a table of
  * batch + 1 work offsets): the call itself allocates no memory.
+ *
+ * @par Thread safety
  * Thread-safe.
  */
 FP8ATTN_API int32_t fp8attn_plan_workspace_size(fp8attn_plan plan, int64_t batch,
@@ -454,9 +505,11 @@ FP8ATTN_API int32_t fp8attn_plan_workspace_size(fp8attn_plan plan, int64_t batch
  * @param block_m Out: rows per query tile; written only on success.
  * @param block_n Out: keys per KV block; written only on success.
  * @param err     Optional error detail.
- * @retval FP8ATTN_OK
+ * @retval FP8ATTN_OK Success.
  * @retval FP8ATTN_STATUS_BAD_HANDLE   `plan` is NULL.
  * @retval FP8ATTN_STATUS_NULL_POINTER `block_m` or `block_n` is NULL.
+ *
+ * @par Thread safety
  * Thread-safe.
  */
 FP8ATTN_API int32_t fp8attn_plan_get_tile(fp8attn_plan plan, int32_t* block_m, int32_t* block_n,
@@ -469,7 +522,7 @@ FP8ATTN_API int32_t fp8attn_plan_get_tile(fp8attn_plan plan, int32_t* block_m, i
  * @{ */
 /* ------------------------------------------------------------------------------------------ */
 
-/** Numerics measured by the forward call itself (DESIGN §3). Caller-owned output. */
+/** Numerics measured by the forward call itself (docs/design.md §3). Caller-owned output. */
 typedef struct fp8attn_telemetry {
   size_t struct_size;         /**< sizeof(fp8attn_telemetry); set by the caller. */
   uint64_t p_positive;        /**< Out: count of P̃ > 0 (FP32, before the cast). */
@@ -522,16 +575,19 @@ typedef struct fp8attn_attention_args {
 } fp8attn_attention_args;
 
 /**
- * Computes attention: out = softmax(scale·Q·Kᵀ + mask)·V, per DESIGN §3.
+ * Computes attention: out = softmax(scale·Q·Kᵀ + mask)·V, per docs/design.md §3.
  * @param plan      From fp8attn_plan_create().
  * @param args      Borrowed for the call.
  * @param workspace Caller-owned scratch of at least the queried size; may be NULL if that is 0.
  * @param workspace_bytes Its size.
  * @param stream    CUDA stream; must be NULL on CPU backends.
  * @param err       Optional error detail.
- * @retval FP8ATTN_OK
- * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER, FP8ATTN_STATUS_BAD_STRUCT_SIZE,
- *         FP8ATTN_STATUS_BAD_EXTENSION
+ * @retval FP8ATTN_OK Success.
+ * @retval FP8ATTN_STATUS_BAD_HANDLE A handle argument is NULL.
+ * @retval FP8ATTN_STATUS_NULL_POINTER A required pointer argument is NULL.
+ * @retval FP8ATTN_STATUS_BAD_STRUCT_SIZE A struct's `struct_size` is 0 or smaller than its oldest
+ *         layout.
+ * @retval FP8ATTN_STATUS_BAD_EXTENSION A struct's `next` is not NULL.
  * @retval FP8ATTN_STATUS_BAD_DTYPE     a tensor's dtype is unknown or not the plan's.
  * @retval FP8ATTN_STATUS_BAD_SHAPE     a rank or extent mismatch; a batch above ::FP8ATTN_MAX_BATCH
  *                                      or a sequence above ::FP8ATTN_MAX_SEQLEN.
@@ -542,11 +598,14 @@ typedef struct fp8attn_attention_args {
  *                                      is read once).
  * @retval FP8ATTN_STATUS_BAD_DEVICE    a tensor not on the backend's device.
  * @retval FP8ATTN_STATUS_BAD_STREAM    a stream given to a CPU backend.
- * @retval FP8ATTN_STATUS_WORKSPACE_TOO_SMALL
+ * @retval FP8ATTN_STATUS_WORKSPACE_TOO_SMALL `workspace_bytes` is below what the workspace query
+ *         returns for this problem.
  * @retval FP8ATTN_STATUS_NUMERICS      an output is NaN or infinite although the call's checks
  *                                      passed (descales or inputs whose products overflow FP32,
  *                                      NaN input codes). Unlike every other failure, `out` and
  *                                      `lse` have then been written and hold unspecified values.
+ *
+ * @par Thread safety
  * Thread-safe: concurrent calls on one plan are allowed (CPU calls on one context run one at a
  * time on its worker threads).
  */
@@ -557,7 +616,7 @@ FP8ATTN_API int32_t fp8attn_attention_forward(fp8attn_plan plan, const fp8attn_a
 /** @} */
 
 /* ------------------------------------------------------------------------------------------ */
-/** @name P-underflow prediction (DESIGN §3)
+/** @name P-underflow prediction (docs/design.md §3)
  * @{ */
 /* ------------------------------------------------------------------------------------------ */
 
@@ -585,13 +644,18 @@ typedef struct fp8attn_sink_model {
  * block, (min(block_n, seqlen_k) − k_sink) / (seqlen_k − k_sink). Both by numerical integration.
  * Either output may be NULL; neither is written on failure.
  * @param err           Optional error detail.
- * @retval FP8ATTN_OK
- * @retval FP8ATTN_STATUS_NULL_POINTER, FP8ATTN_STATUS_BAD_STRUCT_SIZE, FP8ATTN_STATUS_BAD_EXTENSION
+ * @retval FP8ATTN_OK Success.
+ * @retval FP8ATTN_STATUS_NULL_POINTER A required pointer argument is NULL.
+ * @retval FP8ATTN_STATUS_BAD_STRUCT_SIZE A struct's `struct_size` is 0 or smaller than its oldest
+ *         layout.
+ * @retval FP8ATTN_STATUS_BAD_EXTENSION A struct's `next` is not NULL.
  * @retval FP8ATTN_STATUS_BAD_SCALE         `p_scale` not finite or not > 0.
  * @retval FP8ATTN_STATUS_BAD_OPTION        unknown `kv_order`.
  * @retval FP8ATTN_STATUS_INVALID_ARGUMENT  another field out of range.
  * @retval FP8ATTN_STATUS_NUMERICS          a prediction that is not finite. Both are clamped to
  *                                          [0, 1] against the quadrature's rounding.
+ *
+ * @par Thread safety
  * Thread-safe.
  */
 FP8ATTN_API int32_t fp8attn_predict_p_underflow(const fp8attn_sink_model* model,
@@ -604,7 +668,7 @@ FP8ATTN_API int32_t fp8attn_predict_p_underflow(const fp8attn_sink_model* model,
 /** @name Scale state and spectral norms
  * Geometry-aware logit scales from the spectral norms of the per-head QK interaction
  * matrices, and the FP8 scale state with delayed, current and geometry-aware recipes
- * (DESIGN §3, "Geometry-aware logit scales" and "Delayed and current scaling").
+ * (docs/design.md §3, "Geometry-aware logit scales" and "Delayed and current scaling").
  * @{ */
 /* ------------------------------------------------------------------------------------------ */
 
@@ -651,7 +715,7 @@ typedef struct fp8attn_power_iteration_options {
  * @param d_model      d, the input width of the projections, ≥ 1.
  * @param bytes        Out: the size; written only on success.
  * @param err          Optional error detail.
- * @retval FP8ATTN_OK
+ * @retval FP8ATTN_OK Success.
  * @retval FP8ATTN_STATUS_BAD_HANDLE   `ctx` is NULL.
  * @retval FP8ATTN_STATUS_NULL_POINTER `bytes` is NULL.
  * @retval FP8ATTN_STATUS_BAD_HEADS    head counts not positive, not divisible, or num_heads_q
@@ -660,6 +724,8 @@ typedef struct fp8attn_power_iteration_options {
  *                                     ::FP8ATTN_MAX_HEAD_DIM or ::FP8ATTN_MAX_D_MODEL.
  * @retval FP8ATTN_STATUS_OUT_OF_MEMORY the size does not fit in size_t.
  * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND  the CUDA backend (see fp8attn_qk_spectral_norms()).
+ *
+ * @par Thread safety
  * Thread-safe.
  */
 FP8ATTN_API int32_t fp8attn_qk_spectral_norms_workspace_size(fp8attn_context ctx, int32_t num_heads_q,
@@ -695,9 +761,12 @@ FP8ATTN_API int32_t fp8attn_qk_spectral_norms_workspace_size(fp8attn_context ctx
  * @param workspace_bytes Its size.
  * @param stream       Must be NULL on CPU backends.
  * @param err          Optional error detail.
- * @retval FP8ATTN_OK
- * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER, FP8ATTN_STATUS_BAD_STRUCT_SIZE,
- *         FP8ATTN_STATUS_BAD_EXTENSION
+ * @retval FP8ATTN_OK Success.
+ * @retval FP8ATTN_STATUS_BAD_HANDLE A handle argument is NULL.
+ * @retval FP8ATTN_STATUS_NULL_POINTER A required pointer argument is NULL.
+ * @retval FP8ATTN_STATUS_BAD_STRUCT_SIZE A struct's `struct_size` is 0 or smaller than its oldest
+ *         layout.
+ * @retval FP8ATTN_STATUS_BAD_EXTENSION A struct's `next` is not NULL.
  * @retval FP8ATTN_STATUS_BAD_HEADS    head counts not positive, not divisible, or above the limit.
  * @retval FP8ATTN_STATUS_BAD_SHAPE    a weight is not rank 2, its extents do not match, or
  *                                     head_dim or d_model is above its limit.
@@ -710,9 +779,12 @@ FP8ATTN_API int32_t fp8attn_qk_spectral_norms_workspace_size(fp8attn_context ctx
  * @retval FP8ATTN_STATUS_BAD_DEVICE   a weight not in the backend's memory.
  * @retval FP8ATTN_STATUS_BAD_STREAM   a stream given to a CPU backend.
  * @retval FP8ATTN_STATUS_BAD_OPTION   a negative iteration cap or tolerance, a bad descale.
- * @retval FP8ATTN_STATUS_WORKSPACE_TOO_SMALL
+ * @retval FP8ATTN_STATUS_WORKSPACE_TOO_SMALL `workspace_bytes` is below what the workspace query
+ *         returns for this problem.
  * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND  the CUDA backend (its cuBLASLt path is built
  *                     into libfp8attn_cuda but not yet dispatched from this entry point).
+ *
+ * @par Thread safety
  * Thread-safe: concurrent calls are allowed (CPU calls on one context share its threads).
  */
 FP8ATTN_API int32_t fp8attn_qk_spectral_norms(fp8attn_context ctx, const fp8attn_tensor* wq,
@@ -736,12 +808,14 @@ FP8ATTN_API int32_t fp8attn_qk_spectral_norms(fp8attn_context ctx, const fp8attn
  * @param bound            Optional out: L. Written only on success.
  * @param scale            Optional out: 448 / L. Written only on success.
  * @param err              Optional error detail.
- * @retval FP8ATTN_OK
+ * @retval FP8ATTN_OK Success.
  * @retval FP8ATTN_STATUS_NULL_POINTER  `sigma` is NULL.
  * @retval FP8ATTN_STATUS_BAD_SHAPE     num_heads or head_dim not positive.
  * @retval FP8ATTN_STATUS_BAD_SCALE     a σ, B_X or α out of range.
  * @retval FP8ATTN_STATUS_NUMERICS      finite inputs whose bound or scale, as a float, is infinite
  *                                      or 0.
+ *
+ * @par Thread safety
  * Thread-safe.
  */
 FP8ATTN_API int32_t fp8attn_logit_bound(const float* sigma, int32_t num_heads, int32_t head_dim,
@@ -772,7 +846,7 @@ typedef struct fp8attn_rope_options {
 
 /**
  * Logit norms under rotary embeddings. With RoPE, S_ij = x_iᵀ·W_Q,hᵀ·R_Δ·W_K,g·x_j/√d_h with
- * Δ = j − i, and ‖W_Q,hᵀ·R_Δ·W_K,g‖₂ depends on Δ and can exceed σ_h (DESIGN §3).
+ * Δ = j − i, and ‖W_Q,hᵀ·R_Δ·W_K,g‖₂ depends on Δ and can exceed σ_h (docs/design.md §3).
  * - `safe_out[h]` = min(‖W_Q,h‖₂·‖W_K,g‖₂, Σ_p ‖W_Q,h,p‖₂·‖W_K,g,p‖₂), where W_·,p are the two
  *   rows of frequency pair p. It bounds the norm for every offset.
  * - `exact_out[h]` = max over Δ in [min_offset, max_offset] of ‖W_Q,hᵀ·R_Δ·W_K,g‖₂, by a power
@@ -791,14 +865,23 @@ typedef struct fp8attn_rope_options {
  * @param safe_out     Optional out, [num_heads_q]. Written only on success.
  * @param exact_out    Optional out, [num_heads_q]. Written only on success.
  * @param err          Optional error detail.
- * @retval FP8ATTN_OK
- * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER, FP8ATTN_STATUS_BAD_STRUCT_SIZE,
- *         FP8ATTN_STATUS_BAD_EXTENSION, FP8ATTN_STATUS_BAD_HEADS, FP8ATTN_STATUS_BAD_SHAPE,
- *         FP8ATTN_STATUS_BAD_STRIDE, FP8ATTN_STATUS_BAD_DTYPE, FP8ATTN_STATUS_BAD_DEVICE
+ * @retval FP8ATTN_OK Success.
+ * @retval FP8ATTN_STATUS_BAD_HANDLE A handle argument is NULL.
+ * @retval FP8ATTN_STATUS_NULL_POINTER A required pointer argument is NULL.
+ * @retval FP8ATTN_STATUS_BAD_STRUCT_SIZE A struct's `struct_size` is 0 or smaller than its oldest
+ *         layout.
+ * @retval FP8ATTN_STATUS_BAD_EXTENSION A struct's `next` is not NULL.
+ * @retval FP8ATTN_STATUS_BAD_HEADS Head counts that are zero or do not divide.
+ * @retval FP8ATTN_STATUS_BAD_SHAPE A rank or an extent does not match.
+ * @retval FP8ATTN_STATUS_BAD_STRIDE A negative stride.
+ * @retval FP8ATTN_STATUS_BAD_DTYPE A tensor's dtype is not one the argument takes.
+ * @retval FP8ATTN_STATUS_BAD_DEVICE A tensor is not on the backend's device.
  * @retval FP8ATTN_STATUS_BAD_OPTION   layout, offsets, iteration cap, tolerance or base; more than
  *                                     ::FP8ATTN_MAX_ROPE_OFFSETS offsets.
  * @retval FP8ATTN_STATUS_NUMERICS     a weight that is NaN or infinite, or a result that overflows.
  * The work is about (max_offset − min_offset + 1)·num_heads_q·head_dim²·max_iterations.
+ *
+ * @par Thread safety
  * Thread-safe.
  */
 FP8ATTN_API int32_t fp8attn_qk_rope_norms(fp8attn_context ctx, const fp8attn_tensor* wq,
@@ -878,15 +961,20 @@ typedef struct fp8attn_scale_state_t* fp8attn_scale_state;
  * @param options NULL for defaults. Borrowed for the call.
  * @param out     Out: the new state; written only on success.
  * @param err     Optional error detail.
- * @retval FP8ATTN_OK
- * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER, FP8ATTN_STATUS_BAD_STRUCT_SIZE,
- *         FP8ATTN_STATUS_BAD_EXTENSION
+ * @retval FP8ATTN_OK Success.
+ * @retval FP8ATTN_STATUS_BAD_HANDLE A handle argument is NULL.
+ * @retval FP8ATTN_STATUS_NULL_POINTER A required pointer argument is NULL.
+ * @retval FP8ATTN_STATUS_BAD_STRUCT_SIZE A struct's `struct_size` is 0 or smaller than its oldest
+ *         layout.
+ * @retval FP8ATTN_STATUS_BAD_EXTENSION A struct's `next` is not NULL.
  * @retval FP8ATTN_STATUS_BAD_OPTION  a recipe, algorithm, length, count or dtype out of range:
  *                                   layers above ::FP8ATTN_MAX_LAYERS, a history above
  *                                   ::FP8ATTN_MAX_AMAX_HISTORY, or layers · history above
  *                                   ::FP8ATTN_MAX_SCALE_STATE_ENTRIES.
  * @retval FP8ATTN_STATUS_BAD_SCALE   margin, B_X, alpha_margin or alpha_decay out of range.
- * @retval FP8ATTN_STATUS_OUT_OF_MEMORY
+ * @retval FP8ATTN_STATUS_OUT_OF_MEMORY Host memory ran out; no output was written.
+ *
+ * @par Thread safety
  * Thread-safe.
  */
 FP8ATTN_API int32_t fp8attn_scale_state_create(fp8attn_context ctx,
@@ -908,10 +996,12 @@ FP8ATTN_API void fp8attn_scale_state_destroy(fp8attn_scale_state state);
  * @param tensor An ::fp8attn_tensor_kind.
  * @param amax   Finite and ≥ 0.
  * @param err    Optional error detail.
- * @retval FP8ATTN_OK
+ * @retval FP8ATTN_OK Success.
  * @retval FP8ATTN_STATUS_BAD_HANDLE      `state` is NULL.
  * @retval FP8ATTN_STATUS_INVALID_ARGUMENT layer or tensor out of range.
  * @retval FP8ATTN_STATUS_BAD_SCALE       amax NaN, infinite or negative.
+ *
+ * @par Thread safety
  * Thread-safe (exclusive with other updates).
  */
 FP8ATTN_API int32_t fp8attn_scale_state_report_amax(fp8attn_scale_state state, int32_t layer,
@@ -926,10 +1016,13 @@ FP8ATTN_API int32_t fp8attn_scale_state_report_amax(fp8attn_scale_state state, i
  * @param amax  Borrowed; num_layers·8 floats, each finite (negative = skip).
  * @param count Number of floats in `amax`; must be num_layers·8.
  * @param err   Optional error detail.
- * @retval FP8ATTN_OK
- * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER
+ * @retval FP8ATTN_OK Success.
+ * @retval FP8ATTN_STATUS_BAD_HANDLE A handle argument is NULL.
+ * @retval FP8ATTN_STATUS_NULL_POINTER A required pointer argument is NULL.
  * @retval FP8ATTN_STATUS_BAD_SHAPE  `count` is not num_layers·8.
  * @retval FP8ATTN_STATUS_BAD_SCALE  an entry is NaN or infinite.
+ *
+ * @par Thread safety
  * Thread-safe (exclusive with other updates).
  */
 FP8ATTN_API int32_t fp8attn_scale_state_report_amax_batch(fp8attn_scale_state state,
@@ -942,8 +1035,10 @@ FP8ATTN_API int32_t fp8attn_scale_state_report_amax_batch(fp8attn_scale_state st
  * this step's amax, and the auto-α burn-in advances.
  * @param state The state.
  * @param err   Optional error detail.
- * @retval FP8ATTN_OK
+ * @retval FP8ATTN_OK Success.
  * @retval FP8ATTN_STATUS_BAD_HANDLE `state` is NULL.
+ *
+ * @par Thread safety
  * Thread-safe (exclusive with other updates).
  */
 FP8ATTN_API int32_t fp8attn_scale_state_step(fp8attn_scale_state state, fp8attn_error* err);
@@ -957,9 +1052,11 @@ FP8ATTN_API int32_t fp8attn_scale_state_step(fp8attn_scale_state state, fp8attn_
  * @param scale     Optional out; written only on success.
  * @param scale_inv Optional out; written only on success.
  * @param err       Optional error detail.
- * @retval FP8ATTN_OK
+ * @retval FP8ATTN_OK Success.
  * @retval FP8ATTN_STATUS_BAD_HANDLE       `state` is NULL.
  * @retval FP8ATTN_STATUS_INVALID_ARGUMENT layer or tensor out of range.
+ *
+ * @par Thread safety
  * Thread-safe (shared with other reads).
  */
 FP8ATTN_API int32_t fp8attn_scale_state_get_scale(fp8attn_scale_state state, int32_t layer,
@@ -979,10 +1076,12 @@ FP8ATTN_API int32_t fp8attn_scale_state_get_scale(fp8attn_scale_state state, int
  * @param num_heads_kv Key heads.
  * @param head_dim     d_h.
  * @param err          Optional error detail.
- * @retval FP8ATTN_OK
+ * @retval FP8ATTN_OK Success.
  * @retval FP8ATTN_STATUS_BAD_HANDLE       `state` is NULL.
  * @retval FP8ATTN_STATUS_INVALID_ARGUMENT layer out of range.
  * @retval Any status of fp8attn_qk_spectral_norms().
+ *
+ * @par Thread safety
  * Thread-safe.
  */
 FP8ATTN_API int32_t fp8attn_scale_state_set_qk_weights(fp8attn_scale_state state, int32_t layer,
@@ -1001,8 +1100,9 @@ FP8ATTN_API int32_t fp8attn_scale_state_set_qk_weights(fp8attn_scale_state state
  * @param head_dim  d_h ≥ 1.
  * @param d_model   d ≥ 1; gives the default B_X = √d when the options left it 0.
  * @param err       Optional error detail.
- * @retval FP8ATTN_OK
- * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER
+ * @retval FP8ATTN_OK Success.
+ * @retval FP8ATTN_STATUS_BAD_HANDLE A handle argument is NULL.
+ * @retval FP8ATTN_STATUS_NULL_POINTER A required pointer argument is NULL.
  * @retval FP8ATTN_STATUS_INVALID_ARGUMENT layer out of range.
  * @retval FP8ATTN_STATUS_BAD_SHAPE        a count not positive.
  * @retval FP8ATTN_STATUS_BAD_SCALE        a σ out of range.
@@ -1010,6 +1110,8 @@ FP8ATTN_API int32_t fp8attn_scale_state_set_qk_weights(fp8attn_scale_state state
  *                                         that is not a normal float; the state is unchanged.
  * A scale state never holds a pair its own serializer could not write and read back: updates
  * that would make a scale or scale_inv infinite or subnormal keep the previous pair.
+ *
+ * @par Thread safety
  * Thread-safe (exclusive with other updates).
  */
 FP8ATTN_API int32_t fp8attn_scale_state_set_qk_sigma(fp8attn_scale_state state, int32_t layer,
@@ -1026,9 +1128,12 @@ FP8ATTN_API int32_t fp8attn_scale_state_set_qk_sigma(fp8attn_scale_state state, 
  * @param capacity Bytes available at `buf`.
  * @param written  Out: the blob size (also when `buf` is NULL). Written only on success.
  * @param err      Optional error detail.
- * @retval FP8ATTN_OK
- * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER (`written` NULL)
+ * @retval FP8ATTN_OK Success.
+ * @retval FP8ATTN_STATUS_BAD_HANDLE A handle argument is NULL.
+ * @retval FP8ATTN_STATUS_NULL_POINTER A required pointer argument is NULL (`written` NULL).
  * @retval FP8ATTN_STATUS_BUFFER_TOO_SMALL  `capacity` is less than the blob size.
+ *
+ * @par Thread safety
  * Thread-safe (shared with other reads).
  */
 FP8ATTN_API int32_t fp8attn_scale_state_serialize(fp8attn_scale_state state, void* buf,
@@ -1042,8 +1147,9 @@ FP8ATTN_API int32_t fp8attn_scale_state_serialize(fp8attn_scale_state state, voi
  * @param buf   The blob. Borrowed for the call.
  * @param len   Its length in bytes.
  * @param err   Optional error detail.
- * @retval FP8ATTN_OK
- * @retval FP8ATTN_STATUS_BAD_HANDLE, FP8ATTN_STATUS_NULL_POINTER
+ * @retval FP8ATTN_OK Success.
+ * @retval FP8ATTN_STATUS_BAD_HANDLE A handle argument is NULL.
+ * @retval FP8ATTN_STATUS_NULL_POINTER A required pointer argument is NULL.
  * @retval FP8ATTN_STATUS_TRUNCATED_BLOB    shorter than its header says.
  * @retval FP8ATTN_STATUS_BAD_BLOB_VERSION  wrong magic, unknown version, or unknown counts.
  * @retval FP8ATTN_STATUS_CHECKSUM_MISMATCH the CRC32C does not match.
@@ -1053,6 +1159,8 @@ FP8ATTN_API int32_t fp8attn_scale_state_serialize(fp8attn_scale_state state, voi
  *                                          burn-in and its done flag, α moved before the burn-in
  *                                          ended, σ without head_dim or B_X). The state is then
  *                                          unchanged.
+ *
+ * @par Thread safety
  * Thread-safe (exclusive with other updates).
  */
 FP8ATTN_API int32_t fp8attn_scale_state_deserialize(fp8attn_scale_state state, const void* buf,
@@ -1140,10 +1248,12 @@ typedef struct fp8attn_quantize_options {
  * @param amax       Optional out: the amax of the whole (rotated) tensor, before the margin, for
  *                   fp8attn_scale_state_report_amax(). Written only on success.
  * @param err        Optional error detail.
- * @retval FP8ATTN_OK
+ * @retval FP8ATTN_OK Success.
  * @retval FP8ATTN_STATUS_BAD_HANDLE       `ctx` is NULL.
  * @retval FP8ATTN_STATUS_NULL_POINTER     `input`, `output` or `descale` (or its data) is NULL.
- * @retval FP8ATTN_STATUS_BAD_STRUCT_SIZE, FP8ATTN_STATUS_BAD_EXTENSION
+ * @retval FP8ATTN_STATUS_BAD_STRUCT_SIZE A struct's `struct_size` is 0 or smaller than its oldest
+ *         layout.
+ * @retval FP8ATTN_STATUS_BAD_EXTENSION A struct's `next` is not NULL.
  * @retval FP8ATTN_STATUS_BAD_DTYPE        input not BF16 or F32, output not E4M3, descale not F32,
  *                                         cu_seqlens not I32.
  * @retval FP8ATTN_STATUS_BAD_SHAPE        a rank or extent mismatch, a head_dim of 0, or an extent
@@ -1164,6 +1274,8 @@ typedef struct fp8attn_quantize_options {
  * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND the context runs on the CUDA backend.
  * @retval FP8ATTN_STATUS_NUMERICS         the input holds a NaN or an infinity.
  * @retval FP8ATTN_STATUS_OUT_OF_MEMORY   its host scratch could not be allocated.
+ *
+ * @par Thread safety
  * Thread-safe: runs on the context's worker threads (one CPU call per context at a time).
  * Unlike the execute calls, it takes no workspace: it allocates one float per descale slice, one
  * head-dim row per worker thread and, when rotating, head_dim signs. A CUDA entry point, with a

@@ -37,6 +37,13 @@ void default_attention_desc(fp8attn_attention_desc* d) {
 
 AttentionConfig make_attention_config(const fp8attn_attention_desc& d) {
   AttentionConfig c{};
+  // NOTE: a description zeroed instead of filled by fp8attn_attention_desc_init() would fail on
+  // a field its author never looked at (stabilized_beta); these three defaults are non-zero and
+  // no valid description has all three 0, so that case gets its own message.
+  require(!(d.stabilized_beta == 0.0f && d.stabilized_shift_cap_log2 == 0.0f && d.accumulator_mantissa_bits == 0),
+          FP8ATTN_STATUS_INVALID_ARGUMENT,
+          "desc looks zero-initialized (stabilized_beta, stabilized_shift_cap_log2 and accumulator_mantissa_bits "
+          "are all 0): fill it with fp8attn_attention_desc_init() first, then set the fields you need");
   require(d.input_dtype == FP8ATTN_DTYPE_E4M3 || d.input_dtype == FP8ATTN_DTYPE_BF16, FP8ATTN_STATUS_BAD_DTYPE,
           "desc.input_dtype must be FP8ATTN_DTYPE_E4M3 or FP8ATTN_DTYPE_BF16, got " + std::to_string(d.input_dtype));
   require(d.output_dtype == FP8ATTN_DTYPE_BF16 || d.output_dtype == FP8ATTN_DTYPE_F32, FP8ATTN_STATUS_BAD_DTYPE,

@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "lib/attention/cpu_backend.hpp"
+#include "lib/attention/engine/isa/query_tile_dispatch.hpp"
 #include "lib/attention/reference_backend.hpp"
 #include "lib/backend/cuda_backend_loader.hpp"
 #include "lib/backend/emulated_runtime.hpp"
@@ -42,7 +43,9 @@ Context::Context(const fp8attn_context_options& o)
         backend_ = load_cuda_backend(o.device_ordinal);
         logger_->info("backend AUTO: using CUDA device {}", o.device_ordinal);
       } catch (const Error& e) {
-        logger_->info("backend AUTO: falling back to the CPU backend because the CUDA backend is not usable "
+        // NOTE: WARN, the default level: a host that asked for AUTO on a GPU machine must hear
+        // that it runs on the CPU without turning on more logging.
+        logger_->warn("backend AUTO: falling back to the CPU backend because the CUDA backend is not usable "
                       "(status {}: {})",
                       fp8attn_status_name(e.status()), e.what());
         backend_ = make_cpu_backend(*this);
@@ -51,7 +54,9 @@ Context::Context(const fp8attn_context_options& o)
     default:
       throw Error(FP8ATTN_STATUS_BAD_OPTION, "unknown backend " + std::to_string(o.backend));
   }
-  logger_->debug("context created: backend {}, {} CPU threads", backend_->kind(), pool_.size());
+  logger_->info("context: backend {}", backend_log_name(backend_->kind()));
+  logger_->debug("context created: backend {}, {} CPU threads, CPU engine ISA {}", backend_log_name(backend_->kind()),
+                 pool_.size(), engine::cpu_isa_name(engine::active_cpu_isa()));
 }
 
 Context::~Context() = default;

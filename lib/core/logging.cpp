@@ -1,7 +1,10 @@
 #include "lib/core/logging.hpp"
 
-#include <mutex>
+#include <cctype>
+#include <cstdlib>
+#include <string>
 
+#include <spdlog/details/null_mutex.h>
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
 
@@ -30,7 +33,11 @@ spdlog::level::level_enum to_spdlog_level(int32_t level) {
 }
 
 /// Forwards each formatted message to the host's callback.
-class CallbackSink final : public spdlog::sinks::base_sink<std::mutex> {
+/// NOTE: null_mutex, not std::mutex: spdlog's base_sink holds its mutex around sink_it_, so a
+/// callback that logged through the library again (any call on the same context) would lock it
+/// twice and deadlock. spdlog::logger itself takes no lock to log, so with this sink no library
+/// lock is held while the callback runs.
+class CallbackSink final : public spdlog::sinks::base_sink<spdlog::details::null_mutex> {
  public:
   CallbackSink(fp8attn_log_callback callback, void* user_data) : callback_(callback), user_data_(user_data) {}
 
@@ -47,6 +54,30 @@ class CallbackSink final : public spdlog::sinks::base_sink<std::mutex> {
 
 }  // namespace
 
+int32_t default_log_level() {
+  const char* v = std::getenv("FP8ATTN_LOG_LEVEL");
+  if (v == nullptr) return FP8ATTN_LOG_WARN;
+  std::string s(v);
+  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  static const char* const kNames[] = {"error", "warn", "info", "debug", "trace", "off"};
+  for (int i = 0; i < 6; ++i)
+    if (s == kNames[i] || s == std::to_string(i + 1)) return FP8ATTN_LOG_ERROR + i;
+  return FP8ATTN_LOG_WARN;
+}
+
+void set_log_level(spdlog::logger& logger, int32_t log_level) {
+  logger.set_level(to_spdlog_level(log_level == FP8ATTN_LOG_DEFAULT ? default_log_level() : log_level));
+}
+
+std::string backend_log_name(int32_t backend_kind) {
+  switch (backend_kind) {
+    case FP8ATTN_BACKEND_CPU: return "cpu";
+    case FP8ATTN_BACKEND_CUDA: return "cuda";
+    case FP8ATTN_BACKEND_REFERENCE: return "reference";
+    default: return "backend " + std::to_string(backend_kind);
+  }
+}
+
 std::shared_ptr<spdlog::logger> make_logger(int32_t log_level, fp8attn_log_callback callback, void* user_data) {
   spdlog::sink_ptr sink;
   if (callback) {
@@ -56,7 +87,7 @@ std::shared_ptr<spdlog::logger> make_logger(int32_t log_level, fp8attn_log_callb
     sink->set_pattern("[fp8attn] [%l] %v");
   }
   auto logger = std::make_shared<spdlog::logger>("fp8attn", sink);
-  logger->set_level(to_spdlog_level(log_level));
+  set_log_level(*logger, log_level);
   return logger;
 }
 

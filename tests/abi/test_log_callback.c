@@ -1,6 +1,6 @@
 /* The host log callback of fp8attn_context_options: backend AUTO without libfp8attn_cuda falls
- * back to the CPU and says why at FP8ATTN_LOG_INFO, through the callback with its user data;
- * FP8ATTN_LOG_OFF and FP8ATTN_LOG_WARN keep that message away. */
+ * back to the CPU and says why at FP8ATTN_LOG_WARN (the default level), through the callback
+ * with its user data; FP8ATTN_LOG_ERROR and FP8ATTN_LOG_OFF keep that message away. */
 #include <stdio.h>
 #include <string.h>
 
@@ -50,7 +50,7 @@ static log_capture auto_context(int32_t level) {
 }
 
 int main(void) {
-  log_capture info, warn, off;
+  log_capture info, warn, dflt, error, off;
 #if FP8ATTN_TEST_CUDA_BACKEND_BUILT
   printf("SKIP: libfp8attn_cuda is built here, so AUTO may pick CUDA\n");
   return 77; /* ctest SKIP_RETURN_CODE */
@@ -61,10 +61,16 @@ int main(void) {
   abi_check(strstr(info.text, "CPU") != NULL && strstr(info.text, "libfp8attn_cuda") != NULL, "LOG_INFO",
             "the fallback message does not say CPU and name libfp8attn_cuda");
   warn = auto_context(FP8ATTN_LOG_WARN);
+  dflt = auto_context(FP8ATTN_LOG_DEFAULT); /* FP8ATTN_LOG_LEVEL is unset for this test */
+  error = auto_context(FP8ATTN_LOG_ERROR);
   off = auto_context(FP8ATTN_LOG_OFF);
-  printf("LOG_WARN: %d call(s); LOG_OFF: %d call(s)\n", warn.calls, off.calls);
-  abi_check(strstr(warn.text, "falling back") == NULL && strstr(warn.text, "libfp8attn_cuda") == NULL, "LOG_WARN",
-            "the INFO fallback message passed a WARN filter");
+  printf("LOG_WARN: %d call(s); default: %d; LOG_ERROR: %d; LOG_OFF: %d\n", warn.calls, dflt.calls, error.calls,
+         off.calls);
+  abi_check(strstr(warn.text, "falling back") != NULL && strstr(warn.text, "libfp8attn_cuda") != NULL &&
+                warn.last_level == FP8ATTN_LOG_WARN,
+            "LOG_WARN", "the fallback is not logged at WARN (last level %d)", (int)warn.last_level);
+  abi_check(strstr(dflt.text, "falling back") != NULL, "default level", "the fallback is not logged at the default level");
+  abi_check(error.calls == 0, "LOG_ERROR", "%d messages", error.calls);
   abi_check(off.calls == 0, "LOG_OFF", "%d messages", off.calls);
   return abi_finish();
 }

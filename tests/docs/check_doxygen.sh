@@ -35,3 +35,5 @@ if ((warnings > 0)); then
   exit 1
 fi
 ((documented > 0)) || { echo "FAIL: the public header's page is missing or empty"; exit 1; }
+# The rendered structure: thread-safety headings, a description per return code, a main page.
+python3 "$src/tests/docs/check_rendered_api.py" "$out/html" "$src/include/fp8attn/fp8attn.h"

@@ -21,7 +21,7 @@ case $mode in
     "$cmake" --install "$build" --prefix "$prefix" >"$work/install.log"
     (cd "$prefix" && find . -path ./bin -prune -o \( -type f -o -type l \) -print | sort)
     for want in include/fp8attn/fp8attn.h fp8attn.pc fp8attnConfig.cmake fp8attnConfigVersion.cmake \
-                fp8attnTargets.cmake libfp8attn.so libfp8attn.so.[0-9]*; do
+                fp8attnTargets.cmake libfp8attn.so libfp8attn.so.[0-9]* LICENSE; do
       found=$(cd "$prefix" && find . -path "*/$want" -o -name "$want" | head -1)
       [[ -n "$found" ]] || { echo "FAIL: the install has no $want"; exit 1; }
     done
@@ -37,7 +37,7 @@ case $mode in
     rm -rf "$dir"
     "$cmake" -S "$consumer" -B "$dir" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_COMPILER="$cc" \
       -DCMAKE_C_FLAGS="$cflags" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_BUILD_TYPE=Release \
-      | grep -E 'fp8attn|Error' || true
+      | grep -E 'fp8attn|Error' || { echo "FAIL: the consumer did not configure"; exit 1; }
     "$cmake" --build "$dir" >"$dir/build.log" 2>&1 || { cat "$dir/build.log"; exit 1; }
     check_loads_installed "$dir/consumer"
     "$dir/consumer"
@@ -49,6 +49,8 @@ case $mode in
     [[ -n "$pc" ]] || { echo "FAIL: no fp8attn.pc under $prefix"; exit 1; }
     # Only the installed tree: no system pkg-config directories.
     export PKG_CONFIG_LIBDIR=$(dirname "$pc") PKG_CONFIG_PATH=
+    grep -qx 'License: Apache-2.0' "$pc" || { echo "FAIL: $pc does not name the license"; exit 1; }
+    pkg-config --validate fp8attn || { echo "FAIL: pkg-config --validate fp8attn"; exit 1; }
     flags=$(pkg-config --cflags --libs fp8attn)
     libdir=$(pkg-config --variable=libdir fp8attn)
     echo "pkg-config fp8attn $(pkg-config --modversion fp8attn): $flags (libdir $libdir)"

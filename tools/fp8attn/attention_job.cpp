@@ -12,6 +12,7 @@
 #include "kernels/sm90/tile_config.hpp"
 #include "lib/workloads/forward_runner.hpp"
 #include "lib/workloads/low_precision_reference.hpp"
+#include "lib/workloads/progress_line.hpp"
 
 namespace fp8attn::tools {
 namespace {
@@ -82,7 +83,12 @@ int run_attention_job(int argc, char** argv) {
   ref_opts.backend = FP8ATTN_BACKEND_REFERENCE;
   auto desc = workloads::make_desc(shape, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_F32);
   const auto t_oracle = std::chrono::steady_clock::now();
-  const workloads::ForwardResult oracle = workloads::run_forward(desc, shape, q, ref_opts);
+  const workloads::ForwardResult oracle = [&] {
+    // NOTE: the oracle is the long part (about a minute at the default size on 2 cores).
+    const workloads::ProgressLine progress("FP64 oracle (REFERENCE backend), " + std::to_string(o.heads) + " heads x " +
+                                           std::to_string(o.seqlen) + " tokens");
+    return workloads::run_forward(desc, shape, q, ref_opts);
+  }();
   const double oracle_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_oracle).count();
 
   std::printf("%-8s %-6s %12s %12s | %10s %12s %12s\n", "kv order", "S_p", "RMSE", "max |err|", "underflow",
@@ -92,7 +98,11 @@ int run_attention_job(int argc, char** argv) {
     desc.telemetry = 1;
     workloads::ForwardOptions opts;
     opts.num_threads = o.threads;
-    const workloads::ForwardResult r = workloads::run_forward(desc, shape, q, opts);
+    const workloads::ForwardResult r = [&] {
+      const workloads::ProgressLine progress(std::string("engine, ") +
+                                             (order == FP8ATTN_KV_ORDER_REVERSE ? "reverse" : "forward") + " KV order");
+      return workloads::run_forward(desc, shape, q, opts);
+    }();
     const double non_sink = double(r.telemetry.p_positive) - double(o.k_sink) * shape.heads_q * shape.seqlen_q;
     fp8attn_sink_model m{};
     m.struct_size = sizeof m;
@@ -119,12 +129,15 @@ int run_attention_job(int argc, char** argv) {
   desc.kv_order = FP8ATTN_KV_ORDER_REVERSE;
   desc.telemetry = 0;
   double best = 1e30;
-  for (int i = 0; i < o.repeats; ++i) {
-    workloads::ForwardOptions opts;
-    opts.num_threads = o.threads;
-    const auto t0 = std::chrono::steady_clock::now();
-    workloads::run_forward(desc, shape, q, opts);
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  {
+    const workloads::ProgressLine progress("throughput, best of " + std::to_string(o.repeats) + " forwards");
+    for (int i = 0; i < o.repeats; ++i) {
+      workloads::ForwardOptions opts;
+      opts.num_threads = o.threads;
+      const auto t0 = std::chrono::steady_clock::now();
+      workloads::run_forward(desc, shape, q, opts);
+      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
   }
   std::printf("throughput: %.2f GFLOP/s (%.3f s per forward, best of %d, including context and plan creation); "
               "FP64 oracle took %.2f s\n",

@@ -1,0 +1,58 @@
+// A progress line for long-running tools: on a terminal, stderr shows what the tool is doing and
+// for how long, rewritten in place every half second; anywhere else (a pipe, a file, CI) it
+// prints nothing, so captured output stays clean.
+#pragma once
+
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace fp8attn::workloads {
+
+class ProgressLine {
+ public:
+  /// Starts showing "[fp8attn] <what>: N.N s" when stderr is a terminal.
+  explicit ProgressLine(std::string what) : what_(std::move(what)), start_(std::chrono::steady_clock::now()) {
+    if (isatty(STDERR_FILENO) == 1) ticker_ = std::thread([this] { run(); });
+  }
+  ProgressLine(const ProgressLine&) = delete;
+  ProgressLine& operator=(const ProgressLine&) = delete;
+  /// Leaves "[fp8attn] <what>: done in N.N s" on the terminal.
+  ~ProgressLine() {
+    if (!ticker_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    wake_.notify_one();
+    ticker_.join();
+    std::fprintf(stderr, "\r\033[K[fp8attn] %s: done in %.1f s\n", what_.c_str(), elapsed());
+  }
+
+ private:
+  double elapsed() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  void run() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!done_) {
+      std::fprintf(stderr, "\r\033[K[fp8attn] %s: %.1f s", what_.c_str(), elapsed());
+      std::fflush(stderr);
+      wake_.wait_for(lock, std::chrono::milliseconds(500), [this] { return done_; });
+    }
+  }
+
+  std::string what_;
+  std::chrono::steady_clock::time_point start_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool done_ = false;
+  std::thread ticker_;
+};
+
+}  // namespace fp8attn::workloads

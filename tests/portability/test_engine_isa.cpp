@@ -1,0 +1,100 @@
+// Every vector-ISA build of the CPU engine computes the same bits (lib/attention/engine/isa):
+// out, LSE and telemetry of the AVX2 and AVX-512 builds equal the baseline build's, bit for
+// bit, for each build this CPU runs. Inputs: outlier inputs (N(0,1) with large-magnitude
+// channels), fresh seed; E4M3 with per-head and per-block descales, and BF16; causal and not;
+// GQA; two-level accumulation, the stabilized softmax, the reduced-precision accumulator
+// model; odd sequence lengths so that every tile has a ragged tail. Small shapes (a few KV
+// blocks each): the qemu run emulates every vector instruction.
+//
+// Under `qemu-x86_64 -cpu Haswell` (tests/portability/CMakeLists.txt), FP8ATTN_EXPECT_ISA=avx2
+// also checks that the dispatcher picked AVX2 there.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "kernels/sm90/tile_config.hpp"
+#include "lib/attention/engine/isa/query_tile_dispatch.hpp"
+#include "lib/workloads/forward_runner.hpp"
+#include "lib/workloads/fresh_seed.hpp"
+
+namespace fp8attn::testing {
+using namespace fp8attn::workloads;
+using engine::CpuIsa;
+namespace {
+
+struct Case {
+  const char* name;
+  int32_t dtype;
+  AttentionShape shape;
+  void (*tweak)(fp8attn_attention_desc&);
+  ScaleGranularity granularity;
+};
+
+const Case kCases[] = {
+    {"e4m3 per-head, GQA 2:1, d128", FP8ATTN_DTYPE_E4M3, {2, 131, 303, 4, 2, 128}, [](fp8attn_attention_desc&) {},
+     ScaleGranularity::PerHead},
+    {"e4m3 causal, two-level accumulation, stabilized, d64", FP8ATTN_DTYPE_E4M3, {1, 203, 203, 2, 1, 64},
+     [](fp8attn_attention_desc& d) {
+       d.causal = 1;
+       d.pv_promote_interval = 2;
+       d.softmax_variant = FP8ATTN_SOFTMAX_STABILIZED;
+     },
+     ScaleGranularity::PerHead},
+    {"e4m3 per-block descales, reduced accumulator, forward order, d128", FP8ATTN_DTYPE_E4M3, {1, 131, 301, 2, 1, 128},
+     [](fp8attn_attention_desc& d) {
+       d.accumulator_model = 1;
+       d.kv_order = FP8ATTN_KV_ORDER_FORWARD;
+     },
+     ScaleGranularity::PerBlock},
+    {"bf16 causal, d256", FP8ATTN_DTYPE_BF16, {1, 70, 190, 1, 1, 256}, [](fp8attn_attention_desc& d) { d.causal = 1; },
+     ScaleGranularity::Unit},
+};
+
+ForwardResult run_with(CpuIsa isa, const fp8attn_attention_desc& desc, const AttentionShape& shape,
+                       const QuantizedInputs& q) {
+  EXPECT_TRUE(engine::set_active_cpu_isa(isa)) << engine::cpu_isa_name(isa);
+  return run_engine_with_hooks(desc, shape, q, {}, 2);
+}
+
+TEST(EngineIsa, DispatchedBuildIsTheExpectedOne) {
+  const char* expected = std::getenv("FP8ATTN_EXPECT_ISA");
+  if (!expected) GTEST_SKIP() << "FP8ATTN_EXPECT_ISA not set (only the qemu runs set it)";
+  EXPECT_STREQ(expected, engine::cpu_isa_name(engine::best_cpu_isa()));
+  EXPECT_STREQ(expected, engine::cpu_isa_name(engine::active_cpu_isa()));
+}
+
+TEST(EngineIsa, EveryBuildComputesTheSameBits) {
+  const CpuIsa best = engine::best_cpu_isa();
+  if (best == CpuIsa::kBaseline) GTEST_SKIP() << "one engine build only (FP8ATTN_NATIVE or not x86-64)";
+  const uint64_t seed = fresh_seed();
+  for (const Case& c : kCases) {
+    const AttentionInputs inputs = outlier_inputs(c.shape, seed);
+    auto desc = make_desc(c.shape, c.dtype, FP8ATTN_DTYPE_F32);
+    c.tweak(desc);
+    desc.telemetry = 1;
+    const sm90::AttentionTile tile = sm90::attention_tile(c.shape.head_dim, c.dtype == FP8ATTN_DTYPE_E4M3);
+    const QuantizedInputs q = quantize(inputs, c.dtype, c.granularity, tile.block_m, tile.block_n);
+    const ForwardResult base = run_with(CpuIsa::kBaseline, desc, c.shape, q);
+    ASSERT_FALSE(base.out.empty());
+    for (CpuIsa isa : {CpuIsa::kAvx2, CpuIsa::kAvx512}) {
+      if (static_cast<int>(isa) > static_cast<int>(best)) continue;
+      const ForwardResult r = run_with(isa, desc, c.shape, q);
+      const std::string where = std::string(c.name) + ", " + engine::cpu_isa_name(isa) + " vs baseline, seed " +
+                                std::to_string(seed);
+      ASSERT_EQ(base.out.size(), r.out.size()) << where;
+      EXPECT_EQ(0, std::memcmp(base.out.data(), r.out.data(), base.out.size() * sizeof(float))) << where;
+      EXPECT_EQ(0, std::memcmp(base.lse.data(), r.lse.data(), base.lse.size() * sizeof(float))) << where;
+      EXPECT_EQ(base.telemetry.p_positive, r.telemetry.p_positive) << where;
+      EXPECT_EQ(base.telemetry.p_underflow, r.telemetry.p_underflow) << where;
+      EXPECT_EQ(base.telemetry.max_abs_scaled_logit, r.telemetry.max_abs_scaled_logit) << where;
+      std::printf("%s: %s bit-equal to baseline (p_positive %llu)\n", c.name, engine::cpu_isa_name(isa),
+                  static_cast<unsigned long long>(r.telemetry.p_positive));
+    }
+  }
+  engine::set_active_cpu_isa(best);
+}
+
+}  // namespace
+}  // namespace fp8attn::testing
