@@ -1304,17 +1304,22 @@ FP8ATTN_API int32_t fp8attn_quantize(fp8attn_context ctx, const fp8attn_tensor* 
  * @param out       Out: the memory, owned by the caller until fp8attn_host_free(); written only
  *                  on success.
  * @param err       Optional error detail.
- * @retval FP8ATTN_OK
+ * @retval FP8ATTN_OK Success.
  * @retval FP8ATTN_STATUS_NULL_POINTER     `out` is NULL.
  * @retval FP8ATTN_STATUS_INVALID_ARGUMENT `alignment` not 0 nor a power of two ≤ 4096.
- * @retval FP8ATTN_STATUS_OUT_OF_MEMORY
+ * @retval FP8ATTN_STATUS_OUT_OF_MEMORY    The allocation failed, or `bytes` is above PTRDIFF_MAX.
+ *
+ * @par Thread safety
  * Thread-safe.
  */
 FP8ATTN_API int32_t fp8attn_host_alloc(size_t bytes, size_t alignment, void** out, fp8attn_error* err);
 
 /**
- * Frees memory from fp8attn_host_alloc(). NULL is allowed. Thread-safe.
+ * Frees memory from fp8attn_host_alloc(). NULL is allowed.
  * @param ptr The memory, or NULL.
+ *
+ * @par Thread safety
+ * Thread-safe.
  */
 FP8ATTN_API void fp8attn_host_free(void* ptr);
 
