@@ -81,3 +81,17 @@ def test_log_callback_receives_messages_and_contains_exceptions():
     print(got[:3])
     assert got and all(isinstance(lv, str) and isinstance(m, str) for lv, m in got)
     assert c.log_errors and isinstance(c.log_errors[0], RuntimeError)
+
+
+def test_set_log_level_changes_what_the_callback_receives():
+    got = []
+    with fp8attn.Context("cpu", num_threads=1, log_level="error", log_callback=lambda lv, m: got.append(lv)) as c:
+        with c.plan(head_dim=64):
+            pass
+        assert "debug" not in got
+        c.set_log_level("debug")
+        with c.plan(head_dim=64):
+            pass
+        assert "debug" in got, got
+        with pytest.raises(ValueError):
+            c.set_log_level("loud")

@@ -129,6 +129,7 @@ PROTOTYPES = {
     "fp8attn_context_create": (_i32, [POINTER(ContextOptions), POINTER(_P), _E]),
     "fp8attn_context_destroy": (None, [_P]),
     "fp8attn_context_get_backend": (_i32, [_P, POINTER(_i32), _E]),
+    "fp8attn_context_set_log_level": (_i32, [_P, _i32, _E]),
     "fp8attn_attention_desc_init": (_i32, [POINTER(AttentionDesc)]),
     "fp8attn_plan_create": (_i32, [_P, POINTER(AttentionDesc), POINTER(_P), _E]),
     "fp8attn_plan_destroy": (None, [_P]),

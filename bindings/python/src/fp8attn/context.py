@@ -67,6 +67,11 @@ class Context:
         call("fp8attn_context_get_backend", self.handle, ctypes.byref(b))
         return _BACKEND_NAMES.get(b.value, str(b.value))
 
+    def set_log_level(self, level: str) -> None:
+        """Changes the context's log level at run time ("error", "warn", "info", "debug", "trace",
+        "off" or "default")."""
+        call("fp8attn_context_set_log_level", self.handle, _enum(_abi.LOG_LEVELS, level, "log_level"))
+
     def close(self) -> None:
         """Destroys the context. Plans and scale states hold a reference, so it outlives them."""
         if self._handle:

@@ -282,6 +282,7 @@ extern "C" {
     pub fn fp8attn_context_create(options: *const fp8attn_context_options, out: *mut fp8attn_context, err: E) -> i32;
     pub fn fp8attn_context_destroy(ctx: fp8attn_context);
     pub fn fp8attn_context_get_backend(ctx: fp8attn_context, backend: *mut i32, err: E) -> i32;
+    pub fn fp8attn_context_set_log_level(ctx: fp8attn_context, level: i32, err: E) -> i32;
     pub fn fp8attn_attention_desc_init(desc: *mut fp8attn_attention_desc) -> i32;
     pub fn fp8attn_plan_create(ctx: fp8attn_context, desc: *const fp8attn_attention_desc, out: *mut fp8attn_plan,
                                err: E) -> i32;
