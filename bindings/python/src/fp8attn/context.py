@@ -10,6 +10,7 @@ import ctypes
 from typing import Any, Callable
 
 from . import _abi
+from ._handle import OwnedHandle
 from ._library import call, dll
 
 LogCallback = Callable[[str, str], None]
@@ -24,13 +25,15 @@ def _enum(table: dict[str, int], value: str, what: str) -> int:
         raise ValueError(f"{what} must be one of {sorted(table)}, got {value!r}") from None
 
 
-class Context:
+class Context(OwnedHandle):
     """A backend ("auto", "cpu", "cuda", "reference", "emulator"), its worker threads and its logger.
 
     `log_callback(level, message)` receives the library's messages (levels "error" .. "trace")
     from any thread using the context; an exception it raises is caught and kept in
     `log_errors` rather than crossing the C ABI.
     """
+
+    _destroy = "fp8attn_context_destroy"
 
     def __init__(self, backend: str = "cpu", *, num_threads: int = 0, device_ordinal: int = 0,
                  log_level: str = "default", log_callback: LogCallback | None = None) -> None:
@@ -72,23 +75,6 @@ class Context:
         "off" or "default")."""
         call("fp8attn_context_set_log_level", self.handle, _enum(_abi.LOG_LEVELS, level, "log_level"))
 
-    def close(self) -> None:
-        """Destroys the context. Plans and scale states hold a reference, so it outlives them."""
-        if self._handle:
-            dll().fp8attn_context_destroy(self._handle)
-            self._handle = ctypes.c_void_p()
-
-    def __enter__(self) -> "Context":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def plan(self, *, head_dim: int, num_heads_q: int = 1, num_heads_kv: int = 1, **options: Any) -> "Plan":
         """A plan; `options` are fp8attn_attention_desc field names (see Plan)."""
@@ -99,10 +85,12 @@ _DESC_ENUMS = {"input_dtype": _abi.DTYPES, "output_dtype": _abi.DTYPES, "kv_orde
                "softmax_variant": _abi.SOFTMAX_VARIANTS}
 
 
-class Plan:
+class Plan(OwnedHandle):
     """An immutable attention plan. Keyword options are the fp8attn_attention_desc fields (enums
     by name: input_dtype="float8_e4m3fn", output_dtype="bfloat16", kv_order="reverse", ...);
     unset fields keep fp8attn_attention_desc_init()'s defaults."""
+
+    _destroy = "fp8attn_plan_destroy"
 
     def __init__(self, context: Context, **fields: Any) -> None:
         self.context = context
@@ -144,19 +132,3 @@ class Plan:
 
         return forward_with_plan(self, q, k, v, **kwargs)
 
-    def close(self) -> None:
-        if self._handle:
-            dll().fp8attn_plan_destroy(self._handle)
-            self._handle = ctypes.c_void_p()
-
-    def __enter__(self) -> "Plan":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass

@@ -10,7 +10,8 @@ import numpy as np
 
 from . import _abi
 from ._arrays import to_bytes_pointer, view
-from ._library import call, dll
+from ._handle import OwnedHandle
+from ._library import call
 from .attention import default_context
 from .context import Context, _enum
 
@@ -21,12 +22,14 @@ def _kind(tensor: str | int) -> int:
     return tensor if isinstance(tensor, int) else _enum(_abi.TENSOR_KINDS, tensor, "tensor")
 
 
-class ScaleState:
+class ScaleState(OwnedHandle):
     """Per-layer scales of the tensor kinds "q", "k", "v", "o", "p", "do", "dp", "logit".
 
     recipe maps kinds to "delayed", "current" or "geometry" (logit only); the rest of the keyword
     arguments are the fp8attn_scale_state_options fields (0 picks the documented default).
     """
+
+    _destroy = "fp8attn_scale_state_destroy"
 
     def __init__(self, num_layers: int = 1, *, recipe: Mapping[str, str] | None = None, amax_history_len: int = 0,
                  amax_algo: str = "max", margin: float = 0.0, burn_in_steps: int = 0, token_norm_bound: float = 0.0,
@@ -100,19 +103,3 @@ class ScaleState:
         state.load_bytes(blob)
         return state
 
-    def close(self) -> None:
-        if self._handle:
-            dll().fp8attn_scale_state_destroy(self._handle)
-            self._handle = ctypes.c_void_p()
-
-    def __enter__(self) -> "ScaleState":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
