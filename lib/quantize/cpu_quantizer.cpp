@@ -2,17 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "kernels/sm90/quantize/quantize_math.hpp"
 #include "lib/core/error.hpp"
-#include "lib/numerics/bfloat16.hpp"
-#include "lib/numerics/float8.hpp"
 #include "lib/quantize/hadamard_rotation.hpp"
 #include "lib/quantize/quantize_problem.hpp"
+#include "lib/quantize/quantize_rows.hpp"
 
 namespace fp8attn::quant {
 namespace {
@@ -61,23 +59,6 @@ std::vector<float> scales_per_unit(const QuantizeParams& p, const std::vector<fl
   return unit_scale;
 }
 
-/// Loads row (b, row, h) as floats into x[0 .. head_dim) and rotates it when asked: the values
-/// whose amax is taken and that are scaled and cast.
-void load_transformed_row(const QuantizeParams& p, const HadamardRotation* rotation, int64_t b, int64_t row,
-                          int64_t h, float* x) {
-  const int64_t base = sm90::quant::input_offset(p, b, row, h, 0), step = p.in_stride[3];
-  if (p.input_is_bf16) {
-    const auto* in = static_cast<const uint16_t*>(p.input) + base;
-    for (int64_t e = 0; e < p.head_dim; ++e) x[e] = num::bf16_to_float(in[e * step]);
-  } else if (step == 1) {
-    std::memcpy(x, static_cast<const float*>(p.input) + base, static_cast<size_t>(p.head_dim) * sizeof(float));
-  } else {
-    const auto* in = static_cast<const float*>(p.input) + base;
-    for (int64_t e = 0; e < p.head_dim; ++e) x[e] = in[e * step];
-  }
-  if (rotation != nullptr) rotation->apply(x);
-}
-
 }  // namespace
 
 float quantize_on_cpu(const QuantizeParams& p, ThreadPool& pool) {
@@ -90,16 +71,15 @@ float quantize_on_cpu(const QuantizeParams& p, ThreadPool& pool) {
                                        std::vector<float>(static_cast<size_t>(p.head_dim)));
   const std::optional<HadamardRotation> rotation =
       p.rotate ? std::optional<HadamardRotation>(std::in_place, p.log2_head_dim, p.seed) : std::nullopt;
-  const HadamardRotation* rotate = rotation ? &*rotation : nullptr;
+  const float* signed_norm = rotation ? rotation->signed_norm() : nullptr;
+  const QuantizeRowOps& ops = quantize_row_ops();
   // Pass 1: the amax of every unit's transformed rows.
   pool.parallel_for(units, [&](int64_t index, int worker) {
     float* x = rows[worker].data();
     for_unit_rows(p, index, [&](int64_t b, int64_t h, int64_t, int64_t first, int64_t count) {
       float amax = 0.0f;
-      for (int64_t r = first; r < first + count; ++r) {
-        load_transformed_row(p, rotate, b, r, h, x);
-        for (int64_t e = 0; e < p.head_dim; ++e) amax = std::max(amax, sm90::quant::amax_term(x[e]));
-      }
+      for (int64_t r = first; r < first + count; ++r)
+        amax = std::max(amax, ops.amax(p, RowRef{b, r, h, signed_norm, p.log2_head_dim, x}));
       unit_amax[index] = amax;
     });
   });
@@ -114,15 +94,8 @@ float quantize_on_cpu(const QuantizeParams& p, ThreadPool& pool) {
     float* x = rows[worker].data();
     const float scale = unit_scale[index];
     for_unit_rows(p, index, [&](int64_t b, int64_t h, int64_t, int64_t first, int64_t count) {
-      for (int64_t r = first; r < first + count; ++r) {
-        load_transformed_row(p, rotate, b, r, h, x);
-        uint8_t* out = p.output + sm90::quant::output_offset(p, b, r, h, 0);
-        if (p.out_stride[3] == 1) {
-          for (int64_t e = 0; e < p.head_dim; ++e) out[e] = num::float_to_e4m3(x[e] * scale);
-        } else {
-          for (int64_t e = 0; e < p.head_dim; ++e) out[e * p.out_stride[3]] = num::float_to_e4m3(x[e] * scale);
-        }
-      }
+      for (int64_t r = first; r < first + count; ++r)
+        ops.cast(p, RowRef{b, r, h, signed_norm, p.log2_head_dim, x}, scale);
     });
   });
   return tensor_amax;

@@ -27,6 +27,9 @@ class HadamardRotation {
  public:
   HadamardRotation(int log2_d, uint64_t seed);
   void apply(float* x) const;
+  int log2_d() const { return log2_d_; }
+  /// The folded factors ±fl(1/√d), one per entry: apply() is the butterflies, then x[j] *= this[j].
+  const float* signed_norm() const { return signed_norm_.data(); }
 
  private:
   int log2_d_;
@@ -36,9 +39,10 @@ class HadamardRotation {
 /// The unnormalized butterflies x ← x·H_d (H_d with entries ±1): stage h = 1, 2, 4, … pairs
 /// x[i] and x[i + h] for i with bit h clear. Every element sees the same additions in the same
 /// order as in the kernel's cross-lane form; the loops are laid out so the compiler vectorizes
-/// the wide stages.
+/// the wide stages. NOTE: always inlined, so the quantizer's per-ISA builds (lib/quantize/isa)
+/// never emit a shared out-of-line copy.
 template <class T>
-void walsh_hadamard_butterflies(T* x, int log2_d) {
+[[gnu::always_inline]] inline void walsh_hadamard_butterflies(T* x, int log2_d) {
   const int d = 1 << log2_d;
   for (int h = 1; h < d; h <<= 1)
     for (int base = 0; base < d; base += 2 * h)

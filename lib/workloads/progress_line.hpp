@@ -1,6 +1,7 @@
 // A progress line for long-running tools: on a terminal, stderr shows what the tool is doing and
 // for how long, rewritten in place every half second; anywhere else (a pipe, a file, CI) it
-// prints nothing, so captured output stays clean.
+// prints nothing, so captured output stays clean. A study with many steps names the current one
+// with step(), so the line says what is running now, not only that something is.
 #pragma once
 
 #include <unistd.h>
@@ -22,6 +23,13 @@ class ProgressLine {
   }
   ProgressLine(const ProgressLine&) = delete;
   ProgressLine& operator=(const ProgressLine&) = delete;
+  /// Names the step now running: the line becomes "[fp8attn] <what>, <step>: N.N s".
+  void step(std::string now) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    step_ = std::move(now);
+  }
+  /// True when the line is shown (stderr is a terminal).
+  bool shown() const { return ticker_.joinable(); }
   /// Leaves "[fp8attn] <what>: done in N.N s" on the terminal.
   ~ProgressLine() {
     if (!ticker_.joinable()) return;
@@ -41,13 +49,15 @@ class ProgressLine {
   void run() {
     std::unique_lock<std::mutex> lock(mutex_);
     while (!done_) {
-      std::fprintf(stderr, "\r\033[K[fp8attn] %s: %.1f s", what_.c_str(), elapsed());
+      std::fprintf(stderr, "\r\033[K[fp8attn] %s%s%s: %.1f s", what_.c_str(), step_.empty() ? "" : ", ",
+                   step_.c_str(), elapsed());
       std::fflush(stderr);
       wake_.wait_for(lock, std::chrono::milliseconds(500), [this] { return done_; });
     }
   }
 
   std::string what_;
+  std::string step_;  ///< guarded by mutex_
   std::chrono::steady_clock::time_point start_;
   std::mutex mutex_;
   std::condition_variable wake_;

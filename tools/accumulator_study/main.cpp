@@ -3,7 +3,6 @@
 // truncated toward zero to M mantissa bits; DESIGN §3; M = 13 for Hopper's FP22 accumulator), and
 // what two-level accumulation (adding the PV tile into an FP32 O every N blocks) buys back.
 // Writes a CSV and prints a Markdown table.
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +15,7 @@
 #include "fp8attn/fp8attn.h"
 #include "lib/workloads/forward_runner.hpp"
 #include "lib/workloads/low_precision_reference.hpp"
+#include "lib/workloads/progress_line.hpp"
 
 namespace {
 
@@ -115,12 +115,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "accumulator_study: cannot write %s\n", o.table.c_str());
     return 1;
   }
-  const auto start = std::chrono::steady_clock::now();
+  ProgressLine progress("accumulator study, " + std::to_string(configs.size()) + " accumulator configurations");
   table.line("| keys | accumulator | promote every | RMSE vs FP64 | ÷ FP32 accumulator | RMSE vs FP32 accumulator |\n"
              "|---:|---|---:|---:|---:|---:|\n");
   for (int64_t seqlen : o.seqlens) {
     std::vector<double> sum_rmse(configs.size(), 0.0), sum_added(configs.size(), 0.0);
     for (int s = 0; s < o.seeds; ++s) {
+      progress.step(std::to_string(seqlen) + " keys, draw " + std::to_string(s + 1) + "/" + std::to_string(o.seeds) +
+                    ": FP64 oracle, then the engine per configuration");
       const uint64_t seed = o.seed * 1000003ull + static_cast<uint64_t>(seqlen) * 16ull + static_cast<uint64_t>(s);
       const AttentionShape shape{1, o.rows, seqlen, 1, 1, 128};
       const auto q = quantize(normal_inputs(shape, seed), FP8ATTN_DTYPE_E4M3, ScaleGranularity::PerHead);
@@ -161,9 +163,6 @@ int main(int argc, char** argv) {
                      configs[i].promote_interval, e, e / fp32, max_abs_diff(r.out, oracle.out), oracle_rms, added);
       }
       std::fflush(f);
-      std::fprintf(stderr, "seqlen %lld seed %llu done, %.0f s\n", static_cast<long long>(seqlen),
-                   static_cast<unsigned long long>(seed),
-                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
     for (size_t i = 0; i < configs.size(); ++i) {
       const double mean = sum_rmse[i] / o.seeds;

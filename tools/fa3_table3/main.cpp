@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/workloads/progress_line.hpp"
 #include "tools/fa3_table3/error_decomposition.hpp"
 #include "tools/fa3_table3/table3_study.hpp"
 
@@ -66,10 +67,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    std::fprintf(stderr, "fa3_table3: %d heads, seqlen %lld, head_dim %d\n", o.heads, static_cast<long long>(o.seqlen),
-                 o.head_dim);
+    fp8attn::workloads::ProgressLine progress("FA3 Table 3 study, " + std::to_string(o.heads) + " heads, seqlen " +
+                                              std::to_string(o.seqlen) + ", head_dim " + std::to_string(o.head_dim));
     std::vector<fp8attn::table3::Table3Draw> results;
     for (int i = 0; i < draws; ++i) {
+      progress.step("draw " + std::to_string(i + 1) + "/" + std::to_string(draws) +
+                    ": FP64 oracle, then each FP8 variant");
       fp8attn::table3::Table3Options draw = o;
       draw.input_seed = o.input_seed + static_cast<uint64_t>(i);
       results.push_back({draw.input_seed, fp8attn::table3::run_table3(draw)});
@@ -80,6 +83,7 @@ int main(int argc, char** argv) {
       md += fp8attn::table3::draws_markdown(results, o);
     }
     if (decompose) {
+      progress.step("error decomposition");
       md += '\n';
       md += fp8attn::table3::error_sources_markdown(fp8attn::table3::decompose_fp8_error(o));
     }

@@ -2,7 +2,6 @@
 // grows, and what that does to the output, for both KV orders, the static P scales S_p = 1, 16,
 // 256 (the engine) and 448 (emulated; see cast_point_emulation.hpp), with and without sink
 // isolation. Writes one CSV row per (k_sink, Δ, S_p, order, isolation, source).
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +11,7 @@
 #include <vector>
 
 #include "lib/workloads/cli_args.hpp"
+#include "lib/workloads/progress_line.hpp"
 
 #include "fp8attn/fp8attn.h"
 #include "tools/p_collapse_study/cast_point_emulation.hpp"
@@ -93,12 +93,14 @@ int main(int argc, char** argv) {
                "k_sink,delta,realized_delta,seed,rows,seqlen_k,p_scale,kv_order,sink_isolation,source,underflow,"
                "underflow_row_stddev,predicted_leading,predicted_expected,underflow_in_sink_block,"
                "underflow_outside_sink_block,count_in_sink_block,count_outside_sink_block,mse,max_abs_err\n");
-  const auto start = std::chrono::steady_clock::now();
+  fp8attn::workloads::ProgressLine progress("P-collapse study");
   const int steps = static_cast<int>(std::floor(o.delta_max / o.delta_step + 1e-9));
   try {
     for (int k : o.k_sinks)
       for (int step = 0; step <= steps; ++step) {
         const double delta = step * o.delta_step;
+        progress.step("k_sink " + std::to_string(k) + ", delta " + std::to_string(delta).substr(0, 5) + " (" +
+                      std::to_string(step + 1) + "/" + std::to_string(steps + 1) + "): engine and cast emulation");
         // A fresh, reproducible input draw per (k_sink, Δ).
         const uint64_t seed = o.seed * 1000003ull + static_cast<uint64_t>(k) * 1000ull + static_cast<uint64_t>(step);
         const auto c = fp8attn::study::make_sink_case(o.rows, o.seqlen_k, o.head_dim, k, delta, seed);
@@ -116,8 +118,6 @@ int main(int argc, char** argv) {
                         emulation.run(p_scale, order, isolated, o.threads > 0 ? o.threads : 2));
           }
         std::fflush(f);
-        std::fprintf(stderr, "k_sink=%d delta=%5.2f (realized %.4f) done, %.0f s\n", k, delta, c.realized_delta,
-                     std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "p_collapse_study: %s\n", e.what());
