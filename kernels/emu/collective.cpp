@@ -1,5 +1,5 @@
 // Warp and warpgroup collectives: every member calls in with its own data; the last to arrive
-// performs the operation for all (DESIGN.md §1, "Collective operations").
+// performs the operation for all (kernels/emu/README.md; docs/design.md §4, "Emulator vs engine").
 #include <bit>
 #include <cinttypes>
 #include <cstdio>

@@ -24,9 +24,11 @@ class ProgressLine {
   ProgressLine(const ProgressLine&) = delete;
   ProgressLine& operator=(const ProgressLine&) = delete;
   /// Names the step now running: the line becomes "[fp8attn] <what>, <step>: N.N s".
+  /// On a terminal the line is redrawn at once, so even a short step shows.
   void step(std::string now) {
     std::lock_guard<std::mutex> lock(mutex_);
     step_ = std::move(now);
+    if (ticker_.joinable()) draw();
   }
   /// True when the line is shown (stderr is a terminal).
   bool shown() const { return ticker_.joinable(); }
@@ -46,12 +48,16 @@ class ProgressLine {
   double elapsed() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   }
+  /// Rewrites the line; called with mutex_ held.
+  void draw() const {
+    std::fprintf(stderr, "\r\033[K[fp8attn] %s%s%s: %.1f s", what_.c_str(), step_.empty() ? "" : ", ", step_.c_str(),
+                 elapsed());
+    std::fflush(stderr);
+  }
   void run() {
     std::unique_lock<std::mutex> lock(mutex_);
     while (!done_) {
-      std::fprintf(stderr, "\r\033[K[fp8attn] %s%s%s: %.1f s", what_.c_str(), step_.empty() ? "" : ", ",
-                   step_.c_str(), elapsed());
-      std::fflush(stderr);
+      draw();
       wake_.wait_for(lock, std::chrono::milliseconds(500), [this] { return done_; });
     }
   }

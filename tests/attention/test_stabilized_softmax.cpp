@@ -1,4 +1,4 @@
-// The stabilized safe softmax (DESIGN §3; "why low-precision training fails"): where a block's
+// The stabilized safe softmax (docs/design.md §3, "Stabilized safe softmax"): where a block's
 // row max is tied, the max used for exp is shifted so that no P̄ entering the BF16 PV product
 // equals exactly 1. Inputs: BF16 Q = u + N(0, 0.1²) per row, K ~ N(0, 0.3²) with a key α·u
 // repeated three times in every KV block, so every row's block max is an exact three-way tie

@@ -37,3 +37,6 @@ fi
 ((documented > 0)) || { echo "FAIL: the public header's page is missing or empty"; exit 1; }
 # The rendered structure: thread-safety headings, a description per return code, a main page.
 python3 "$src/tests/docs/check_rendered_api.py" "$out/html" "$src/include/fp8attn/fp8attn.h"
+# The rendered page as a reader sees it: Chromium draws the forward call's documentation to a PNG
+# and OCR checks that the thread-safety note sits under its own heading.
+python3 "$src/tests/docs/check_rendered_page.py" "$out/html" "$out/rendered"
