@@ -20,6 +20,7 @@
 #include "lib/quantize/quantize_problem.hpp"
 #include "lib/quantize/quantize_rows.hpp"
 #include "lib/workloads/fresh_seed.hpp"
+#include "lib/workloads/host_tensor.hpp"
 
 namespace fp8attn::testing {
 namespace {
@@ -39,24 +40,12 @@ struct Result {
   float amax = 0.0f;
 };
 
-fp8attn_tensor tensor(void* data, int32_t dtype, std::vector<int64_t> shape, std::vector<int64_t> stride) {
-  fp8attn_tensor t{};
-  t.struct_size = sizeof t;
-  t.data = data;
-  t.dtype = dtype;
-  t.device = FP8ATTN_DEVICE_HOST;
-  t.rank = static_cast<int32_t>(shape.size());
-  for (size_t i = 0; i < shape.size(); ++i) t.shape[i] = shape[i], t.stride[i] = stride[i];
-  return t;
-}
-
 Result quantize_with(CpuIsa isa, const Case& c, const std::vector<float>& f32, const std::vector<uint16_t>& bf16,
                      uint64_t rotation_seed) {
   // NOTE: the quantizer of the statically linked core, not fp8attn_quantize: the shared
   // library holds its own copy of the dispatcher, which set_active_cpu_isa here does not steer.
   EXPECT_TRUE(engine::set_active_cpu_isa(isa)) << engine::cpu_isa_name(isa);
   const std::vector<int64_t> shape{1, c.seqlen, c.heads, c.dim};
-  const std::vector<int64_t> dense{c.seqlen * c.heads * c.dim, c.heads * c.dim, c.dim, 1};
   const int64_t f = c.out_stride_factor;
   const int64_t block_rows = 64, blocks = (c.seqlen + block_rows - 1) / block_rows;
   Result r;
@@ -66,14 +55,13 @@ Result quantize_with(CpuIsa isa, const Case& c, const std::vector<float>& f32, c
                                                                                    : c.heads * blocks),
                    -7.0f);
   void* in = c.bf16 ? static_cast<void*>(const_cast<uint16_t*>(bf16.data())) : const_cast<float*>(f32.data());
-  const fp8attn_tensor in_t = tensor(in, c.bf16 ? FP8ATTN_DTYPE_BF16 : FP8ATTN_DTYPE_F32, shape, dense);
-  const fp8attn_tensor out_t = tensor(r.out.data(), FP8ATTN_DTYPE_E4M3, shape,
-                                      {dense[0] * f, dense[1] * f, dense[2] * f, f});
-  std::vector<int64_t> ds_shape{1}, ds_stride{1};
-  if (c.granularity == FP8ATTN_QUANT_PER_HEAD) ds_shape = {1, c.heads}, ds_stride = {c.heads, 1};
-  if (c.granularity == FP8ATTN_QUANT_PER_BLOCK)
-    ds_shape = {1, c.heads, blocks}, ds_stride = {c.heads * blocks, blocks, 1};
-  const fp8attn_tensor ds_t = tensor(r.descale.data(), FP8ATTN_DTYPE_F32, ds_shape, ds_stride);
+  const fp8attn_tensor in_t = workloads::dense_host_tensor(in, c.bf16 ? FP8ATTN_DTYPE_BF16 : FP8ATTN_DTYPE_F32, shape);
+  fp8attn_tensor out_t = workloads::dense_host_tensor(r.out.data(), FP8ATTN_DTYPE_E4M3, shape);
+  for (int i = 0; i < 4; ++i) out_t.stride[i] *= f;  // every f-th byte of a wider buffer
+  std::vector<int64_t> ds_shape{1};
+  if (c.granularity == FP8ATTN_QUANT_PER_HEAD) ds_shape = {1, c.heads};
+  if (c.granularity == FP8ATTN_QUANT_PER_BLOCK) ds_shape = {1, c.heads, blocks};
+  const fp8attn_tensor ds_t = workloads::dense_host_tensor(r.descale.data(), FP8ATTN_DTYPE_F32, ds_shape);
   fp8attn_quantize_options o{};
   o.struct_size = sizeof o;
   o.granularity = c.granularity;
