@@ -58,6 +58,8 @@ struct FwdBlockSoftmax {
   int32_t key0;          ///< first key of the block
   int32_t keys;          ///< keys in the block (≤ BlockN; the rest of S is padding)
   int32_t row_lo;        ///< sequence row of this thread's h = 0 row
+  int32_t vis_first[2];  ///< visible_keys of this thread's rows (h = 0, 1), once per tile
+  int32_t vis_last[2];   ///< NOTE: 32-bit, not MaskParams live in the loop: registers (fwd_config.hpp)
   bool valid[2];         ///< this thread's rows lie inside the sequence (telemetry counts them)
 };
 
@@ -82,8 +84,7 @@ FP8ATTN_ARCH_FN int quad_add(int x) {
 /// 8-column group c, lowest column in the low byte) into `words`, two groups per word (word
 /// 2·(c/2) + h, group c in the half c%2), and counts telemetry.
 template <int kBlockN, bool kTelemetry>
-FP8ATTN_ARCH_FN void softmax_block(arch::WgmmaAccF32<kBlockN>& s, const FwdBlockSoftmax& b, const MaskParams& mask,
-                                   const FwdArguments& p, FwdRowState& rows,
+FP8ATTN_ARCH_FN void softmax_block(arch::WgmmaAccF32<kBlockN>& s, const FwdBlockSoftmax& b, const FwdArguments& p, FwdRowState& rows,
                                    float (&rescale)[2], uint32_t (&words)[kBlockN / 8], FwdThreadTelemetry& tel) {
   constexpr int kRegs = kBlockN / 2;
   const int q = static_cast<int>(arch::thread_idx_in_warpgroup() % 4);
@@ -97,10 +98,7 @@ FP8ATTN_ARCH_FN void softmax_block(arch::WgmmaAccF32<kBlockN>& s, const FwdBlock
     // NOTE: padding columns past the block's keys are masked like invisible keys: P̃ = 0 there
     // adds exact zeros to the row sums and to P·V, which the engine never visits.
     bool visible = col < b.keys;
-    if (visible && !b.full) {
-      const KeyRange vis = visible_keys(mask, b.row_lo + 8 * h);
-      visible = b.key0 + col >= vis.first && b.key0 + col <= vis.last;
-    }
+    if (visible && !b.full) visible = b.key0 + col >= b.vis_first[h] && b.key0 + col <= b.vis_last[h];
     x = visible ? x : kNegInf;
     s[i] = x;
     block_max[h] = block_max[h] < x ? x : block_max[h];
