@@ -63,12 +63,10 @@ struct FwdConfig {
   /// FlashAttention-3's intra-warpgroup overlap (fwd_mainloop.hpp): the softmax of block j runs
   /// while P·V of block j − 1 is on the tensor cores. EveryBlock promotion runs serially, since its
   /// fresh tile would then live across the softmax too.
-  /// NOTE: head_dim 128 runs serially too: overlapped, its consumers hold S (112 registers at
-  /// BlockN 224), O (64) and the previous block's P (28) through the softmax, and ptxas spills
-  /// at 240 registers (56-byte stack frame, 72 B spill stores without telemetry, 60 B with).
-  /// FlashAttention-3 fits this shape in 240 with fewer per-row scalars (no per-block descales,
-  /// sink isolation or telemetry); a BlockN of 192 would fit, and would change the engine's blocks.
-  static constexpr bool kIntraWgOverlap = kPromotion != PvPromotion::EveryBlock && kHeadDim != 128;
+  /// NOTE: at head_dim 128 the overlapped consumers hold S (112 registers at BlockN 224), O (64)
+  /// and the previous block's P (28) through the softmax, within 240 only because the mask is two
+  /// bounds per row and telemetry keeps only the tile's counts in registers (fwd_softmax.hpp).
+  static constexpr bool kIntraWgOverlap = kPromotion != PvPromotion::EveryBlock;
 
   /// Columns of O per P·V wgmma when the fresh tile lives only during P·V (EveryBlock).
   /// NOTE: 64 columns (32 registers): with 128, head_dim 128 spilled next to O and P.

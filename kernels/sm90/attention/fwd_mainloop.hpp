@@ -6,8 +6,8 @@
 // - overlapped (FlashAttention-3's intra-warpgroup overlap): issue Q·Kᵀ of block j and P·V of
 //   block j − 1, wait for Q·Kᵀ, run the softmax of block j while P·V runs, wait for P·V, rescale
 //   O, and only then convert block j's P̃ into the A registers that P·V of block j − 1 read;
-// - serial (EveryBlock promotion, and head_dim 128 without promotion, see fwd_config.hpp): Q·Kᵀ,
-//   softmax, P·V and promotion of one block at a time.
+// - serial (EveryBlock promotion, fwd_config.hpp): Q·Kᵀ, softmax, P·V and promotion of one block
+//   at a time.
 // NOTE: both apply to O, per block j, O ← r_j·O, then O += P_j·V_j on the tensor cores, then the
 // promotion: the overlapped order only moves "O += P_j·V_j" past the softmax of block j + 1,
 // which reads neither O nor P_j, so the engine's bits are unchanged.
@@ -179,7 +179,9 @@ FP8ATTN_ARCH_FN void run_blocks_overlapped(const AttentionFwdParams& p, FwdShare
   kv.advance();
 }
 
-/// The blocks of one tile, one at a time: Q·Kᵀ, softmax, P·V. With EveryBlock promotion, per
+/// The blocks of one tile, one at a time: Q·Kᵀ, softmax, P·V (Off runs here only where a test
+/// config forces the serial order, tests/kernels/test_fp8_fwd_emu_checks.cpp). With EveryBlock
+/// promotion, per
 /// 64-column part of O, a fresh tile that lives only during its P·V is added into O at once.
 /// NOTE: EveryBlock is not overlapped: its fresh parts would have to live across the next
 /// block's softmax, next to S, O and P (head_dim 128: 112 + 64 + 64 + 28 registers, over 240).
@@ -250,6 +252,7 @@ FP8ATTN_ARCH_FN void run_consumer(const AttentionFwdParams& p, FwdSharedStorage<
   PipelineState<Cfg::kStages> kv{0, 0};
   uint32_t q_phase = 0;
   FwdThreadTelemetry tel;
+  if constexpr (Cfg::kTelemetry) init_telemetry_slot(slots);
   for (int64_t index = arch::block_idx().x; index < p.num_tiles; index += arch::grid_dim().x) {
     const FwdTile tile = fwd_tile(p, index, Cfg::kBlockM, Cfg::kBlockN);
     if (tile.rows == 0) continue;
@@ -286,12 +289,12 @@ FP8ATTN_ARCH_FN void run_consumer(const AttentionFwdParams& p, FwdSharedStorage<
     if constexpr (Cfg::kIntraWgOverlap) run_blocks_overlapped<Cfg>(p, smem, tile, ta, role, sb, kv, o, fresh, rows, tel);
     else run_blocks_serial<Cfg>(p, smem, tile, ta, role, sb, kv, o, fresh, rows, tel);
     if (role.wg_leader) arch::mbarrier_arrive(&smem.q_empty);
-    if constexpr (Cfg::kTelemetry) tel.finish_tile(natural_scale);
+    if constexpr (Cfg::kTelemetry) flush_tile_telemetry(tel, natural_scale, slots);
     store_output<Cfg::kHeadDim>(p, o, rows, tile.batch, tile.head, tile.q_offset + tile.row0 + my_row,
                                 tile.q_offset + tile.row0 + tile.rows, sb.scale_log2, v_descale);
   }
   if (role.consumer == 0) arch::named_barrier_sync(role.my_turn, 256);
-  if constexpr (Cfg::kTelemetry) merge_telemetry<Cfg::kConsumers>(p, tel, slots, barrier_id(FwdBarrier::kTelemetryMerge));
+  if constexpr (Cfg::kTelemetry) merge_telemetry<Cfg::kConsumers>(p, slots, barrier_id(FwdBarrier::kTelemetryMerge));
 }
 
 }  // namespace fp8attn::sm90
