@@ -37,8 +37,6 @@ FP8ATTN_HOST_DEVICE constexpr KeyRange visible_keys(const MaskParams& m, int64_t
   return {first, last};
 }
 
-/// True when every key of block [key_begin, key_end) is visible to every row in the tile, so
-/// the block needs no element mask.
 /// The keys that every row of [row_begin, row_end) sees; empty when some row sees none.
 /// NOTE: row ranges move right with the row: the tightest left bound is the bottom row's first
 /// key, the tightest right bound is the top row's last key. The kernel computes this once per
@@ -50,6 +48,8 @@ FP8ATTN_HOST_DEVICE constexpr KeyRange keys_seen_by_all(const MaskParams& m, int
   return {bottom.first, top.last};
 }
 
+/// True when every key of block [key_begin, key_end) is visible to every row in the tile, so
+/// the block needs no element mask.
 FP8ATTN_HOST_DEVICE constexpr bool block_fully_visible(const MaskParams& m, int64_t row_begin, int64_t row_end,
                                                        int64_t key_begin, int64_t key_end) {
   const KeyRange all = keys_seen_by_all(m, row_begin, row_end);

@@ -73,8 +73,8 @@ FP8ATTN_ARCH_FN int quad_add(int x) {
 /// 8-column group c, lowest column in the low byte) into `words`, two groups per word (word
 /// 2·(c/2) + h, group c in the half c%2), and counts telemetry.
 template <int kBlockN, bool kTelemetry>
-FP8ATTN_ARCH_FN void softmax_block(arch::WgmmaAccF32<kBlockN>& s, const FwdBlockSoftmax& b, const FwdArguments& p, FwdRowState& rows,
-                                   float (&rescale)[2], uint32_t (&words)[kBlockN / 8], FwdThreadTelemetry& tel) {
+FP8ATTN_ARCH_FN void softmax_block(arch::WgmmaAccF32<kBlockN>& s, const FwdBlockSoftmax& b, const FwdArguments& p,
+                                   FwdRowState& rows, float (&rescale)[2], uint32_t (&words)[kBlockN / 8], FwdThreadTelemetry& tel) {
   constexpr int kRegs = kBlockN / 2;
   const int q = static_cast<int>(arch::thread_idx_in_warpgroup() % 4);
   float block_max[2] = {kNegInf, kNegInf};
