@@ -34,9 +34,11 @@
 // Launch bounds: ptxas needs the register count at kernel entry to honour setmaxnreg.
 #if FP8ATTN_DEVICE_BUILD
 #define FP8ATTN_UNROLL _Pragma("unroll")
+#define FP8ATTN_NO_UNROLL _Pragma("unroll 1")
 #define FP8ATTN_LAUNCH_BOUNDS(threads, min_blocks) __launch_bounds__(threads, min_blocks)
 #else
 #define FP8ATTN_UNROLL
+#define FP8ATTN_NO_UNROLL
 #define FP8ATTN_LAUNCH_BOUNDS(threads, min_blocks)
 #endif
 

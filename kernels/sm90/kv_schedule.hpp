@@ -35,24 +35,27 @@ FP8ATTN_HOST_DEVICE constexpr int64_t kv_descale_slots(int64_t max_seqlen_k, int
   return 1 + (max_seqlen_k > sink_tokens ? (max_seqlen_k - sink_tokens + block_n - 1) / block_n : 0);
 }
 
-struct KvSchedule {
-  int64_t sink_end = 0;    ///< keys [0, sink_end) form the sink block when has_sink_block
+/// NOTE: the index type is a parameter so the kernel's consumers can walk the blocks in 32 bits
+/// (registers; keys fit TMA's 32-bit coordinates anyway) with the same code as the engine.
+template <class I>
+struct BasicKvSchedule {
+  I sink_end = 0;    ///< keys [0, sink_end) form the sink block when has_sink_block
   bool has_sink_block = false;
-  int64_t rest_first = 0;  ///< rest blocks [rest_first, rest_end), numbered from key sink_end
-  int64_t rest_end = 0;
-  int64_t seqlen_k = 0;
+  I rest_first = 0;  ///< rest blocks [rest_first, rest_end), numbered from key sink_end
+  I rest_end = 0;
+  I seqlen_k = 0;
   int block_n = 0;
   bool reverse = true;
 
-  FP8ATTN_HOST_DEVICE constexpr int64_t count() const {
+  FP8ATTN_HOST_DEVICE constexpr I count() const {
     return (rest_end > rest_first ? rest_end - rest_first : 0) + (has_sink_block ? 1 : 0);
   }
 
   /// The step-th block visited.
-  FP8ATTN_HOST_DEVICE constexpr KeyBlock at(int64_t step) const {
-    const int64_t rest = rest_end > rest_first ? rest_end - rest_first : 0;
+  FP8ATTN_HOST_DEVICE constexpr KeyBlock at(I step) const {
+    const I rest = rest_end > rest_first ? rest_end - rest_first : 0;
     // Reverse: rest blocks last-to-first, then the sink block. Forward: sink block, then rest.
-    int64_t rest_step = 0;  // initialized: the device build (C++17) wants it in a constexpr function
+    I rest_step = 0;  // initialized: the device build (C++17) wants it in a constexpr function
     if (reverse) {
       if (step == rest) return {0, sink_end, 0};
       rest_step = rest_end - 1 - step;
@@ -60,11 +63,20 @@ struct KvSchedule {
       if (has_sink_block && step == 0) return {0, sink_end, 0};
       rest_step = rest_first + step - (has_sink_block ? 1 : 0);
     }
-    const int64_t begin = sink_end + rest_step * block_n;
-    const int64_t end = begin + block_n < seqlen_k ? begin + block_n : seqlen_k;
+    const I begin = sink_end + rest_step * block_n;
+    const I end = begin + block_n < seqlen_k ? begin + block_n : seqlen_k;
     return {begin, end, sink_end == 0 ? rest_step : rest_step + 1};
   }
+
+  /// The same schedule in another index type.
+  template <class J>
+  FP8ATTN_HOST_DEVICE constexpr BasicKvSchedule<J> as() const {
+    return {static_cast<J>(sink_end), has_sink_block, static_cast<J>(rest_first), static_cast<J>(rest_end),
+            static_cast<J>(seqlen_k), block_n, reverse};
+  }
 };
+
+using KvSchedule = BasicKvSchedule<int64_t>;
 
 /// The blocks holding a visible key of any row in [row_begin, row_end).
 FP8ATTN_HOST_DEVICE constexpr KvSchedule make_kv_schedule(const MaskParams& m, int64_t row_begin, int64_t row_end,

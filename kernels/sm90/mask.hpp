@@ -37,15 +37,23 @@ FP8ATTN_HOST_DEVICE constexpr KeyRange visible_keys(const MaskParams& m, int64_t
   return {first, last};
 }
 
+/// The keys that every row of [row_begin, row_end) sees; empty when some row sees none.
+/// NOTE: row ranges move right with the row: the tightest left bound is the bottom row's first
+/// key, the tightest right bound is the top row's last key. The kernel computes this once per
+/// tile and tests its blocks against it (block_fully_visible is that test).
+FP8ATTN_HOST_DEVICE constexpr KeyRange keys_seen_by_all(const MaskParams& m, int64_t row_begin, int64_t row_end) {
+  const KeyRange top = visible_keys(m, row_begin);
+  const KeyRange bottom = visible_keys(m, row_end - 1);
+  if (top.empty() || bottom.empty()) return {0, -1};
+  return {bottom.first, top.last};
+}
+
 /// True when every key of block [key_begin, key_end) is visible to every row in the tile, so
 /// the block needs no element mask.
 FP8ATTN_HOST_DEVICE constexpr bool block_fully_visible(const MaskParams& m, int64_t row_begin, int64_t row_end,
                                                        int64_t key_begin, int64_t key_end) {
-  const KeyRange top = visible_keys(m, row_begin);
-  const KeyRange bottom = visible_keys(m, row_end - 1);
-  // Row ranges move right with the row: the tightest left bound is the bottom row's first key,
-  // the tightest right bound is the top row's last key.
-  return bottom.first <= key_begin && top.last >= key_end - 1 && !top.empty() && !bottom.empty();
+  const KeyRange all = keys_seen_by_all(m, row_begin, row_end);
+  return !all.empty() && all.first <= key_begin && all.last >= key_end - 1;
 }
 
 }  // namespace fp8attn::sm90

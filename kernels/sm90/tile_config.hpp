@@ -34,7 +34,8 @@ struct AttentionTile {
 /// multiple of mma_k_pv, because the block's keys are the K dimension of the PV wgmma.
 /// FP8 departs from them where this project's kernel (kernels/sm90/attention) would spill: its
 /// consumers also carry telemetry and per-block descales, so head_dim 64 uses two consumer
-/// warpgroups of 232 registers (BlockM 128, not 192 with three of 152), and head_dim 256 a BlockN
+/// warpgroups of 240 registers (BlockM 128, not 192 with three of 160, which spill once the
+/// softmax overlaps P·V: README, kernel limits), and head_dim 256 a BlockN
 /// of 96 (S takes 48 registers, not 64, next to O's 128); ptxas -warn-spills is clean for every
 /// instantiated kernel with these sizes (tools/check_sm90_build.sh).
 FP8ATTN_HOST_DEVICE constexpr AttentionTile attention_tile(int head_dim, bool fp8) {

@@ -151,9 +151,12 @@ TEST(Fp8FwdEmuChecks, RefusesWhatTheKernelCannotRun) {
 }
 
 /// The kernel with a planted bug, on the problem's launch; returns the emulator's report.
-template <sm90::FwdFault kPlanted>
+/// kOverlap forces either schedule of the main loop (fwd_mainloop.hpp) on the problem's head_dim
+/// 128, so the hazard of each is planted where it would occur.
+template <sm90::FwdFault kPlanted, bool kOverlap = sm90::FwdConfig<128, sm90::PvPromotion::Off, false>::kIntraWgOverlap>
 struct Faulty : sm90::FwdConfig<128, sm90::PvPromotion::Off, false> {
   static constexpr sm90::FwdFault kFault = kPlanted;
+  static constexpr bool kIntraWgOverlap = kOverlap;
 };
 
 template <class Cfg>
@@ -186,6 +189,14 @@ TEST(Fp8FwdEmuChecks, SeededFailuresAreReported) {
   const std::string rewrite = run_faulty<Faulty<sm90::FwdFault::RewritePBeforeWait>>(4, true);
   std::printf("P converted before the wait: %s\n", rewrite.c_str());
   EXPECT_NE(rewrite.find("A register"), std::string::npos) << rewrite;
+  // The intra-warpgroup overlap: block j's P converted into the registers that P·V of block j − 1
+  // still reads, before its wait (and the same schedule unbroken runs clean).
+  EXPECT_EQ((run_faulty<Faulty<sm90::FwdFault::None, true>>(5, true)), "");
+  const std::string early = run_faulty<Faulty<sm90::FwdFault::RewritePBeforeWait, true>>(6, true);
+  std::printf("overlapped: next P converted before the P·V wait: %s\n", early.c_str());
+  EXPECT_NE(early.find("A register"), std::string::npos) << early;
+  const std::string serial = run_faulty<Faulty<sm90::FwdFault::RewritePBeforeWait, false>>(7, true);
+  EXPECT_NE(serial.find("A register"), std::string::npos) << serial;
 }
 
 }  // namespace

@@ -14,7 +14,7 @@ namespace fp8attn::sm90 {
 
 /// Two-level accumulation of P·V (DESIGN §3), as compiled into a kernel.
 /// NOTE: EveryN keeps a second FP32 tile of O alive across blocks; with S, O and that tile the
-/// consumers of head_dim 128 and 256 need more than their 232 registers, so only head_dim 64 has
+/// consumers of head_dim 128 and 256 need more than their 240 registers, so only head_dim 64 has
 /// it (fwd_instances.hpp). EveryBlock needs the fresh tile only during P·V, in 64-column parts,
 /// and fits every head dim.
 enum class PvPromotion : int { Off = 0, EveryBlock = 1, EveryN = 2 };
@@ -60,16 +60,25 @@ struct FwdConfig {
   static constexpr uint32_t kVtSlabBytes = 32u * kHeadDim;
   static constexpr uint32_t kVtSlabStrideBytes = 8u * 32u;
 
+  /// FlashAttention-3's intra-warpgroup overlap (fwd_mainloop.hpp): the softmax of block j runs
+  /// while P·V of block j − 1 is on the tensor cores. EveryBlock promotion runs serially, since its
+  /// fresh tile would then live across the softmax too.
+  /// NOTE: at head_dim 128 the overlapped consumers hold S (112 registers at BlockN 224), O (64)
+  /// and the previous block's P (28) through the softmax, within 240 only because the mask is two
+  /// bounds per row and telemetry keeps only the tile's counts in registers (fwd_softmax.hpp).
+  static constexpr bool kIntraWgOverlap = kPromotion != PvPromotion::EveryBlock;
+
   /// Columns of O per P·V wgmma when the fresh tile lives only during P·V (EveryBlock).
   /// NOTE: 64 columns (32 registers): with 128, head_dim 128 spilled next to O and P.
   static constexpr int kPvSplitN = 64;
 
-  // NOTE: register budgets in the manner of FlashAttention-3's sm90 kernels, with a producer that
-  // also computes the tile schedule and transposes V: at 32 or 40 registers it spilled, at 48 it
-  // does not (ptxas -warn-spills); the two consumers take the rest of the 64K-register file.
+  // NOTE: FlashAttention-3's budgets for a TMA producer and two consumers are 24 and 240. The
+  // overlapped consumers need the 240 (head_dim 128: S 112 + O 64 + P of the previous block 28
+  // registers during the softmax); the producer, which also computes the tile schedule and
+  // transposes V, does not spill at 32 (ptxas -warn-spills), and 32 + 2 x 240 fill the 64K file.
   static_assert(kConsumers == 2, "the register budget below is for two consumer warpgroups");
-  static constexpr uint32_t kProducerRegisters = 48;
-  static constexpr uint32_t kConsumerRegisters = 232;
+  static constexpr uint32_t kProducerRegisters = 32;
+  static constexpr uint32_t kConsumerRegisters = 240;
   static_assert(128 * kProducerRegisters + 128 * kConsumers * kConsumerRegisters <= 65536, "register file");
   static_assert(kConsumerRegisters <= 240, "the issue's budget: at most 240 registers per consumer thread");
 

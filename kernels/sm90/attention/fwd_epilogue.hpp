@@ -66,26 +66,43 @@ struct FwdTelemetrySlots {
   float max_abs[16];
 };
 
-/// Merges every consumer thread's telemetry: warp butterflies, one slot per warp, then one
-/// thread adds the CTA's totals to the device counters with one atomic each.
-template <int kConsumers>
-FP8ATTN_ARCH_FN void merge_telemetry(const AttentionFwdParams& p, FwdThreadTelemetry tel, FwdTelemetrySlots& slots,
-                                     unsigned barrier_id) {
+/// Zeroes this warp's slot before its first tile (lane 0 of each consumer warp owns its slot).
+FP8ATTN_ARCH_FN void init_telemetry_slot(FwdTelemetrySlots& slots) {
+  const unsigned warp = (arch::thread_rank() - 128) / 32;
+  if (arch::lane_idx() == 0) {
+    arch::smem_store(&slots.positive[warp], uint64_t{0});
+    arch::smem_store(&slots.underflow[warp], uint64_t{0});
+    arch::smem_store(&slots.max_abs[warp], 0.0f);
+  }
+}
+
+/// Folds the warp's telemetry of a finished tile into its slot: warp butterflies, then lane 0.
+/// The tile's raw max goes into natural-log units with the tile's scale, as the engine does once
+/// per tile (fl(max·s) = max fl(x·s) for s > 0). Resets `tel` for the next tile.
+FP8ATTN_ARCH_FN void flush_tile_telemetry(FwdThreadTelemetry& tel, float natural_scale, FwdTelemetrySlots& slots) {
   FP8ATTN_UNROLL
   for (int bit = 1; bit < 32; bit <<= 1) {
-    tel.p_positive += arch::shfl_xor_sync(0xffffffffu, tel.p_positive, bit);
-    tel.p_underflow += arch::shfl_xor_sync(0xffffffffu, tel.p_underflow, bit);
-    const float other = arch::shfl_xor_sync(0xffffffffu, tel.max_abs_scaled_logit, bit);
-    if (tel.max_abs_scaled_logit < other) tel.max_abs_scaled_logit = other;
+    tel.tile_positive += arch::shfl_xor_sync(0xffffffffu, tel.tile_positive, bit);
+    tel.tile_underflow += arch::shfl_xor_sync(0xffffffffu, tel.tile_underflow, bit);
+    const float other = arch::shfl_xor_sync(0xffffffffu, tel.tile_max_abs_raw, bit);
+    if (tel.tile_max_abs_raw < other) tel.tile_max_abs_raw = other;
   }
-  const unsigned consumer_thread = arch::thread_rank() - 128, warp = consumer_thread / 32;
+  const unsigned warp = (arch::thread_rank() - 128) / 32;
   if (arch::lane_idx() == 0) {
-    arch::smem_store(&slots.positive[warp], tel.p_positive);
-    arch::smem_store(&slots.underflow[warp], tel.p_underflow);
-    arch::smem_store(&slots.max_abs[warp], tel.max_abs_scaled_logit);
+    arch::smem_store(&slots.positive[warp], arch::smem_load(&slots.positive[warp]) + tel.tile_positive);
+    arch::smem_store(&slots.underflow[warp], arch::smem_load(&slots.underflow[warp]) + tel.tile_underflow);
+    const float scaled = tel.tile_max_abs_raw * natural_scale;
+    if (arch::smem_load(&slots.max_abs[warp]) < scaled) arch::smem_store(&slots.max_abs[warp], scaled);
   }
+  tel = FwdThreadTelemetry{};
+}
+
+/// Merges the consumer warps' slots: once every warp has flushed its last tile, one thread adds
+/// the CTA's totals to the device counters with one atomic each.
+template <int kConsumers>
+FP8ATTN_ARCH_FN void merge_telemetry(const AttentionFwdParams& p, FwdTelemetrySlots& slots, unsigned barrier_id) {
   arch::named_barrier_sync(barrier_id, 128 * kConsumers);
-  if (consumer_thread == 0) {
+  if (arch::thread_rank() == 128) {
     uint64_t positive = 0, underflow = 0;
     float max_abs = 0.0f;
     for (int w = 0; w < 4 * kConsumers; ++w) {

@@ -1,17 +1,27 @@
 // A consumer warpgroup of the attention forward: for each tile, the main loop over its KV blocks
 // (Q·Kᵀ on the tensor cores, the softmax on fragments, P·V with P from registers), then the
-// epilogue. The order of every floating-point step is the CPU engine's.
+// epilogue. The order of every floating-point step on O is the CPU engine's.
+//
+// Two schedules of the same arithmetic (FwdConfig::kIntraWgOverlap):
+// - overlapped (FlashAttention-3's intra-warpgroup overlap): issue Q·Kᵀ of block j and P·V of
+//   block j − 1, wait for Q·Kᵀ, run the softmax of block j while P·V runs, wait for P·V, rescale
+//   O, and only then convert block j's P̃ into the A registers that P·V of block j − 1 read;
+// - serial (EveryBlock promotion, fwd_config.hpp): Q·Kᵀ, softmax, P·V and promotion of one block
+//   at a time.
+// NOTE: both apply to O, per block j, O ← r_j·O, then O += P_j·V_j on the tensor cores, then the
+// promotion: the overlapped order only moves "O += P_j·V_j" past the softmax of block j + 1,
+// which reads neither O nor P_j, so the engine's bits are unchanged.
 #pragma once
 
 #include <cstdint>
 
 #include "kernels/arch/barrier.hpp"
 #include "kernels/arch/mbarrier.hpp"
-#include "kernels/arch/shared_memory.hpp"
 #include "kernels/arch/thread_index.hpp"
 #include "kernels/arch/wgmma.hpp"
 #include "kernels/sm90/attention/fwd_config.hpp"
 #include "kernels/sm90/attention/fwd_epilogue.hpp"
+#include "kernels/sm90/attention/fwd_mma.hpp"
 #include "kernels/sm90/attention/fwd_params.hpp"
 #include "kernels/sm90/attention/fwd_softmax.hpp"
 #include "kernels/sm90/attention/fwd_tile_scheduler.hpp"
@@ -19,82 +29,230 @@
 
 namespace fp8attn::sm90 {
 
-/// S = Q·Kᵀ for the warpgroup's 64 rows: head_dim/32 wgmmas stepping K by 32 bytes, moving to the
-/// next 128-byte chunk every four (PTX_FACTS.md §3b: the start advances by the unswizzled offset).
-template <class Cfg>
-FP8ATTN_ARCH_FN void mm_qk(arch::WgmmaAccF32<Cfg::kBlockN>& s, const uint8_t (&q)[Cfg::kChunks][Cfg::kQChunkBytes],
-                           const uint8_t (&k)[Cfg::kChunks][Cfg::kKChunkBytes], unsigned consumer) {
-  FP8ATTN_UNROLL
-  for (int kb = 0; kb < Cfg::kHeadDim / 32; ++kb) {
-    const int chunk = kb * 32 / static_cast<int>(Cfg::kChunkBytes);
-    const uint32_t offset = (kb * 32) % Cfg::kChunkBytes;
-    const uint64_t da = arch::make_wgmma_descriptor(arch::smem_address(q[chunk] + consumer * 64 * Cfg::kChunkBytes), 0,
-                                                    Cfg::kAtomBytes, Cfg::kSwizzle);
-    const uint64_t db = arch::make_wgmma_descriptor(arch::smem_address(k[chunk]), 0, Cfg::kAtomBytes, Cfg::kSwizzle);
-    arch::wgmma_fp8<Cfg::kBlockN>(s, arch::wgmma_descriptor_advance(da, offset), arch::wgmma_descriptor_advance(db, offset),
-                                  kb > 0);
-  }
+/// What a consumer warpgroup knows about itself: its rows and its pingpong barriers.
+struct FwdConsumerRole {
+  unsigned consumer;   ///< 0.. among the consumer warpgroups
+  bool wg_leader;      ///< thread 0 of the warpgroup arrives on the pipeline's empty barriers
+  unsigned my_turn;    ///< named barrier this warpgroup waits on for the tensor cores
+  unsigned next_turn;  ///< the next consumer's
+};
+
+/// The per-tile arguments of the block loops, folded once per tile as the engine does.
+struct FwdTileArgs {
+  float q_block;      ///< per-block Q descale of the tile's query block
+  bool v_blocks;      ///< per-block V descales: each block's P·V is scaled at its promotion
+  int32_t all_first;  ///< keys_seen_by_all of the tile's rows: a block inside is fully visible
+  int32_t all_last;   ///< (block_fully_visible, with the mask folded once per tile)
+};
+
+/// Points the softmax at the step-th KV block of the tile: its keys, the mask shortcut and the
+/// per-block descale factor.
+FP8ATTN_ARCH_FN KeyBlock begin_block(FwdBlockSoftmax& sb, const AttentionFwdParams& p, const FwdTile& tile,
+                                     const BasicKvSchedule<int32_t>& blocks, int32_t step, const FwdTileArgs& ta) {
+  const KeyBlock block = blocks.at(step);
+  sb.key0 = static_cast<int32_t>(block.key_begin);
+  sb.keys = static_cast<int32_t>(block.key_end - block.key_begin);
+  sb.full = ta.all_first <= ta.all_last && ta.all_first <= sb.key0 && ta.all_last >= sb.key0 + sb.keys - 1;
+  sb.block_factor = ta.q_block * p.k_block_descale.at(tile.batch, tile.head_kv, block.index);
+  return block;
 }
 
-/// The descriptor of Vᵀ rows [n0, ..) and keys [32·kb, 32·kb + 32): the producer's transpose
-/// (canonical no-swizzle layout) or TMA's 32-key slabs (32B swizzle).
+/// In this consumer's pingpong turn: waits for the stage's K and issues S = Q·Kᵀ (one commit
+/// group, not waited for).
 template <class Cfg>
-FP8ATTN_ARCH_FN uint64_t vt_descriptor(const uint8_t* vt, int n0, int kb, bool tma_slabs) {
-  if (tma_slabs)
-    return arch::make_wgmma_descriptor(arch::smem_address(vt + kb * Cfg::kVtSlabBytes + n0 * 32), 0,
-                                       Cfg::kVtSlabStrideBytes, arch::Swizzle::B32);
-  return arch::make_wgmma_descriptor(arch::smem_address(vt + (n0 / 8) * Cfg::kVtStrideBytes + kb * 2 * Cfg::kVtLeadingBytes),
-                                     Cfg::kVtLeadingBytes, Cfg::kVtStrideBytes, arch::Swizzle::None);
+FP8ATTN_ARCH_FN void issue_qk(arch::WgmmaAccF32<Cfg::kBlockN>& s, FwdSharedStorage<Cfg>& smem,
+                              const PipelineState<Cfg::kStages>& kv, const FwdConsumerRole& role) {
+  // NOTE: scale-d is 0 on the first wgmma, but its asm reads the registers: without this fill
+  // ptxas treats last block's P̃ as live into this one and spills O (ptxas -warn-spills).
+  fill(s, 0.0f);
+  arch::named_barrier_sync(role.my_turn, 256);
+  constexpr uint32_t kPhaseFault = Cfg::kFault == FwdFault::WrongFullPhase ? 1u : 0u;
+  arch::mbarrier_wait_parity(&smem.k_full[kv.stage], kv.phase ^ kPhaseFault);
+  arch::wgmma_fence();
+  mm_qk<Cfg>(s, smem.q, smem.k[kv.stage], role.consumer);
+  arch::wgmma_commit_group();
 }
 
-/// acc (+)= P·V[:, n0 : n0 + N] over the block's keys: BlockN/32 wgmmas with P from registers
-/// and Vᵀ K-major; the first overwrites acc unless `accumulate`.
+/// Hands the tensor cores to the next consumer warpgroup (pingpong).
+template <class Cfg>
+FP8ATTN_ARCH_FN void pass_turn(const FwdConsumerRole& role) {
+  if (Cfg::kFault != FwdFault::DropTurnBarrier || role.consumer != 0) arch::named_barrier_arrive(role.next_turn, 256);
+}
+
+/// Waits for the stage's Vᵀ and issues acc += P·V (one commit group, not waited for).
 template <class Cfg, int N>
-FP8ATTN_ARCH_FN void mma_pv(arch::WgmmaAccF32<N>& acc, const arch::WgmmaAFragment (&p)[Cfg::kBlockN / 32],
-                            const uint8_t* vt, int n0, bool accumulate, bool tma_slabs) {
-  FP8ATTN_UNROLL
-  for (int kb = 0; kb < Cfg::kBlockN / 32; ++kb)
-    arch::wgmma_fp8<N>(acc, p[kb], vt_descriptor<Cfg>(vt, n0, kb, tma_slabs), accumulate || kb > 0);
+FP8ATTN_ARCH_FN void issue_pv(arch::WgmmaAccF32<N>& acc, const arch::WgmmaAFragment (&pf)[Cfg::kBlockN / 32],
+                              FwdSharedStorage<Cfg>& smem, const PipelineState<Cfg::kStages>& kv, bool v_transposed) {
+  arch::mbarrier_wait_parity(&smem.vt_full[kv.stage], kv.phase);
+  arch::wgmma_fence();
+  mma_pv<Cfg>(acc, pf, smem.vt[kv.stage], 0, true, v_transposed);
+  arch::wgmma_commit_group();
 }
 
-template <int N>
-FP8ATTN_ARCH_FN void fill(arch::WgmmaAccF32<N>& acc, float value) {
+/// P's A fragments from the E4M3 words of the softmax (byte permutes and shuffles).
+template <class Cfg>
+FP8ATTN_ARCH_FN void make_p(arch::WgmmaAFragment (&pf)[Cfg::kBlockN / 32], const uint32_t (&words)[Cfg::kBlockN / 8]) {
   FP8ATTN_UNROLL
-  for (int i = 0; i < N / 2; ++i) acc[i] = value;
+  for (int kb = 0; kb < Cfg::kBlockN / 32; ++kb) pf[kb] = p_fragment<Cfg::kBlockN>(words, kb);
 }
 
-/// The promotion of two-level accumulation: O[first + i] += part[i] (or part·vb with per-block V
-/// descales, fused as the engine does). `first` is the part's first register in O's fragment.
-/// NOTE: two-level accumulation (DESIGN §3): the FP32 sum on the CUDA cores bounds how many
-/// truncated tensor-core additions an output sees; a per-block V descale promotes each block.
-template <int N, int M>
-FP8ATTN_ARCH_FN void promote_into(arch::WgmmaAccF32<N>& o, const arch::WgmmaAccF32<M>& part, int first, bool scaled,
-                                  float vb) {
-  // NOTE: the branch stays outside the loop, so ptxas does not keep both results of all registers.
-  if (scaled) {
-    FP8ATTN_UNROLL
-    for (int i = 0; i < M / 2; ++i) o[first + i] = fmaf(part[i], vb, o[first + i]);
-  } else {
-    FP8ATTN_UNROLL
-    for (int i = 0; i < M / 2; ++i) o[first + i] = o[first + i] + part[i];
+/// O ← r·O per row (and the fresh tile with EveryN, whose P·V has not reached O yet).
+template <class Cfg, int F>
+FP8ATTN_ARCH_FN void rescale_o(arch::WgmmaAccF32<Cfg::kHeadDim>& o, arch::WgmmaAccF32<F>& fresh,
+                               const float (&rescale)[2]) {
+  FP8ATTN_UNROLL
+  for (int i = 0; i < Cfg::kHeadDim / 2; ++i) {
+    o[i] *= rescale[(i >> 1) & 1];
+    if constexpr (Cfg::kPromotion == PvPromotion::EveryN) fresh[i] *= rescale[(i >> 1) & 1];
+  }
+  // NOTE: pins O's rescale here: without it ptxas moved it into the softmax, where S is live,
+  // and spilled (the operand fence emits no instruction).
+  arch::wgmma_fence_operand(o);
+  if constexpr (Cfg::kPromotion == PvPromotion::EveryN) arch::wgmma_fence_operand(fresh);
+}
+
+/// The blocks of one tile, overlapped: the softmax of block j runs while the tensor cores do
+/// P·V of block j − 1 (the file comment gives the order). `kv` enters at the tile's first block
+/// and leaves one past its last.
+template <class Cfg, int F>
+FP8ATTN_ARCH_FN void run_blocks_overlapped(const AttentionFwdParams& p, FwdSharedStorage<Cfg>& smem,
+                                           const FwdTile& tile, const FwdTileArgs& ta, const FwdConsumerRole& role,
+                                           FwdBlockSoftmax& sb, PipelineState<Cfg::kStages>& kv,
+                                           arch::WgmmaAccF32<Cfg::kHeadDim>& o, arch::WgmmaAccF32<F>& fresh,
+                                           FwdRowState& rows, FwdThreadTelemetry& tel) {
+  constexpr bool kEveryN = Cfg::kPromotion == PvPromotion::EveryN;
+  const BasicKvSchedule<int32_t> sched = tile.kv.as<int32_t>();  // NOTE: 32-bit: registers
+  const int32_t blocks = sched.count();
+  if (blocks == 0) return;
+  arch::WgmmaAccF32<Cfg::kBlockN> s;
+  float rescale[2];
+  uint32_t words[Cfg::kBlockN / 8];
+  arch::WgmmaAFragment pf[Cfg::kBlockN / 32];
+
+  // Block 0: Q·Kᵀ and the softmax alone; its P·V goes out with the next block's Q·Kᵀ.
+  begin_block(sb, p, tile, sched, 0, ta);
+  issue_qk<Cfg>(s, smem, kv, role);
+  pass_turn<Cfg>(role);
+  arch::wgmma_wait_group<0>();
+  arch::wgmma_fence_operand(s);
+  softmax_block<Cfg::kBlockN, Cfg::kTelemetry>(s, sb, p, rows, rescale, words, tel);
+  rescale_o<Cfg>(o, fresh, rescale);
+  make_p<Cfg>(pf, words);
+
+  for (int32_t step = 1; step < blocks; ++step) {
+    const PipelineState<Cfg::kStages> prev = kv;  // the stage of block step − 1, whose P·V is due
+    kv.advance();
+    begin_block(sb, p, tile, sched, step, ta);
+    issue_qk<Cfg>(s, smem, kv, role);
+    if constexpr (kEveryN) issue_pv<Cfg>(fresh, pf, smem, prev, p.v_transposed);
+    else issue_pv<Cfg>(o, pf, smem, prev, p.v_transposed);
+    pass_turn<Cfg>(role);
+    arch::wgmma_wait_group<1>();  // Q·Kᵀ of this block is done; P·V of the last one may run on
+    arch::wgmma_fence_operand(s);
+    softmax_block<Cfg::kBlockN, Cfg::kTelemetry>(s, sb, p, rows, rescale, words, tel);
+    // The planted bug: P of this block written into the registers P·V of the last one still reads.
+    if constexpr (Cfg::kFault == FwdFault::RewritePBeforeWait) pf[0] = p_fragment<Cfg::kBlockN>(words, 0);
+    arch::wgmma_wait_group<0>();
+    arch::wgmma_fence_operand(o);
+    if (role.wg_leader) arch::mbarrier_arrive(&smem.kv_empty[prev.stage]);  // K, V, Vᵀ of block step − 1 read
+    if constexpr (kEveryN) {
+      arch::wgmma_fence_operand(fresh);
+      if (step % p.promote_interval == 0) {  // block step − 1 closes an interval
+        promote_into(o, fresh, 0, false, 1.0f);
+        fill(fresh, 0.0f);
+      }
+    }
+    rescale_o<Cfg>(o, fresh, rescale);
+    make_p<Cfg>(pf, words);  // after the wait: P·V of block step − 1 no longer reads pf
+  }
+
+  // The last block's P·V, and its promotion (the last block always closes an interval).
+  if constexpr (kEveryN) issue_pv<Cfg>(fresh, pf, smem, kv, p.v_transposed);
+  else issue_pv<Cfg>(o, pf, smem, kv, p.v_transposed);
+  arch::wgmma_wait_group<0>();
+  arch::wgmma_fence_operand(o);
+  if (role.wg_leader) arch::mbarrier_arrive(&smem.kv_empty[kv.stage]);
+  if constexpr (kEveryN) {
+    arch::wgmma_fence_operand(fresh);
+    promote_into(o, fresh, 0, false, 1.0f);
+  }
+  kv.advance();
+}
+
+/// The blocks of one tile, one at a time: Q·Kᵀ, softmax, P·V (Off runs here only where a test
+/// config forces the serial order, tests/kernels/test_fp8_fwd_emu_checks.cpp). With EveryBlock
+/// promotion, per
+/// 64-column part of O, a fresh tile that lives only during its P·V is added into O at once.
+/// NOTE: EveryBlock is not overlapped: its fresh parts would have to live across the next
+/// block's softmax, next to S, O and P (head_dim 128: 112 + 64 + 64 + 28 registers, over 240).
+template <class Cfg, int F>
+FP8ATTN_ARCH_FN void run_blocks_serial(const AttentionFwdParams& p, FwdSharedStorage<Cfg>& smem, const FwdTile& tile,
+                                       const FwdTileArgs& ta, const FwdConsumerRole& role, FwdBlockSoftmax& sb,
+                                       PipelineState<Cfg::kStages>& kv, arch::WgmmaAccF32<Cfg::kHeadDim>& o,
+                                       arch::WgmmaAccF32<F>& fresh, FwdRowState& rows, FwdThreadTelemetry& tel) {
+  static_assert(Cfg::kPromotion != PvPromotion::EveryN, "EveryN runs overlapped (its fresh tile lives across blocks)");
+  const BasicKvSchedule<int32_t> sched = tile.kv.as<int32_t>();  // NOTE: 32-bit: registers
+  const int32_t blocks = sched.count();
+  for (int32_t step = 0; step < blocks; ++step, kv.advance()) {
+    const KeyBlock block = begin_block(sb, p, tile, sched, step, ta);
+    arch::WgmmaAccF32<Cfg::kBlockN> s;
+    issue_qk<Cfg>(s, smem, kv, role);
+    pass_turn<Cfg>(role);
+    arch::wgmma_wait_group<0>();
+    arch::wgmma_fence_operand(s);
+
+    float rescale[2];
+    uint32_t words[Cfg::kBlockN / 8];
+    softmax_block<Cfg::kBlockN, Cfg::kTelemetry>(s, sb, p, rows, rescale, words, tel);
+    arch::WgmmaAFragment pf[Cfg::kBlockN / 32];
+    make_p<Cfg>(pf, words);
+    rescale_o<Cfg>(o, fresh, rescale);
+
+    if constexpr (Cfg::kPromotion == PvPromotion::Off) {
+      issue_pv<Cfg>(o, pf, smem, kv, p.v_transposed);
+      if constexpr (Cfg::kFault == FwdFault::RewritePBeforeWait) pf[0] = p_fragment<Cfg::kBlockN>(words, 1);
+      arch::wgmma_wait_group<0>();
+      arch::wgmma_fence_operand(o);
+    } else {
+      // The engine's fresh tile is 0 here; scaled by the block's V descale when there are
+      // per-block ones.
+      arch::mbarrier_wait_parity(&smem.vt_full[kv.stage], kv.phase);
+      const float vb = p.v_block_descale.at(tile.batch, tile.head_kv, block.index);
+      FP8ATTN_UNROLL
+      for (int n0 = 0; n0 < Cfg::kHeadDim; n0 += Cfg::kPvSplitN) {
+        arch::WgmmaAccF32<Cfg::kPvSplitN> part;
+        fill(part, 0.0f);  // NOTE: starts the registers' live range here for ptxas (scale-d is 0)
+        arch::wgmma_fence();
+        mma_pv<Cfg>(part, pf, smem.vt[kv.stage], n0, false, p.v_transposed);
+        arch::wgmma_commit_group();
+        if constexpr (Cfg::kFault == FwdFault::RewritePBeforeWait) pf[0] = p_fragment<Cfg::kBlockN>(words, 1);
+        arch::wgmma_wait_group<0>();
+        arch::wgmma_fence_operand(part);
+        promote_into(o, part, n0 / 2, ta.v_blocks, vb);
+        arch::wgmma_fence_operand(o);
+      }
+    }
+    if (role.wg_leader) arch::mbarrier_arrive(&smem.kv_empty[kv.stage]);  // this stage's K, V, Vᵀ are read
   }
 }
 
 /// A consumer warpgroup's loop over the CTA's tiles.
 template <class Cfg>
 FP8ATTN_ARCH_FN void run_consumer(const AttentionFwdParams& p, FwdSharedStorage<Cfg>& smem, FwdTelemetrySlots& slots) {
-  const unsigned consumer = arch::warpgroup_idx() - 1;
-  const bool wg_leader = arch::thread_idx_in_warpgroup() == 0;
+  FwdConsumerRole role;
+  role.consumer = arch::warpgroup_idx() - 1;
+  role.wg_leader = arch::thread_idx_in_warpgroup() == 0;
+  role.my_turn = barrier_id(FwdBarrier::kConsumerTurn0, role.consumer);
+  role.next_turn = barrier_id(FwdBarrier::kConsumerTurn0, (role.consumer + 1) % Cfg::kConsumers);
   const unsigned t = arch::thread_idx_in_warpgroup();
   // This thread's h = 0 row in the tile (wgmma_d_coord).
-  const int32_t my_row = static_cast<int32_t>(64 * consumer + 16 * (t / 32) + (t % 32) / 4);
-  const unsigned my_turn = barrier_id(FwdBarrier::kConsumerTurn0, consumer);
-  const unsigned next_turn = barrier_id(FwdBarrier::kConsumerTurn0, (consumer + 1) % Cfg::kConsumers);
+  const int32_t my_row = static_cast<int32_t>(64 * role.consumer + 16 * (t / 32) + (t % 32) / 4);
   // The last consumer opens the first turn; consumer 0 takes the matching extra turn at the end.
-  if (consumer == Cfg::kConsumers - 1) arch::named_barrier_arrive(barrier_id(FwdBarrier::kConsumerTurn0), 256);
+  if (role.consumer == Cfg::kConsumers - 1) arch::named_barrier_arrive(barrier_id(FwdBarrier::kConsumerTurn0), 256);
   PipelineState<Cfg::kStages> kv{0, 0};
   uint32_t q_phase = 0;
   FwdThreadTelemetry tel;
+  if constexpr (Cfg::kTelemetry) init_telemetry_slot(slots);
   for (int64_t index = arch::block_idx().x; index < p.num_tiles; index += arch::grid_dim().x) {
     const FwdTile tile = fwd_tile(p, index, Cfg::kBlockM, Cfg::kBlockN);
     if (tile.rows == 0) continue;
@@ -109,9 +267,16 @@ FP8ATTN_ARCH_FN void run_consumer(const AttentionFwdParams& p, FwdSharedStorage<
     sb.row_lo = tile.row0 + my_row;
     sb.valid[0] = my_row < tile.rows;
     sb.valid[1] = my_row + 8 < tile.rows;
-    const float q_block = p.q_block_descale.at(tile.batch, tile.head, tile.m_block);
     sb.apply_block_factor = p.q_block_descale.data != nullptr || p.k_block_descale.data != nullptr;
-    const bool v_blocks = p.v_block_descale.data != nullptr;
+    FP8ATTN_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      const KeyRange vis = visible_keys(tile.mask, sb.row_lo + 8 * h);
+      sb.vis_first[h] = static_cast<int32_t>(vis.first);
+      sb.vis_last[h] = static_cast<int32_t>(vis.last);
+    }
+    const KeyRange all = keys_seen_by_all(tile.mask, tile.row0, tile.row0 + tile.rows);
+    const FwdTileArgs ta{p.q_block_descale.at(tile.batch, tile.head, tile.m_block), p.v_block_descale.data != nullptr,
+                         static_cast<int32_t>(all.first), static_cast<int32_t>(all.last)};
 
     constexpr bool kEveryN = Cfg::kPromotion == PvPromotion::EveryN;
     arch::WgmmaAccF32<Cfg::kHeadDim> o;
@@ -121,89 +286,15 @@ FP8ATTN_ARCH_FN void run_consumer(const AttentionFwdParams& p, FwdSharedStorage<
     FwdRowState rows{{kNegInf, kNegInf}, {0.0f, 0.0f}};
     arch::mbarrier_wait_parity(&smem.q_full, q_phase);
     q_phase ^= 1u;
-
-    const int32_t blocks = static_cast<int32_t>(tile.kv.count());
-    for (int32_t step = 0; step < blocks; ++step, kv.advance()) {
-      const KeyBlock block = tile.kv.at(step);
-      sb.key0 = static_cast<int32_t>(block.key_begin);
-      sb.keys = static_cast<int32_t>(block.key_end - block.key_begin);
-      sb.full = block_fully_visible(tile.mask, tile.row0, tile.row0 + tile.rows, block.key_begin, block.key_end);
-      sb.block_factor = q_block * p.k_block_descale.at(tile.batch, tile.head_kv, block.index);
-
-      // S = Q·Kᵀ, on the tensor cores in this consumer's turn (pingpong).
-      arch::WgmmaAccF32<Cfg::kBlockN> s;
-      // NOTE: scale-d is 0 on the first wgmma, but its asm reads the registers: without this fill
-      // ptxas treats last block's P̃ as live into this one and spills O (ptxas -warn-spills).
-      fill(s, 0.0f);
-      arch::named_barrier_sync(my_turn, 256);
-      constexpr uint32_t kPhaseFault = Cfg::kFault == FwdFault::WrongFullPhase ? 1u : 0u;
-      arch::mbarrier_wait_parity(&smem.k_full[kv.stage], kv.phase ^ kPhaseFault);
-      arch::wgmma_fence();
-      mm_qk<Cfg>(s, smem.q, smem.k[kv.stage], consumer);
-      arch::wgmma_commit_group();
-      if (Cfg::kFault != FwdFault::DropTurnBarrier || consumer != 0) arch::named_barrier_arrive(next_turn, 256);
-      arch::wgmma_wait_group<0>();
-      arch::wgmma_fence_operand(s);
-
-      float rescale[2];
-      uint32_t words[Cfg::kBlockN / 8];
-      softmax_block<Cfg::kBlockN, Cfg::kTelemetry>(s, sb, tile.mask, p, rows, rescale, words, tel);
-      arch::WgmmaAFragment pf[Cfg::kBlockN / 32];
-      FP8ATTN_UNROLL
-      for (int kb = 0; kb < Cfg::kBlockN / 32; ++kb) pf[kb] = p_fragment<Cfg::kBlockN>(words, kb);
-      FP8ATTN_UNROLL
-      for (int i = 0; i < Cfg::kHeadDim / 2; ++i) {
-        o[i] *= rescale[(i >> 1) & 1];
-        if constexpr (kEveryN) fresh[i] *= rescale[(i >> 1) & 1];
-      }
-      // NOTE: pins O's rescale here: without it ptxas moved it into the softmax, where S is live,
-      // and spilled (the operand fence emits no instruction).
-      arch::wgmma_fence_operand(o);
-
-      // O += P·V: into O, into the fresh tile (EveryN), or per column half into a tile that the
-      // promotion adds into O at once (EveryBlock; the engine's fresh tile is 0 there).
-      arch::mbarrier_wait_parity(&smem.vt_full[kv.stage], kv.phase);
-      const float vb = p.v_block_descale.at(tile.batch, tile.head_kv, block.index);
-      if constexpr (Cfg::kPromotion == PvPromotion::EveryBlock) {
-        FP8ATTN_UNROLL
-        for (int n0 = 0; n0 < Cfg::kHeadDim; n0 += Cfg::kPvSplitN) {
-          arch::WgmmaAccF32<Cfg::kPvSplitN> part;
-          fill(part, 0.0f);  // NOTE: starts the registers' live range here for ptxas (scale-d is 0)
-          arch::wgmma_fence();
-          mma_pv<Cfg>(part, pf, smem.vt[kv.stage], n0, false, p.v_transposed);
-          arch::wgmma_commit_group();
-          arch::wgmma_wait_group<0>();
-          arch::wgmma_fence_operand(part);
-          promote_into(o, part, n0 / 2, v_blocks, vb);
-          arch::wgmma_fence_operand(o);
-        }
-      } else {
-        arch::wgmma_fence();
-        if constexpr (kEveryN)
-          mma_pv<Cfg>(fresh, pf, smem.vt[kv.stage], 0, true, p.v_transposed);
-        else
-          mma_pv<Cfg>(o, pf, smem.vt[kv.stage], 0, true, p.v_transposed);
-        arch::wgmma_commit_group();
-        if constexpr (Cfg::kFault == FwdFault::RewritePBeforeWait) pf[0] = p_fragment<Cfg::kBlockN>(words, 1);
-        arch::wgmma_wait_group<0>();
-        arch::wgmma_fence_operand(o);
-        if constexpr (kEveryN) {
-          arch::wgmma_fence_operand(fresh);
-          if ((step + 1) % p.promote_interval == 0 || step + 1 == blocks) {
-            promote_into(o, fresh, 0, false, vb);
-            fill(fresh, 0.0f);
-          }
-        }
-      }
-      if (wg_leader) arch::mbarrier_arrive(&smem.kv_empty[kv.stage]);  // this stage's K, V, Vᵀ are read
-    }
-    if (wg_leader) arch::mbarrier_arrive(&smem.q_empty);
-    if constexpr (Cfg::kTelemetry) tel.finish_tile(natural_scale);
+    if constexpr (Cfg::kIntraWgOverlap) run_blocks_overlapped<Cfg>(p, smem, tile, ta, role, sb, kv, o, fresh, rows, tel);
+    else run_blocks_serial<Cfg>(p, smem, tile, ta, role, sb, kv, o, fresh, rows, tel);
+    if (role.wg_leader) arch::mbarrier_arrive(&smem.q_empty);
+    if constexpr (Cfg::kTelemetry) flush_tile_telemetry(tel, natural_scale, slots);
     store_output<Cfg::kHeadDim>(p, o, rows, tile.batch, tile.head, tile.q_offset + tile.row0 + my_row,
                                 tile.q_offset + tile.row0 + tile.rows, sb.scale_log2, v_descale);
   }
-  if (consumer == 0) arch::named_barrier_sync(my_turn, 256);
-  if constexpr (Cfg::kTelemetry) merge_telemetry<Cfg::kConsumers>(p, tel, slots, barrier_id(FwdBarrier::kTelemetryMerge));
+  if (role.consumer == 0) arch::named_barrier_sync(role.my_turn, 256);
+  if constexpr (Cfg::kTelemetry) merge_telemetry<Cfg::kConsumers>(p, slots, barrier_id(FwdBarrier::kTelemetryMerge));
 }
 
 }  // namespace fp8attn::sm90

@@ -42,6 +42,7 @@ FP8ATTN_ARCH_FN void transpose_4x4_bytes(const uint32_t (&r)[4], uint32_t (&c)[4
 template <class Cfg>
 FP8ATTN_ARCH_FN void transpose_v(const uint8_t* v, uint8_t* vt, uint64_t* vt_full) {
   constexpr uint32_t kDimGroups = Cfg::kHeadDim / 4, kItems = (Cfg::kBlockN / 4) * kDimGroups;
+  FP8ATTN_NO_UNROLL
   for (uint32_t item = arch::thread_idx_in_warpgroup(); item < kItems; item += 128) {
     const uint32_t kg = item / kDimGroups, dg = item % kDimGroups;
     uint32_t r[4], c[4];
@@ -78,7 +79,10 @@ FP8ATTN_ARCH_FN void run_producer(const AttentionFwdParams& p, FwdSharedStorage<
                            static_cast<int32_t>(tile.q_offset + tile.row0), b});
     }
     q_empty_phase ^= 1u;
-    for (int64_t step = 0; step < tile.kv.count(); ++step, kv.advance()) {
+    // NOTE: 32-bit block counts: the producer runs in 32 registers (fwd_config.hpp), and a 64-bit
+    // loop counter live across the transpose spilled.
+    const int32_t blocks = static_cast<int32_t>(tile.kv.count());
+    for (int32_t step = 0; step < blocks; ++step, kv.advance()) {
       const KeyBlock block = tile.kv.at(step);
       const int32_t key = static_cast<int32_t>(tile.k_offset + block.key_begin);
       if (leader) {

@@ -26,25 +26,14 @@ struct FwdRowState {
   float partial[2];  ///< this quad thread's partial row sum of P̃ (sm90::quad_partial_of_column)
 };
 
-/// Per-thread telemetry, merged at the end of the kernel (fwd_epilogue.hpp).
+/// Per-thread telemetry of the current tile; each warp folds it into its shared-memory slot at
+/// the end of the tile (fwd_epilogue.hpp), and the CTA's slots are merged at the end of the kernel.
+/// NOTE: only the tile's counts live in registers (32 bits suffice for one tile): 64-bit running
+/// totals per thread spilled the overlapped head_dim 128 consumers (ptxas -warn-spills).
 struct FwdThreadTelemetry {
-  uint64_t p_positive = 0;
-  uint64_t p_underflow = 0;
-  uint32_t tile_positive = 0;   ///< this tile's counts; 32 bits suffice for one tile and save registers
+  uint32_t tile_positive = 0;
   uint32_t tile_underflow = 0;
-  float tile_max_abs_raw = 0.0f;      ///< max |S| of the current tile, raw units
-  float max_abs_scaled_logit = 0.0f;  ///< over finished tiles, natural-log units
-
-  /// Folds the tile's raw max into natural-log units with the tile's scale, as the engine does
-  /// once per tile (fl(max·s) = max fl(x·s) for s > 0).
-  FP8ATTN_HOST_DEVICE void finish_tile(float natural_scale) {
-    p_positive += tile_positive;
-    p_underflow += tile_underflow;
-    tile_positive = tile_underflow = 0;
-    const float scaled = tile_max_abs_raw * natural_scale;
-    if (max_abs_scaled_logit < scaled) max_abs_scaled_logit = scaled;
-    tile_max_abs_raw = 0.0f;
-  }
+  float tile_max_abs_raw = 0.0f;  ///< max |S| of the current tile, raw units
 };
 
 /// What the softmax of one block needs to know about the tile and the block (the mask and the
@@ -58,6 +47,8 @@ struct FwdBlockSoftmax {
   int32_t key0;          ///< first key of the block
   int32_t keys;          ///< keys in the block (≤ BlockN; the rest of S is padding)
   int32_t row_lo;        ///< sequence row of this thread's h = 0 row
+  int32_t vis_first[2];  ///< visible_keys of this thread's rows (h = 0, 1), once per tile
+  int32_t vis_last[2];   ///< NOTE: 32-bit, not MaskParams live in the loop: registers (fwd_config.hpp)
   bool valid[2];         ///< this thread's rows lie inside the sequence (telemetry counts them)
 };
 
@@ -82,25 +73,32 @@ FP8ATTN_ARCH_FN int quad_add(int x) {
 /// 8-column group c, lowest column in the low byte) into `words`, two groups per word (word
 /// 2·(c/2) + h, group c in the half c%2), and counts telemetry.
 template <int kBlockN, bool kTelemetry>
-FP8ATTN_ARCH_FN void softmax_block(arch::WgmmaAccF32<kBlockN>& s, const FwdBlockSoftmax& b, const MaskParams& mask,
-                                   const FwdArguments& p, FwdRowState& rows,
-                                   float (&rescale)[2], uint32_t (&words)[kBlockN / 8], FwdThreadTelemetry& tel) {
+FP8ATTN_ARCH_FN void softmax_block(arch::WgmmaAccF32<kBlockN>& s, const FwdBlockSoftmax& b, const FwdArguments& p,
+                                   FwdRowState& rows, float (&rescale)[2], uint32_t (&words)[kBlockN / 8], FwdThreadTelemetry& tel) {
   constexpr int kRegs = kBlockN / 2;
   const int q = static_cast<int>(arch::thread_idx_in_warpgroup() % 4);
   float block_max[2] = {kNegInf, kNegInf};
   float tile_abs[2] = {0.0f, 0.0f};
+  // The visible columns of each row, [lo, hi], less this thread's column offset 2q, so that each
+  // register compares its compile-time column 8(i/4) + i%2 against them.
+  // NOTE: padding columns past the block's keys are masked like invisible keys: P̃ = 0 there adds
+  // exact zeros to the row sums and to P·V, which the engine never visits.
+  // NOTE: two bounds per row, not a test of key0 + col per register: that form spilled the
+  // overlapped head_dim 128 consumers (ptxas -warn-spills).
+  int32_t lo[2], hi[2];
+  FP8ATTN_UNROLL
+  for (int h = 0; h < 2; ++h) {
+    lo[h] = (b.full ? 0 : b.vis_first[h] - b.key0) - 2 * q;
+    int32_t last = b.keys - 1;
+    if (!b.full && b.vis_last[h] - b.key0 < last) last = b.vis_last[h] - b.key0;
+    hi[h] = last - 2 * q;
+  }
   FP8ATTN_UNROLL
   for (int i = 0; i < kRegs; ++i) {
     const int h = (i >> 1) & 1;
-    const int col = 8 * (i >> 2) + 2 * q + (i & 1);
+    const int c = 8 * (i >> 2) + (i & 1);  // the column is c + 2q
     float x = b.apply_block_factor ? s[i] * b.block_factor : s[i];
-    // NOTE: padding columns past the block's keys are masked like invisible keys: P̃ = 0 there
-    // adds exact zeros to the row sums and to P·V, which the engine never visits.
-    bool visible = col < b.keys;
-    if (visible && !b.full) {
-      const KeyRange vis = visible_keys(mask, b.row_lo + 8 * h);
-      visible = b.key0 + col >= vis.first && b.key0 + col <= vis.last;
-    }
+    const bool visible = c >= lo[h] && c <= hi[h];
     x = visible ? x : kNegInf;
     s[i] = x;
     block_max[h] = block_max[h] < x ? x : block_max[h];
