@@ -12,7 +12,6 @@
 
 using fp8attn::capi::guarded;
 using fp8attn::capi::read_struct;
-using fp8attn::require;
 
 namespace {
 
@@ -36,8 +35,8 @@ int32_t fp8attn_quantize_workspace_size(fp8attn_context ctx, const fp8attn_tenso
                                         const fp8attn_tensor* cu_seqlens, int64_t max_seqlen,
                                         const fp8attn_quantize_options* options, size_t* bytes, fp8attn_error* err) {
   return guarded(err, [&] {
-    require(ctx != nullptr, FP8ATTN_STATUS_BAD_HANDLE, "ctx is NULL");
-    require(bytes != nullptr, FP8ATTN_STATUS_NULL_POINTER, "bytes (size_t*) is NULL");
+    FP8ATTN_REQUIRE(ctx != nullptr, FP8ATTN_STATUS_BAD_HANDLE, "ctx is NULL");
+    FP8ATTN_REQUIRE(bytes != nullptr, FP8ATTN_STATUS_NULL_POINTER, "bytes (size_t*) is NULL");
     const int64_t units = fp8attn::quant::quantize_unit_count(input, cu_seqlens, max_seqlen, read_options(options));
     fp8attn::checked_mul(units, int64_t{sizeof(float)}, "the quantizer workspace", FP8ATTN_STATUS_OUT_OF_MEMORY);
     *bytes = fp8attn::quant::quantize_workspace_bytes(units);
@@ -50,20 +49,19 @@ int32_t fp8attn_quantize_async(fp8attn_context ctx, const fp8attn_tensor* input,
                                void* workspace, size_t workspace_bytes, struct CUstream_st* stream,
                                fp8attn_error* err) {
   return guarded(err, [&] {
-    require(ctx != nullptr, FP8ATTN_STATUS_BAD_HANDLE, "ctx is NULL");
+    FP8ATTN_REQUIRE(ctx != nullptr, FP8ATTN_STATUS_BAD_HANDLE, "ctx is NULL");
     fp8attn::Backend& backend = ctx->impl.backend();
-    require(stream == nullptr || backend.tensor_device() == FP8ATTN_DEVICE_CUDA, FP8ATTN_STATUS_BAD_STREAM,
+    FP8ATTN_REQUIRE(stream == nullptr || backend.tensor_device() == FP8ATTN_DEVICE_CUDA, FP8ATTN_STATUS_BAD_STREAM,
             "a CUDA stream was given to a CPU backend; pass NULL");
     const fp8attn_quantize_options o = read_options(options);
     fp8attn::sm90::quant::QuantizeParams params = fp8attn::quant::make_quantize_params(
         input, cu_seqlens, o, output, descale, {backend.tensor_device(), max_seqlen});
     const size_t needed = fp8attn::gpu::quantize_workspace_bytes(params);
-    require(workspace_bytes >= needed, FP8ATTN_STATUS_WORKSPACE_TOO_SMALL,
+    FP8ATTN_REQUIRE(workspace_bytes >= needed, FP8ATTN_STATUS_WORKSPACE_TOO_SMALL,
             "workspace has " + std::to_string(workspace_bytes) + " bytes; this problem needs " + std::to_string(needed));
-    require(workspace != nullptr, FP8ATTN_STATUS_NULL_POINTER, "workspace is NULL");
-    const fp8attn::NvtxRange range("fp8attn_quantize", [&] {
-      return fmt::format("b{} h{} d{} units{}", params.batch, params.heads, params.head_dim, params.units_per_head);
-    });
+    FP8ATTN_REQUIRE(workspace != nullptr, FP8ATTN_STATUS_NULL_POINTER, "workspace is NULL");
+    const fp8attn::NvtxRange range("fp8attn_quantize b{} h{} d{} units{}", params.batch, params.heads,
+                                   params.head_dim, params.units_per_head);
     if (is_host_backend(backend)) {
       const float tensor_amax = fp8attn::quant::quantize_on_cpu(params, ctx->impl.pool());
       if (amax != nullptr) *amax = tensor_amax;

@@ -89,9 +89,8 @@ int32_t fp8attn_qk_spectral_norms(fp8attn_context ctx, const fp8attn_tensor* wq,
     settings.warm_start = o.warm_start;
     settings.iterations_out = o.iterations_out;
     settings.residual_out = o.residual_out;
-    const fp8attn::NvtxRange range("fp8attn_qk_spectral_norms", [&] {
-      return fmt::format("hq{} hkv{} d{} dm{}", num_heads_q, num_heads_kv, head_dim, shape.d_model);
-    });
+    const fp8attn::NvtxRange range("fp8attn_qk_spectral_norms hq{} hkv{} d{} dm{}", num_heads_q, num_heads_kv,
+                                   head_dim, shape.d_model);
     if (runs_cpu_path(backend)) {
       fp8attn::cpu_qk_spectral_norms(q, k, shape, settings, sigma_out, workspace, workspace_bytes, ctx->impl.pool());
       return;
@@ -99,9 +98,9 @@ int32_t fp8attn_qk_spectral_norms(fp8attn_context ctx, const fp8attn_tensor* wq,
     // The device path: the weights, σ and the optional outputs are device memory (host memory
     // under the emulator); nothing is read back, so NaN weights are not refused here.
     const size_t needed = backend.spectral_workspace_size(shape);
-    require(workspace_bytes >= needed, FP8ATTN_STATUS_WORKSPACE_TOO_SMALL,
-            "workspace has " + std::to_string(workspace_bytes) + " bytes, needs " + std::to_string(needed));
-    require(workspace != nullptr, FP8ATTN_STATUS_NULL_POINTER, "workspace is NULL");
+    FP8ATTN_REQUIRE(workspace_bytes >= needed, FP8ATTN_STATUS_WORKSPACE_TOO_SMALL,
+                    "workspace has " + std::to_string(workspace_bytes) + " bytes, needs " + std::to_string(needed));
+    FP8ATTN_REQUIRE(workspace != nullptr, FP8ATTN_STATUS_NULL_POINTER, "workspace is NULL");
     backend.qk_spectral_norms(q, k, shape, settings, sigma_out, workspace, workspace_bytes, stream);
   });
 }

@@ -4,7 +4,6 @@
 #include "lib/attention/plan.hpp"
 
 using fp8attn::capi::guarded;
-using fp8attn::require;
 
 extern "C" {
 
@@ -12,17 +11,17 @@ int32_t fp8attn_attention_telemetry_copy_async(fp8attn_plan plan, const void* wo
                                                fp8attn_telemetry* telemetry, struct CUstream_st* stream,
                                                fp8attn_error* err) {
   return guarded(err, [&] {
-    require(plan != nullptr, FP8ATTN_STATUS_BAD_HANDLE, "plan is NULL");
-    require(workspace != nullptr, FP8ATTN_STATUS_NULL_POINTER, "workspace is NULL");
-    require(telemetry != nullptr, FP8ATTN_STATUS_NULL_POINTER, "telemetry is NULL");
-    require(telemetry->struct_size >= sizeof(fp8attn_telemetry), FP8ATTN_STATUS_BAD_STRUCT_SIZE,
+    FP8ATTN_REQUIRE(plan != nullptr, FP8ATTN_STATUS_BAD_HANDLE, "plan is NULL");
+    FP8ATTN_REQUIRE(workspace != nullptr, FP8ATTN_STATUS_NULL_POINTER, "workspace is NULL");
+    FP8ATTN_REQUIRE(telemetry != nullptr, FP8ATTN_STATUS_NULL_POINTER, "telemetry is NULL");
+    FP8ATTN_REQUIRE(telemetry->struct_size >= sizeof(fp8attn_telemetry), FP8ATTN_STATUS_BAD_STRUCT_SIZE,
             "telemetry->struct_size is " + std::to_string(telemetry->struct_size) + "; the copy writes all " +
                 std::to_string(sizeof(fp8attn_telemetry)) + " bytes of fp8attn_telemetry");
     fp8attn::Backend& backend = plan->context->backend();
-    require(backend.kind() != FP8ATTN_BACKEND_CPU && backend.kind() != FP8ATTN_BACKEND_REFERENCE,
+    FP8ATTN_REQUIRE(backend.kind() != FP8ATTN_BACKEND_CPU && backend.kind() != FP8ATTN_BACKEND_REFERENCE,
             FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
             "the CPU backends fill args.telemetry in the forward call itself; there is nothing to copy");
-    require(stream == nullptr || backend.tensor_device() == FP8ATTN_DEVICE_CUDA, FP8ATTN_STATUS_BAD_STREAM,
+    FP8ATTN_REQUIRE(stream == nullptr || backend.tensor_device() == FP8ATTN_DEVICE_CUDA, FP8ATTN_STATUS_BAD_STREAM,
             "a CUDA stream was given to a host-memory backend; pass NULL");
     backend.copy_attention_telemetry(plan->config, workspace, workspace_bytes, telemetry, stream);
   });

@@ -723,7 +723,8 @@ typedef struct fp8attn_power_iteration_options {
  * @retval FP8ATTN_STATUS_BAD_SHAPE    head_dim or d_model not positive, or above
  *                                     ::FP8ATTN_MAX_HEAD_DIM or ::FP8ATTN_MAX_D_MODEL.
  * @retval FP8ATTN_STATUS_OUT_OF_MEMORY the size does not fit in size_t.
- * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND  the CUDA backend (see fp8attn_qk_spectral_norms()).
+ * On a GPU backend (CUDA, emulator) the size covers the Grams, the powered operator and
+ * cuBLASLt's scratch of the device path (see fp8attn_qk_spectral_norms()).
  *
  * @par Thread safety
  * Thread-safe.
@@ -781,8 +782,18 @@ FP8ATTN_API int32_t fp8attn_qk_spectral_norms_workspace_size(fp8attn_context ctx
  * @retval FP8ATTN_STATUS_BAD_OPTION   a negative iteration cap or tolerance, a bad descale.
  * @retval FP8ATTN_STATUS_WORKSPACE_TOO_SMALL `workspace_bytes` is below what the workspace query
  *         returns for this problem.
- * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND  the CUDA backend (its cuBLASLt path is built
- *                     into libfp8attn_cuda but not yet dispatched from this entry point).
+ * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND  a GPU backend and weights its FP8 GEMMs cannot
+ *                     read: rows or base not 16-byte aligned, head_dim not a multiple of 16 up
+ *                     to 256, d_model not a multiple of 16.
+ * @retval FP8ATTN_STATUS_UNSUPPORTED_DTYPE a GPU backend and weights that are not E4M3.
+ * @retval FP8ATTN_STATUS_DEVICE_ERROR a CUDA or cuBLASLt call failed; the message names it.
+ *
+ * On a GPU backend (::FP8ATTN_BACKEND_CUDA, and ::FP8ATTN_BACKEND_EMULATOR, which runs the same
+ * host code) the call is an execute call on `stream`: the weights, `sigma_out`, the warm start
+ * and the optional outputs are device memory, the Grams are cuBLASLt FP8 GEMMs (E4M3 in, FP32
+ * accumulation; the descales enter as alpha), the powers FP32 GEMMs, and each head's power
+ * iteration runs in FP32 on the device. Nothing is read back, so NaN weights are not refused
+ * there, and σ agrees with the CPU path to about 1e-3 (FP32 against double iteration).
  *
  * @par Thread safety
  * Thread-safe: concurrent calls are allowed (CPU calls on one context share its threads).
@@ -1278,8 +1289,8 @@ typedef struct fp8attn_quantize_options {
  * @par Thread safety
  * Thread-safe: runs on the context's worker threads (one CPU call per context at a time).
  * Unlike the execute calls, it takes no workspace: it allocates one float per descale slice, one
- * head-dim row per worker thread and, when rotating, head_dim signs. A CUDA entry point, with a
- * stream and a workspace, comes with the CUDA backend.
+ * head-dim row per worker thread and, when rotating, head_dim signs; on host memory only. The
+ * execute-call form, with a stream and a workspace, on every backend: fp8attn_quantize_async().
  */
 FP8ATTN_API int32_t fp8attn_quantize(fp8attn_context ctx, const fp8attn_tensor* input,
                                      const fp8attn_tensor* cu_seqlens,

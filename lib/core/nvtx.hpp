@@ -2,12 +2,13 @@
 // serving stack shows fp8attn's calls whether they ran on the GPU or the CPU. NVTX3 is
 // header-only (it finds a profiler through NVTX_INJECTION64_PATH at run time, and costs a
 // branch otherwise); the build defines FP8ATTN_HAVE_NVTX3 when the CUDA toolkit's nvtx3 headers
-// are found. Without them a range is a no-op and its name is never built.
+// are found. Without them a range is a no-op and its name is never formatted.
 #pragma once
 
-#include <string>
+#include <cstddef>
+#include <utility>
 
-#include <spdlog/fmt/fmt.h>  // the callers format the shape text with fmt::format
+#include <spdlog/spdlog.h>  // fmt, as spdlog is configured for the build (external or bundled)
 
 #if defined(FP8ATTN_HAVE_NVTX3)
 #include <nvtx3/nvToolsExt.h>
@@ -15,18 +16,22 @@
 
 namespace fp8attn {
 
-/// Opens a range named "<op> <shape>" for the scope. `shape` is a callable returning the shape
-/// text, called only when NVTX is compiled in.
+/// Opens a range named by `format` and `args` (fmt syntax: "fp8attn_attention_forward b{} sq{}")
+/// for the scope.
+/// NOTE: the name is formatted into a fixed buffer on the stack: an execute call makes no heap
+/// allocation (tests/hardening counts them), NVTX or not. Names longer than the buffer are cut.
 class NvtxRange {
  public:
-  template <class ShapeText>
-  NvtxRange(const char* op, ShapeText&& shape) {
+  template <class... Args>
+  explicit NvtxRange(fmt::format_string<Args...> format, Args&&... args) {
 #if defined(FP8ATTN_HAVE_NVTX3)
-    const std::string name = std::string(op) + " " + shape();
-    nvtxRangePushA(name.c_str());
+    char name[192];
+    const auto end = fmt::format_to_n(name, sizeof name - 1, format, std::forward<Args>(args)...);
+    *end.out = '\0';
+    nvtxRangePushA(name);
 #else
-    (void)op;
-    (void)shape;
+    (void)format;
+    ((void)args, ...);
 #endif
   }
   ~NvtxRange() {

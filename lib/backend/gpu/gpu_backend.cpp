@@ -56,9 +56,9 @@ class GpuBackend final : public Backend {
 
   void copy_attention_telemetry(const AttentionConfig& config, const void* workspace, size_t workspace_bytes,
                                 fp8attn_telemetry* out, CUstream_st* stream) override {
-    require(config.telemetry, FP8ATTN_STATUS_INVALID_ARGUMENT,
+    FP8ATTN_REQUIRE(config.telemetry, FP8ATTN_STATUS_INVALID_ARGUMENT,
             "the plan was created with desc.telemetry = 0: its forward calls keep no counters");
-    require(workspace_bytes >= gpu::attention_fwd_workspace_bytes(config), FP8ATTN_STATUS_WORKSPACE_TOO_SMALL,
+    FP8ATTN_REQUIRE(workspace_bytes >= gpu::attention_fwd_workspace_bytes(config), FP8ATTN_STATUS_WORKSPACE_TOO_SMALL,
             "the workspace has " + std::to_string(workspace_bytes) + " bytes; the plan's forward workspace is " +
                 std::to_string(gpu::attention_fwd_workspace_bytes(config)));
     runtime_->copy_to_host_async(&out->p_positive, workspace, kTelemetryCopyBytes, stream);

@@ -16,7 +16,7 @@ sm90::quant::QuantizeParams plan_quantize(const sm90::quant::QuantizeParams& p, 
   sm90::quant::QuantizeParams k = p;
   k.unit_amax = static_cast<float*>(workspace);
   const std::string why = sm90::quant::kernel_refusal(k);
-  require(why.empty(), FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND, "the Hopper quantizer cannot run this problem: " + why);
+  FP8ATTN_REQUIRE(why.empty(), FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND, "the Hopper quantizer cannot run this problem: " + why);
   return k;
 }
 

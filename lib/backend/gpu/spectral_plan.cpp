@@ -28,11 +28,11 @@ struct Layout {
 };
 
 void check_weight(const WeightMatrix& w, const char* name) {
-  require(w.dtype == FP8ATTN_DTYPE_E4M3, FP8ATTN_STATUS_UNSUPPORTED_DTYPE,
+  FP8ATTN_REQUIRE(w.dtype == FP8ATTN_DTYPE_E4M3, FP8ATTN_STATUS_UNSUPPORTED_DTYPE,
           std::string(name) + ": the device spectral norms take E4M3 weights (cuBLASLt FP8 GEMMs); F32 and BF16 "
               "weights run on the CPU backend");
-  require(w.col_stride == 1, FP8ATTN_STATUS_BAD_STRIDE, std::string(name) + ": the FP8 GEMM needs a column stride of 1");
-  require(w.row_stride % 16 == 0 && reinterpret_cast<uintptr_t>(w.data) % 16 == 0, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
+  FP8ATTN_REQUIRE(w.col_stride == 1, FP8ATTN_STATUS_BAD_STRIDE, std::string(name) + ": the FP8 GEMM needs a column stride of 1");
+  FP8ATTN_REQUIRE(w.row_stride % 16 == 0 && reinterpret_cast<uintptr_t>(w.data) % 16 == 0, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
           std::string(name) + ": the FP8 GEMM needs 16-byte aligned rows and base address (row stride " +
               std::to_string(w.row_stride) + ")");
 }
@@ -46,9 +46,9 @@ size_t spectral_workspace_bytes(const QkShape& shape, size_t gemm_scratch_bytes)
 void check_spectral_supported(const WeightMatrix& wq, const WeightMatrix& wk, const QkShape& s) {
   check_weight(wq, "wq");
   check_weight(wk, "wk");
-  require(s.head_dim % 16 == 0 && s.head_dim <= 256, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
+  FP8ATTN_REQUIRE(s.head_dim % 16 == 0 && s.head_dim <= 256, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
           "the device spectral norms take head_dim a multiple of 16 up to 256, got " + std::to_string(s.head_dim));
-  require(s.d_model % 16 == 0, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
+  FP8ATTN_REQUIRE(s.d_model % 16 == 0, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
           "the device spectral norms take d_model a multiple of 16 (FP8 GEMM rows), got " + std::to_string(s.d_model));
 }
 
