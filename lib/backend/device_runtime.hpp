@@ -38,6 +38,8 @@ class DeviceRuntime {
   /// True when async calls have completed on return (the emulator), so host results may be read
   /// at once; false on a real stream.
   virtual bool completes_on_return() const = 0;
+  /// Plan-time setup of one attention kernel (its shared-memory attribute); idempotent.
+  virtual void prepare_attention_fwd(const sm90::FwdKernelKey& key) = 0;
   /// Enqueues the attention forward on `stream`. Throws Error on a launch failure.
   virtual void launch_attention_fwd(const sm90::FwdLaunch& launch, CUstream_st* stream) = 0;
   /// Enqueues both quantizer passes on `stream`; p.unit_amax is carved from the workspace.

@@ -41,6 +41,8 @@ class EmulatedRuntime final : public DeviceRuntime {
     std::memcpy(host, device, bytes);
   }
 
+  void prepare_attention_fwd(const sm90::FwdKernelKey&) override {}  // emulated shared memory has no limit to raise
+
   void launch_attention_fwd(const sm90::FwdLaunch& launch, CUstream_st*) override {
     ++counters_->launches;
     emu::LaunchConfig config;

@@ -29,7 +29,16 @@ class GpuBackend final : public Backend {
   int32_t kind() const override { return runtime_->backend_kind(); }
   int32_t tensor_device() const override { return runtime_->tensor_device(); }
 
-  void check_attention(const AttentionConfig& config) const override { gpu::check_attention_fwd_supported(config); }
+  /// Plan creation: the configuration check, and the shared-memory attribute of every kernel the
+  /// plan's calls may pick (the promotion depends on the call's V descales), set once here so
+  /// that execute calls make no such call.
+  void check_attention(const AttentionConfig& config) const override {
+    gpu::check_attention_fwd_supported(config);
+    for (const auto promotion : {sm90::PvPromotion::Off, sm90::PvPromotion::EveryBlock, sm90::PvPromotion::EveryN}) {
+      const sm90::FwdKernelKey key{config.head_dim, promotion, config.telemetry};
+      if (sm90::fwd_kernel_exists(key)) runtime_->prepare_attention_fwd(key);
+    }
+  }
 
   size_t attention_workspace_size(const AttentionConfig& config, int64_t, int64_t, int64_t) const override {
     gpu::check_attention_fwd_supported(config);
