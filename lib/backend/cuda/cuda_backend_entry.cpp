@@ -1,6 +1,6 @@
 // libfp8attn_cuda's only exported symbol (cuda_backend_abi.hpp): the versioned entry whose
 // create() checks the device and builds the Hopper backend over the CUDA runtime.
-#include <cstring>
+#include <cstdio>
 #include <exception>
 
 #include "lib/backend/cuda/cuda_runtime.hpp"
@@ -11,11 +11,12 @@
 namespace fp8attn::cuda {
 namespace {
 
+/// NOTE: every message starts with the library's name, so the core's fallback WARN and the
+/// caller's error both say which library refused.
 void fill(fp8attn_error* err, int32_t status, const char* message) {
   if (err == nullptr || err->struct_size < sizeof(fp8attn_error)) return;
   err->status = status;
-  std::strncpy(err->message, message, sizeof err->message - 1);
-  err->message[sizeof err->message - 1] = '\0';
+  std::snprintf(err->message, sizeof err->message, "libfp8attn_cuda: %s", message);
 }
 
 /// NOTE: no exception leaves the library through this C entry; the core gets a status.
