@@ -13,8 +13,10 @@
 namespace fp8attn::sm90 {
 
 // NOTE: the same definition as the emulator build's (attention_fwd_emulated.cpp): the backend's
-// plan (lib/backend/gpu) sizes launches through it in libfp8attn_cuda as in the core.
-FwdKernelShape fwd_kernel_shape(const FwdKernelKey& key) {
+// plan (lib/backend/gpu) sizes launches through it in libfp8attn_cuda as in the core. Weak, so a
+// program that links both builds (the GPU tests link the core too) takes one without a clash;
+// both compute the same numbers from the same shared-storage types.
+__attribute__((weak)) FwdKernelShape fwd_kernel_shape(const FwdKernelKey& key) {
   FwdKernelShape shape;
   with_fwd_config(key, [&](auto cfg) {
     using Cfg = decltype(cfg);
