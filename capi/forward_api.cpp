@@ -6,6 +6,7 @@
 #include "lib/attention/attention_problem.hpp"
 #include "lib/attention/plan.hpp"
 #include "lib/core/logging.hpp"
+#include "lib/core/nvtx.hpp"
 
 using fp8attn::capi::guarded;
 using fp8attn::capi::read_struct;
@@ -38,6 +39,10 @@ int32_t fp8attn_attention_forward(fp8attn_plan plan, const fp8attn_attention_arg
     // NOTE: the clock is read only when TRACE is on, so the default path costs nothing.
     const bool timed = log.should_log(spdlog::level::trace);
     const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    const fp8attn::NvtxRange range("fp8attn_attention_forward b{} sq{} sk{} hq{} hkv{} d{}{}", problem.batch,
+                                   problem.max_seqlen_q, problem.max_seqlen_k, plan->config.num_heads_q,
+                                   plan->config.num_heads_kv, plan->config.head_dim,
+                                   plan->config.causal ? " causal" : "");
     backend.attention_forward(plan->config, problem, workspace, workspace_bytes, stream);
     if (timed)
       log.trace("forward: {:.3f} ms in backend {}",

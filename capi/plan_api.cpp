@@ -3,6 +3,7 @@
 #include "capi/versioned_struct.hpp"
 #include "lib/attention/plan.hpp"
 #include "lib/core/logging.hpp"
+#include "lib/core/nvtx.hpp"
 
 using fp8attn::capi::guarded;
 using fp8attn::capi::read_struct;
@@ -40,6 +41,8 @@ int32_t fp8attn_plan_create(fp8attn_context ctx, const fp8attn_attention_desc* d
     const fp8attn_attention_desc d =
         read_struct(desc, "fp8attn_attention_desc", FP8ATTN_LAYOUT_THROUGH(fp8attn_attention_desc, telemetry), default_desc());
     const fp8attn::AttentionConfig config = fp8attn::make_attention_config(d);
+    const fp8attn::NvtxRange range("fp8attn_plan_create hq{} hkv{} d{}{}", config.num_heads_q, config.num_heads_kv,
+                                   config.head_dim, config.causal ? " causal" : "");
     ctx->impl.backend().check_attention(config);
     ctx->impl.log().debug(
         "plan created: backend {}, {} -> {}, heads_q={} heads_kv={} head_dim={} causal={} window=({}, {}), tile "

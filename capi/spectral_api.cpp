@@ -5,6 +5,7 @@
 #include "capi/abi_guard.hpp"
 #include "capi/versioned_struct.hpp"
 #include "lib/core/context.hpp"
+#include "lib/core/nvtx.hpp"
 #include "lib/spectral/logit_bound.hpp"
 #include "lib/spectral/qk_spectral_norms.hpp"
 #include "lib/spectral/rope_norms.hpp"
@@ -21,11 +22,10 @@ fp8attn::QkShape checked_shape(int32_t heads_q, int32_t heads_kv, int32_t head_d
   return s;
 }
 
-void require_cpu_backend(fp8attn::Context& ctx, const char* what) {
-  require(ctx.backend().kind() != FP8ATTN_BACKEND_CUDA, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
-          std::string(what) +
-              " on the CUDA backend: the cuBLASLt path is not dispatched from this entry point yet; use a CPU "
-              "context with host weights");
+/// True for the backends whose spectral norms are the CPU path (host weights, OpenBLAS); the GPU
+/// backends (CUDA, emulator) run the device path through their runtime.
+bool runs_cpu_path(const fp8attn::Backend& b) {
+  return b.kind() == FP8ATTN_BACKEND_CPU || b.kind() == FP8ATTN_BACKEND_REFERENCE;
 }
 
 float checked_descale(float descale, const char* what) {
@@ -51,8 +51,9 @@ int32_t fp8attn_qk_spectral_norms_workspace_size(fp8attn_context ctx, int32_t nu
     require(ctx != nullptr, FP8ATTN_STATUS_BAD_HANDLE, "ctx is NULL");
     require(bytes != nullptr, FP8ATTN_STATUS_NULL_POINTER, "bytes (size_t*) is NULL");
     const fp8attn::QkShape shape = checked_shape(num_heads_q, num_heads_kv, head_dim, d_model);
-    require_cpu_backend(ctx->impl, "fp8attn_qk_spectral_norms_workspace_size");
-    *bytes = fp8attn::cpu_qk_spectral_workspace_size(shape);
+    const fp8attn::Backend& backend = ctx->impl.backend();
+    *bytes = runs_cpu_path(backend) ? fp8attn::cpu_qk_spectral_workspace_size(shape)
+                                    : backend.spectral_workspace_size(shape);
   });
 }
 
@@ -75,12 +76,12 @@ int32_t fp8attn_qk_spectral_norms(fp8attn_context ctx, const fp8attn_tensor* wq,
     const float dq = checked_descale(o.wq_descale, "wq_descale");
     const float dk = checked_descale(o.wk_descale, "wk_descale");
     const fp8attn::QkShape shape = checked_shape(num_heads_q, num_heads_kv, head_dim, d_model_of(wq));
-    require_cpu_backend(ctx->impl, "fp8attn_qk_spectral_norms");
-    require(stream == nullptr, FP8ATTN_STATUS_BAD_STREAM, "stream must be NULL on a CPU backend");
-    const auto q = fp8attn::make_weight_matrix(wq, "wq", int64_t{num_heads_q} * head_dim, shape.d_model,
-                                               FP8ATTN_DEVICE_HOST, dq);
-    const auto k = fp8attn::make_weight_matrix(wk, "wk", int64_t{num_heads_kv} * head_dim, shape.d_model,
-                                               FP8ATTN_DEVICE_HOST, dk);
+    fp8attn::Backend& backend = ctx->impl.backend();
+    require(stream == nullptr || backend.tensor_device() == FP8ATTN_DEVICE_CUDA, FP8ATTN_STATUS_BAD_STREAM,
+            "stream must be NULL on a CPU backend");
+    const int32_t device = backend.tensor_device();
+    const auto q = fp8attn::make_weight_matrix(wq, "wq", int64_t{num_heads_q} * head_dim, shape.d_model, device, dq);
+    const auto k = fp8attn::make_weight_matrix(wk, "wk", int64_t{num_heads_kv} * head_dim, shape.d_model, device, dk);
     fp8attn::PowerIterationSettings settings;
     settings.max_iterations = o.max_iterations == 0 ? 100 : o.max_iterations;
     settings.tolerance = o.tolerance == 0.0f ? 1e-6 : o.tolerance;
@@ -88,7 +89,19 @@ int32_t fp8attn_qk_spectral_norms(fp8attn_context ctx, const fp8attn_tensor* wq,
     settings.warm_start = o.warm_start;
     settings.iterations_out = o.iterations_out;
     settings.residual_out = o.residual_out;
-    fp8attn::cpu_qk_spectral_norms(q, k, shape, settings, sigma_out, workspace, workspace_bytes, ctx->impl.pool());
+    const fp8attn::NvtxRange range("fp8attn_qk_spectral_norms hq{} hkv{} d{} dm{}", num_heads_q, num_heads_kv,
+                                   head_dim, shape.d_model);
+    if (runs_cpu_path(backend)) {
+      fp8attn::cpu_qk_spectral_norms(q, k, shape, settings, sigma_out, workspace, workspace_bytes, ctx->impl.pool());
+      return;
+    }
+    // The device path: the weights, σ and the optional outputs are device memory (host memory
+    // under the emulator); nothing is read back, so NaN weights are not refused here.
+    const size_t needed = backend.spectral_workspace_size(shape);
+    FP8ATTN_REQUIRE(workspace_bytes >= needed, FP8ATTN_STATUS_WORKSPACE_TOO_SMALL,
+                    "workspace has " + std::to_string(workspace_bytes) + " bytes, needs " + std::to_string(needed));
+    FP8ATTN_REQUIRE(workspace != nullptr, FP8ATTN_STATUS_NULL_POINTER, "workspace is NULL");
+    backend.qk_spectral_norms(q, k, shape, settings, sigma_out, workspace, workspace_bytes, stream);
   });
 }
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test that needs a GPU, on the day an sm_90 GPU is present: builds with the sm_90a
 # kernels and runs the ctest tests labelled `cuda` (the GEMM, the quantizer and the spectral
-# norms' cuBLASLt path on the device), then the sm_90a static checks, and writes a report to
-# gpu-checks-report.txt. Without a GPU the `cuda` tests skip and say why; this script then fails,
+# norms' cuBLASLt path on the device, libfp8attn_cuda through the C API: quantizer, spectral norms,
+# graph capture, two streams), then the sm_90a static checks (the kernels and libfp8attn_cuda.so),
+# then the benchmark (tools/cuda_bench: FA3's grid against a cuBLASLt FP8 GEMM, its table in
+# bench-results/cuda_fa3_grid.md), and writes one report to gpu-checks-report.txt. Without a GPU the `cuda` tests skip and say why; this script then fails,
 # so that it is never mistaken for a GPU run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,10 +14,14 @@ bash scripts/build.sh build-gpu -DFP8ATTN_BUILD_CUDA=ON
 {
   echo "== fp8attn GPU checks, $(date -u)"
   command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv || echo "nvidia-smi: not found"
+  command -v nvidia-smi >/dev/null && nvidia-smi | head -4 || true
+  echo "nvcc: $(command -v nvcc >/dev/null && nvcc --version | tail -1 || echo 'not found')"
 } | tee "$report"
 status=0
 ctest --test-dir build-gpu --no-tests=error --output-on-failure -L cuda 2>&1 | tee -a "$report" || status=1
-ctest --test-dir build-gpu --no-tests=error --output-on-failure -R "sm90a" 2>&1 | tee -a "$report" || status=1
+ctest --test-dir build-gpu --no-tests=error --output-on-failure -R "sm90a|cuda_backend" 2>&1 | tee -a "$report" || status=1
+echo "== benchmark (tools/cuda_bench/fa3_grid_bench.cpp)" | tee -a "$report"
+build-gpu/tools/cuda_bench/fp8attn_cuda_bench --out bench-results/cuda_fa3_grid.md 2>&1 | tee -a "$report" || status=1
 if grep -q "needs an sm_90 GPU" "$report"; then
   echo "== GPU tests skipped: no sm_90 GPU here (see the reasons above)" | tee -a "$report"
   exit 1

@@ -723,7 +723,8 @@ typedef struct fp8attn_power_iteration_options {
  * @retval FP8ATTN_STATUS_BAD_SHAPE    head_dim or d_model not positive, or above
  *                                     ::FP8ATTN_MAX_HEAD_DIM or ::FP8ATTN_MAX_D_MODEL.
  * @retval FP8ATTN_STATUS_OUT_OF_MEMORY the size does not fit in size_t.
- * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND  the CUDA backend (see fp8attn_qk_spectral_norms()).
+ * On a GPU backend (CUDA, emulator) the size covers the Grams, the powered operator and
+ * cuBLASLt's scratch of the device path (see fp8attn_qk_spectral_norms()).
  *
  * @par Thread safety
  * Thread-safe.
@@ -781,8 +782,18 @@ FP8ATTN_API int32_t fp8attn_qk_spectral_norms_workspace_size(fp8attn_context ctx
  * @retval FP8ATTN_STATUS_BAD_OPTION   a negative iteration cap or tolerance, a bad descale.
  * @retval FP8ATTN_STATUS_WORKSPACE_TOO_SMALL `workspace_bytes` is below what the workspace query
  *         returns for this problem.
- * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND  the CUDA backend (its cuBLASLt path is built
- *                     into libfp8attn_cuda but not yet dispatched from this entry point).
+ * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND  a GPU backend and weights its FP8 GEMMs cannot
+ *                     read: rows or base not 16-byte aligned, head_dim not a multiple of 16 up
+ *                     to 256, d_model not a multiple of 16.
+ * @retval FP8ATTN_STATUS_UNSUPPORTED_DTYPE a GPU backend and weights that are not E4M3.
+ * @retval FP8ATTN_STATUS_DEVICE_ERROR a CUDA or cuBLASLt call failed; the message names it.
+ *
+ * On a GPU backend (::FP8ATTN_BACKEND_CUDA, and ::FP8ATTN_BACKEND_EMULATOR, which runs the same
+ * host code) the call is an execute call on `stream`: the weights, `sigma_out`, the warm start
+ * and the optional outputs are device memory, the Grams are cuBLASLt FP8 GEMMs (E4M3 in, FP32
+ * accumulation; the descales enter as alpha), the powers FP32 GEMMs, and each head's power
+ * iteration runs in FP32 on the device. Nothing is read back, so NaN weights are not refused
+ * there, and σ agrees with the CPU path to about 1e-3 (FP32 against double iteration).
  *
  * @par Thread safety
  * Thread-safe: concurrent calls are allowed (CPU calls on one context share its threads).
@@ -1278,8 +1289,8 @@ typedef struct fp8attn_quantize_options {
  * @par Thread safety
  * Thread-safe: runs on the context's worker threads (one CPU call per context at a time).
  * Unlike the execute calls, it takes no workspace: it allocates one float per descale slice, one
- * head-dim row per worker thread and, when rotating, head_dim signs. A CUDA entry point, with a
- * stream and a workspace, comes with the CUDA backend.
+ * head-dim row per worker thread and, when rotating, head_dim signs; on host memory only. The
+ * execute-call form, with a stream and a workspace, on every backend: fp8attn_quantize_async().
  */
 FP8ATTN_API int32_t fp8attn_quantize(fp8attn_context ctx, const fp8attn_tensor* input,
                                      const fp8attn_tensor* cu_seqlens,
@@ -1322,6 +1333,121 @@ FP8ATTN_API int32_t fp8attn_host_alloc(size_t bytes, size_t alignment, void** ou
  * Thread-safe.
  */
 FP8ATTN_API void fp8attn_host_free(void* ptr);
+
+/** @} */
+
+/* ------------------------------------------------------------------------------------------ */
+/** @name Device execution: quantizer on a stream, telemetry copy (issue 11)
+ * The calls a GPU backend (::FP8ATTN_BACKEND_CUDA, or ::FP8ATTN_BACKEND_EMULATOR, which runs the
+ * same host code over host memory) needs beyond the forward: like every execute call they take a
+ * stream and a caller-owned workspace, allocate nothing, never synchronize and never read device
+ * memory from the host, so they can be captured in a CUDA graph.
+ * @{ */
+/* ------------------------------------------------------------------------------------------ */
+
+/**
+ * Workspace bytes that fp8attn_quantize_async() needs for this input and these options: one
+ * float per work unit (a block of rows of one sequence and head). CPU backends return the same
+ * size and use no workspace.
+ * @param ctx        The context.
+ * @param input      The input tensor as fp8attn_quantize_async() will get it (its shape and
+ *                   dtype are read; `data` is not).
+ * @param cu_seqlens Optional (NULL, or `data` NULL): present iff the layout is packed; only its
+ *                   shape is read.
+ * @param max_seqlen Packed layout only: the longest sequence, ≥ 1 (ignored when padded).
+ * @param options    NULL for defaults. Borrowed for the call.
+ * @param bytes      Out: the size; written only on success.
+ * @param err        Optional error detail.
+ * @retval FP8ATTN_OK Success.
+ * @retval FP8ATTN_STATUS_BAD_HANDLE   `ctx` is NULL.
+ * @retval FP8ATTN_STATUS_NULL_POINTER `input` or `bytes` is NULL.
+ * @retval FP8ATTN_STATUS_BAD_SHAPE    a rank or extent out of range, or max_seqlen < 1 when packed.
+ * @retval FP8ATTN_STATUS_BAD_OPTION   an option out of range (as in fp8attn_quantize()).
+ *
+ * @par Thread safety
+ * Thread-safe.
+ */
+FP8ATTN_API int32_t fp8attn_quantize_workspace_size(fp8attn_context ctx, const fp8attn_tensor* input,
+                                                    const fp8attn_tensor* cu_seqlens, int64_t max_seqlen,
+                                                    const fp8attn_quantize_options* options,
+                                                    size_t* bytes, fp8attn_error* err);
+
+/**
+ * fp8attn_quantize() on a stream with a caller-owned workspace: the same result, bit for bit, as
+ * the CPU quantizer (two passes: unit amax, then descales and the cast). On a GPU backend every
+ * tensor, `amax` and the workspace are device memory (host memory under the emulator), and the
+ * call only enqueues work on `stream`.
+ *
+ * Differences from fp8attn_quantize(), because a device call cannot read its inputs from the host:
+ * - Packed layout: `max_seqlen` is the longest sequence; the CUDA backend does not read
+ *   cu_seqlens on the host, so rows past `max_seqlen` in a longer sequence are left unwritten.
+ *   Host-memory backends check cu_seqlens as fp8attn_quantize() does, and max_seqlen against it.
+ * - A NaN or infinite input is not refused on a GPU backend: its descales come out infinite or
+ *   NaN. Check the reported amax.
+ * - The kernels take head_dim 64, 128 and 256 (::FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND otherwise).
+ *
+ * @param ctx        The context.
+ * @param input      BF16 or F32 tensor. Borrowed until the stream reaches the work.
+ * @param cu_seqlens Optional: present iff the layout is packed.
+ * @param max_seqlen Packed layout only: the longest sequence, ≥ 1.
+ * @param options    NULL for defaults.
+ * @param output     Out: E4M3 tensor of the input's shape.
+ * @param descale    Out: F32 descales with the shape the granularity names.
+ * @param amax       Optional out: one float, the amax of the whole (rotated) tensor; device
+ *                   memory on a GPU backend.
+ * @param workspace  At least fp8attn_quantize_workspace_size() bytes, in the backend's memory.
+ * @param workspace_bytes Its size.
+ * @param stream     CUDA stream; must be NULL on CPU backends.
+ * @param err        Optional error detail.
+ * @retval FP8ATTN_OK Success (on CUDA: the work was enqueued).
+ * @retval FP8ATTN_STATUS_* Every status of fp8attn_quantize(), and:
+ * @retval FP8ATTN_STATUS_BAD_DEVICE          a tensor not in the backend's memory.
+ * @retval FP8ATTN_STATUS_BAD_STREAM          a stream given to a CPU backend.
+ * @retval FP8ATTN_STATUS_WORKSPACE_TOO_SMALL `workspace_bytes` below the query's size.
+ * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND a head_dim the kernels do not take.
+ * @retval FP8ATTN_STATUS_DEVICE_ERROR        a CUDA launch failed; the message names the call.
+ *
+ * @par Thread safety
+ * Thread-safe: concurrent calls on one context are allowed with distinct workspaces.
+ */
+FP8ATTN_API int32_t fp8attn_quantize_async(fp8attn_context ctx, const fp8attn_tensor* input,
+                                           const fp8attn_tensor* cu_seqlens, int64_t max_seqlen,
+                                           const fp8attn_quantize_options* options,
+                                           const fp8attn_tensor* output, const fp8attn_tensor* descale,
+                                           float* amax, void* workspace, size_t workspace_bytes,
+                                           struct CUstream_st* stream, fp8attn_error* err);
+
+/**
+ * Copies the telemetry of the last forward call that used `workspace` into `telemetry`, ordered
+ * on `stream`. On a GPU backend the forward keeps its counters in a device buffer at the start of
+ * its workspace (the workspace query includes it when desc.telemetry is 1), and does not write
+ * args.telemetry itself, which would need a synchronization; this call enqueues one
+ * device-to-host copy of p_positive, p_underflow and max_abs_scaled_logit. The values are there
+ * once the stream reaches the copy (synchronize on it or on an event). Under the emulator the
+ * copy is done on return (and the forward also fills args.telemetry).
+ * @param plan            The forward's plan, created with desc.telemetry = 1.
+ * @param workspace       The forward call's workspace (device memory on CUDA).
+ * @param workspace_bytes Its size.
+ * @param telemetry       Out: host memory, `struct_size` set; pinned memory for a truly
+ *                        asynchronous copy. Must stay valid until the stream reaches the copy.
+ * @param stream          The forward's stream.
+ * @param err             Optional error detail.
+ * @retval FP8ATTN_OK Success (the copy was enqueued).
+ * @retval FP8ATTN_STATUS_BAD_HANDLE   `plan` is NULL.
+ * @retval FP8ATTN_STATUS_NULL_POINTER `workspace` or `telemetry` is NULL.
+ * @retval FP8ATTN_STATUS_BAD_STRUCT_SIZE `telemetry->struct_size` is smaller than the struct.
+ * @retval FP8ATTN_STATUS_INVALID_ARGUMENT the plan was created with desc.telemetry = 0.
+ * @retval FP8ATTN_STATUS_WORKSPACE_TOO_SMALL `workspace_bytes` below the plan's forward workspace.
+ * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND a CPU backend: its forward fills args.telemetry.
+ * @retval FP8ATTN_STATUS_DEVICE_ERROR the copy could not be enqueued; the message names the call.
+ *
+ * @par Thread safety
+ * Thread-safe.
+ */
+FP8ATTN_API int32_t fp8attn_attention_telemetry_copy_async(fp8attn_plan plan, const void* workspace,
+                                                           size_t workspace_bytes,
+                                                           fp8attn_telemetry* telemetry,
+                                                           struct CUstream_st* stream, fp8attn_error* err);
 
 /** @} */
 

@@ -8,6 +8,9 @@
 
 #include "lib/attention/attention_config.hpp"
 #include "lib/attention/attention_problem.hpp"
+#include "kernels/sm90/quantize/quantize_params.hpp"
+#include "lib/core/error.hpp"
+#include "lib/spectral/qk_spectral_norms.hpp"
 
 struct CUstream_st;
 
@@ -29,6 +32,28 @@ class Backend {
   /// problem's sizes (checked by the caller).
   virtual void attention_forward(const AttentionConfig& config, const AttentionProblem& problem, void* workspace,
                                  size_t workspace_bytes, CUstream_st* stream) = 0;
+
+  // Device operations: the GPU backends (CUDA, emulator) run them through their device runtime;
+  // the CPU and reference backends keep their host paths in capi/ and refuse these.
+
+  /// Quantizes on `stream` with the caller's workspace (quant::quantize_workspace_bytes()).
+  virtual void quantize(const sm90::quant::QuantizeParams&, void*, size_t, CUstream_st*) { refuse("the quantizer"); }
+  virtual size_t spectral_workspace_size(const QkShape&) const { refuse("the spectral norms"); }
+  /// σ_h of every query head on `stream`; the workspace holds spectral_workspace_size().
+  virtual void qk_spectral_norms(const WeightMatrix&, const WeightMatrix&, const QkShape&, const PowerIterationSettings&,
+                                 float*, void*, size_t, CUstream_st*) {
+    refuse("the spectral norms");
+  }
+  /// Enqueues the copy of a forward call's telemetry counters, which live in its workspace, into
+  /// `out` (host memory) on `stream`.
+  virtual void copy_attention_telemetry(const AttentionConfig&, const void*, size_t, fp8attn_telemetry*, CUstream_st*) {
+    refuse("the telemetry copy");
+  }
+
+ private:
+  [[noreturn]] static void refuse(const char* what) {
+    throw Error(FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND, std::string(what) + " has no device path on this backend");
+  }
 };
 
 }  // namespace fp8attn

@@ -6,15 +6,14 @@
 #include <string>
 #include <vector>
 
+#include "lib/backend/cuda_backend_abi.hpp"
 #include "lib/core/error.hpp"
 
 namespace fp8attn {
 namespace {
 
-/// The entry point libfp8attn_cuda exports: creates its Backend for a device, or fills `err`
-/// and returns NULL.
-using CreateCudaBackendFn = Backend* (*)(int32_t device_ordinal, fp8attn_error* err);
-constexpr const char* kCreateSymbol = "fp8attn_cuda_create_backend";
+using EntryFn = const CudaBackendEntry* (*)();
+constexpr const char* kEntrySymbol = FP8ATTN_CUDA_BACKEND_ENTRY_SYMBOL;
 #define FP8ATTN_STR2(x) #x
 #define FP8ATTN_STR(x) FP8ATTN_STR2(x)
 constexpr const char* kLibraryName = "libfp8attn_cuda.so." FP8ATTN_STR(FP8ATTN_VERSION_MAJOR);
@@ -44,14 +43,26 @@ std::unique_ptr<Backend> load_cuda_backend(int device_ordinal) {
       tried += "\n  " + path + ": " + (why ? why : "not loadable");
       continue;
     }
-    auto create = reinterpret_cast<CreateCudaBackendFn>(dlsym(handle, kCreateSymbol));
-    if (create == nullptr) {
-      tried += "\n  " + path + ": no symbol " + kCreateSymbol;
+    auto entry_fn = reinterpret_cast<EntryFn>(dlsym(handle, kEntrySymbol));
+    if (entry_fn == nullptr) {
+      tried += "\n  " + path + ": no symbol " + kEntrySymbol;
       dlclose(handle);
       continue;
     }
+    const CudaBackendEntry* entry = entry_fn();
+    if (entry == nullptr || entry->abi_version != kCudaBackendAbiVersion || entry->create == nullptr) {
+      const std::string theirs = entry == nullptr ? std::string("none") : std::to_string(entry->abi_version);
+      dlclose(handle);
+      // NOTE: a backend of another ABI version is refused outright, not skipped for the next
+      // candidate: the caller pointed at it (or installed it next to the core) and must hear why.
+      throw Error(FP8ATTN_STATUS_CUDA_BACKEND_MISSING,
+                  path + " has CUDA backend ABI version " + theirs + ", but this libfp8attn " +
+                      std::to_string(FP8ATTN_VERSION_MAJOR) + "." + std::to_string(FP8ATTN_VERSION_MINOR) +
+                      " needs backend ABI version " + std::to_string(kCudaBackendAbiVersion) +
+                      "; install the libfp8attn_cuda built with this core");
+    }
     fp8attn_error err{sizeof(fp8attn_error), 0, {0}};
-    Backend* backend = create(device_ordinal, &err);
+    Backend* backend = entry->create(device_ordinal, &err);
     if (backend == nullptr) throw Error(err.status ? err.status : FP8ATTN_STATUS_DEVICE_ERROR, err.message);
     // NOTE: the library stays loaded for the life of the process; unloading cudart while a
     // stream may still reference it is unsafe.

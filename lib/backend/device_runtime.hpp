@@ -9,6 +9,8 @@
 #include <cstdint>
 
 #include "kernels/sm90/attention/fwd_launch.hpp"
+#include "kernels/sm90/quantize/quantize_params.hpp"
+#include "lib/backend/gpu/device_ops.hpp"
 
 struct CUstream_st;
 
@@ -36,8 +38,18 @@ class DeviceRuntime {
   /// True when async calls have completed on return (the emulator), so host results may be read
   /// at once; false on a real stream.
   virtual bool completes_on_return() const = 0;
+  /// Plan-time setup of one attention kernel (its shared-memory attribute); idempotent.
+  virtual void prepare_attention_fwd(const sm90::FwdKernelKey& key) = 0;
   /// Enqueues the attention forward on `stream`. Throws Error on a launch failure.
   virtual void launch_attention_fwd(const sm90::FwdLaunch& launch, CUstream_st* stream) = 0;
+  /// Enqueues both quantizer passes on `stream`; p.unit_amax is carved from the workspace.
+  virtual void launch_quantize(const sm90::quant::QuantizeParams& p, CUstream_st* stream) = 0;
+  /// Scratch bytes one gemm() call needs (cuBLASLt's workspace on CUDA; 0 on the emulator).
+  virtual size_t gemm_scratch_bytes() const = 0;
+  /// Enqueues a strided-batched GEMM (cuBLASLt on CUDA, the project's GEMM on the emulator).
+  virtual void gemm(const gpu::BatchedGemmDesc& desc, CUstream_st* stream) = 0;
+  virtual void rescale_blocks(const gpu::RescaleDesc& desc, CUstream_st* stream) = 0;
+  virtual void power_iteration(const gpu::PowerIterationDesc& desc, CUstream_st* stream) = 0;
 };
 
 }  // namespace fp8attn

@@ -5,6 +5,8 @@
 #include <string>
 
 #include "kernels/emu/runtime.hpp"
+#include "kernels/sm90/quantize/quantize_emulated.hpp"
+#include "lib/backend/emulated_device_ops.hpp"
 #include "lib/core/error.hpp"
 
 namespace fp8attn {
@@ -39,6 +41,8 @@ class EmulatedRuntime final : public DeviceRuntime {
     std::memcpy(host, device, bytes);
   }
 
+  void prepare_attention_fwd(const sm90::FwdKernelKey&) override {}  // emulated shared memory has no limit to raise
+
   void launch_attention_fwd(const sm90::FwdLaunch& launch, CUstream_st*) override {
     ++counters_->launches;
     emu::LaunchConfig config;
@@ -55,7 +59,39 @@ class EmulatedRuntime final : public DeviceRuntime {
     }
   }
 
+  void launch_quantize(const sm90::quant::QuantizeParams& p, CUstream_st*) override {
+    ++counters_->launches;
+    try {
+      sm90::quant::run_quantize_emulated(p, launch_config());
+    } catch (const emu::KernelError& e) {
+      throw Error(FP8ATTN_STATUS_DEVICE_ERROR, std::string("emulated quantizer kernel failed: ") + e.what());
+    } catch (const std::invalid_argument& e) {
+      throw Error(FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND, std::string("quantizer launch refused: ") + e.what());
+    }
+  }
+
+  size_t gemm_scratch_bytes() const override { return 0; }
+  void gemm(const gpu::BatchedGemmDesc& desc, CUstream_st*) override {
+    ++counters_->launches;
+    emulated::gemm(desc, launch_config());
+  }
+  void rescale_blocks(const gpu::RescaleDesc& desc, CUstream_st*) override {
+    ++counters_->launches;
+    emulated::rescale_blocks(desc);
+  }
+  void power_iteration(const gpu::PowerIterationDesc& desc, CUstream_st*) override {
+    ++counters_->launches;
+    emulated::power_iteration(desc);
+  }
+
  private:
+  emu::LaunchConfig launch_config() const {
+    emu::LaunchConfig config;
+    config.seed = schedule_.seed;
+    config.shuffle = schedule_.shuffle;
+    return config;
+  }
+
   EmulatorSchedule schedule_;
   std::shared_ptr<DeviceRuntimeCounters> counters_;
 };

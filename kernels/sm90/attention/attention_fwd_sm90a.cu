@@ -12,6 +12,20 @@
 
 namespace fp8attn::sm90 {
 
+// NOTE: the same definition as the emulator build's (attention_fwd_emulated.cpp): the backend's
+// plan (lib/backend/gpu) sizes launches through it in libfp8attn_cuda as in the core. Weak, so a
+// program that links both builds (the GPU tests link the core too) takes one without a clash;
+// both compute the same numbers from the same shared-storage types.
+__attribute__((weak)) FwdKernelShape fwd_kernel_shape(const FwdKernelKey& key) {
+  FwdKernelShape shape;
+  with_fwd_config(key, [&](auto cfg) {
+    using Cfg = decltype(cfg);
+    shape.threads = Cfg::kThreads;
+    shape.smem_bytes = attention_fwd_smem_bytes<Cfg>();
+  });
+  return shape;
+}
+
 std::string prepare_attention_fwd_cuda(const FwdKernelKey& key) {
   std::string why = "attention forward: no kernel for head_dim " + std::to_string(key.head_dim);
   with_fwd_config(key, [&](auto cfg) {

@@ -1,11 +1,27 @@
 #include "lib/backend/gpu/gpu_backend.hpp"
 
+#include <cstddef>
 #include <cstring>
+#include <string>
 
 #include "lib/backend/gpu/attention_fwd_plan.hpp"
+#include "lib/backend/gpu/quantize_plan.hpp"
+#include "lib/backend/gpu/spectral_plan.hpp"
 
 namespace fp8attn {
 namespace {
+
+// NOTE: the telemetry copy writes the device counters straight into the caller's
+// fp8attn_telemetry (one async copy, no host-side conversion that would need a synchronization):
+// the two u64 counters and the float's bits (a non-negative float merged as u32) have the same
+// relative offsets in both structs.
+constexpr size_t kTelemetryCopyBytes = offsetof(sm90::FwdTelemetryCounters, max_abs_scaled_logit_bits) + sizeof(float);
+static_assert(offsetof(sm90::FwdTelemetryCounters, p_positive) == 0);
+static_assert(offsetof(fp8attn_telemetry, p_underflow) - offsetof(fp8attn_telemetry, p_positive) ==
+              offsetof(sm90::FwdTelemetryCounters, p_underflow));
+static_assert(offsetof(fp8attn_telemetry, max_abs_scaled_logit) - offsetof(fp8attn_telemetry, p_positive) ==
+              offsetof(sm90::FwdTelemetryCounters, max_abs_scaled_logit_bits));
+static_assert(sizeof(uint32_t) == sizeof(float));
 
 class GpuBackend final : public Backend {
  public:
@@ -13,7 +29,16 @@ class GpuBackend final : public Backend {
   int32_t kind() const override { return runtime_->backend_kind(); }
   int32_t tensor_device() const override { return runtime_->tensor_device(); }
 
-  void check_attention(const AttentionConfig& config) const override { gpu::check_attention_fwd_supported(config); }
+  /// Plan creation: the configuration check, and the shared-memory attribute of every kernel the
+  /// plan's calls may pick (the promotion depends on the call's V descales), set once here so
+  /// that execute calls make no such call.
+  void check_attention(const AttentionConfig& config) const override {
+    gpu::check_attention_fwd_supported(config);
+    for (const auto promotion : {sm90::PvPromotion::Off, sm90::PvPromotion::EveryBlock, sm90::PvPromotion::EveryN}) {
+      const sm90::FwdKernelKey key{config.head_dim, promotion, config.telemetry};
+      if (sm90::fwd_kernel_exists(key)) runtime_->prepare_attention_fwd(key);
+    }
+  }
 
   size_t attention_workspace_size(const AttentionConfig& config, int64_t, int64_t, int64_t) const override {
     gpu::check_attention_fwd_supported(config);
@@ -22,7 +47,8 @@ class GpuBackend final : public Backend {
 
   /// NOTE: no allocation and no synchronization: the counters live in the caller's workspace and
   /// are zeroed on the stream, so the call can be captured in a CUDA graph. The host telemetry
-  /// struct is filled here only where copies complete on return (the emulator).
+  /// struct is filled here only where copies complete on return (the emulator); on CUDA,
+  /// fp8attn_attention_telemetry_copy_async() copies it on the stream.
   void attention_forward(const AttentionConfig& config, const AttentionProblem& problem, void* workspace, size_t,
                          CUstream_st* stream) override {
     const sm90::FwdLaunch launch = gpu::plan_attention_fwd(config, problem, workspace, runtime_->sm_count());
@@ -35,6 +61,30 @@ class GpuBackend final : public Backend {
       problem.telemetry->p_underflow = counters.p_underflow;
       std::memcpy(&problem.telemetry->max_abs_scaled_logit, &counters.max_abs_scaled_logit_bits, sizeof(float));
     }
+  }
+
+  void copy_attention_telemetry(const AttentionConfig& config, const void* workspace, size_t workspace_bytes,
+                                fp8attn_telemetry* out, CUstream_st* stream) override {
+    FP8ATTN_REQUIRE(config.telemetry, FP8ATTN_STATUS_INVALID_ARGUMENT,
+            "the plan was created with desc.telemetry = 0: its forward calls keep no counters");
+    FP8ATTN_REQUIRE(workspace_bytes >= gpu::attention_fwd_workspace_bytes(config), FP8ATTN_STATUS_WORKSPACE_TOO_SMALL,
+            "the workspace has " + std::to_string(workspace_bytes) + " bytes; the plan's forward workspace is " +
+                std::to_string(gpu::attention_fwd_workspace_bytes(config)));
+    runtime_->copy_to_host_async(&out->p_positive, workspace, kTelemetryCopyBytes, stream);
+  }
+
+  void quantize(const sm90::quant::QuantizeParams& p, void* workspace, size_t, CUstream_st* stream) override {
+    runtime_->launch_quantize(gpu::plan_quantize(p, workspace), stream);
+  }
+
+  size_t spectral_workspace_size(const QkShape& shape) const override {
+    return gpu::spectral_workspace_bytes(shape, runtime_->gemm_scratch_bytes());
+  }
+
+  void qk_spectral_norms(const WeightMatrix& wq, const WeightMatrix& wk, const QkShape& shape,
+                         const PowerIterationSettings& settings, float* sigma_out, void* workspace, size_t,
+                         CUstream_st* stream) override {
+    gpu::run_spectral(*runtime_, wq, wk, shape, settings, sigma_out, workspace, stream);
   }
 
  private:

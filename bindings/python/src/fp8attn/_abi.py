@@ -157,4 +157,9 @@ PROTOTYPES = {
     "fp8attn_quantize": (_i32, [_P, _T, _T, POINTER(QuantizeOptions), _T, _T, POINTER(c_float), _E]),
     "fp8attn_host_alloc": (_i32, [_sz, _sz, POINTER(c_void_p), _E]),
     "fp8attn_host_free": (None, [c_void_p]),
+    # Device execution (issue 11).
+    "fp8attn_quantize_workspace_size": (_i32, [_P, _T, _T, _i64, POINTER(QuantizeOptions), POINTER(_sz), _E]),
+    "fp8attn_quantize_async": (_i32, [_P, _T, _T, _i64, POINTER(QuantizeOptions), _T, _T, POINTER(c_float),
+                                      c_void_p, _sz, c_void_p, _E]),
+    "fp8attn_attention_telemetry_copy_async": (_i32, [_P, c_void_p, _sz, POINTER(Telemetry), c_void_p, _E]),
 }

@@ -327,4 +327,15 @@ extern "C" {
                             output: T, descale: T, amax: *mut f32, err: E) -> i32;
     pub fn fp8attn_host_alloc(bytes: usize, alignment: usize, out: *mut *mut c_void, err: E) -> i32;
     pub fn fp8attn_host_free(ptr: *mut c_void);
+    // Device execution (issue 11).
+    pub fn fp8attn_quantize_workspace_size(ctx: fp8attn_context, input: T, cu_seqlens: T, max_seqlen: i64,
+                                           options: *const fp8attn_quantize_options, bytes: *mut usize,
+                                           err: E) -> i32;
+    pub fn fp8attn_quantize_async(ctx: fp8attn_context, input: T, cu_seqlens: T, max_seqlen: i64,
+                                  options: *const fp8attn_quantize_options, output: T, descale: T, amax: *mut f32,
+                                  workspace: *mut c_void, workspace_bytes: usize, stream: cuda_stream,
+                                  err: E) -> i32;
+    pub fn fp8attn_attention_telemetry_copy_async(plan: fp8attn_plan, workspace: *const c_void,
+                                                  workspace_bytes: usize, telemetry: *mut fp8attn_telemetry,
+                                                  stream: cuda_stream, err: E) -> i32;
 }

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Static checks of the built CUDA backend, libfp8attn_cuda.so (issue 11), on the library itself
+# rather than on a separately compiled cubin (tools/check_attention_sm90a.sh does that):
+#   1. no libcuda.so in its dependencies (driver calls come through
+#      cudaGetDriverEntryPointByVersion), cudart linked statically, cuBLASLt dynamically;
+#   2. exactly one exported symbol, fp8attn_cuda_backend_entry, versioned FP8ATTN_CUDA_1;
+#   3. every kernel: no local memory, at most 255 registers, static shared memory ≤ 48 KB;
+#   4. every attention kernel carries QGMMA and UTMALDG in its SASS; the library holds one
+#      attention kernel per entry of the instantiation table (tools/print_fwd_kernels.cpp), the 6
+#      quantizer kernels and the 2 spectral kernels.
+# Exit 0 when every check passes, 1 when one fails, 77 without cuobjdump.
+# Usage: tools/check_cuda_backend_so.sh path/to/libfp8attn_cuda.so
+set -uo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+lib="$1"
+# shellcheck source=tools/sm90_check_common.sh
+source "$root/tools/sm90_check_common.sh"
+echo "== static checks of $lib"
+
+deps=$(ldd "$lib" 2>&1)
+if echo "$deps" | grep -q "libcuda\.so"; then fail "ldd shows libcuda.so:"; echo "$deps"; else pass "ldd: no libcuda.so"; fi
+needed=$(readelf -d "$lib" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+if echo "$needed" | grep -q "^libcublasLt\.so"; then pass "cuBLASLt linked dynamically"; else fail "no libcublasLt.so in NEEDED: $needed"; fi
+if echo "$needed" | grep -q "^libcudart\.so"; then fail "cudart linked dynamically (must be static)"; else pass "cudart not a dynamic dependency (static)"; fi
+
+exports=$(nm -D --defined-only --with-symbol-versions "$lib" | awk '$2 != "A" {print $3}')
+if [ "$exports" = "fp8attn_cuda_backend_entry@@FP8ATTN_CUDA_1" ]; then
+  pass "one export: $exports"
+else
+  fail "exports must be fp8attn_cuda_backend_entry@@FP8ATTN_CUDA_1 only, got: $(echo "$exports" | head -5 | tr '\n' ' ')"
+fi
+
+find_cuobjdump
+if [ -z "$cuobjdump" ] || [ ! -x "$cuobjdump" ]; then
+  echo "SKIP: cuobjdump not found (scripts/install-deps.sh installs nvidia-cuda-cuobjdump into .venv)"
+  [ "$failures" -eq 0 ] || exit 1  # NOTE: the link checks above ran; a failure there is not a skip
+  exit 77
+fi
+usage=$("$cuobjdump" --dump-resource-usage "$lib" 2>&1)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+if ! c++ -std=c++20 -I"$root" -o "$work/print_fwd_kernels" "$root/tools/print_fwd_kernels.cpp"; then
+  fail "tools/print_fwd_kernels.cpp does not build"
+  exit 1
+fi
+table=$("$work/print_fwd_kernels" | wc -l)
+kernels=$(echo "$usage" | grep -c "Function ")
+attention=$(echo "$usage" | grep "Function " | grep -c "attention_fwd_kernel")
+if [ "$attention" -eq "$table" ] && [ "$kernels" -eq $((table + 8)) ]; then
+  pass "$kernels kernels: $attention attention (the table's $table), 6 quantizer, 2 spectral"
+else
+  fail "$kernels kernels ($attention attention); expected $((table + 8)) ($table attention, 6 quantizer, 2 spectral)"
+fi
+bad=$(echo "$usage" | grep -A1 "Function " | grep -oE "LOCAL:[0-9]+" | grep -vc "LOCAL:0")
+if [ "$bad" -eq 0 ]; then pass "no local memory in any kernel"; else fail "$bad kernels use local memory"; fi
+maxreg=$(echo "$usage" | grep -oE "REG:[0-9]+" | cut -d: -f2 | sort -n | tail -1)
+if [ "${maxreg:-999}" -le 255 ]; then pass "registers ≤ 255 (max $maxreg)"; else fail "a kernel uses $maxreg registers"; fi
+maxshared=$(echo "$usage" | grep -oE "SHARED:[0-9]+" | cut -d: -f2 | sort -n | tail -1)
+if [ "${maxshared:-999999}" -le 49152 ]; then pass "static shared memory ≤ 48 KB (max $maxshared B)"; else fail "static shared memory $maxshared B"; fi
+
+sass="$work/lib.sass"
+"$cuobjdump" --dump-sass "$lib" >"$sass" 2>/dev/null
+missing=$(awk '/Function :/ { if (name ~ /attention_fwd_kernel/ && !(q && u)) print name; name = $3; q = 0; u = 0; next }
+               /QGMMA/ { q = 1 } /UTMALDG/ { u = 1 }
+               END { if (name ~ /attention_fwd_kernel/ && !(q && u)) print name }' "$sass")
+if [ -z "$missing" ] && grep -q QGMMA "$sass" && grep -q UTMALDG "$sass"; then
+  pass "every attention kernel carries QGMMA and UTMALDG"
+else
+  fail "attention kernels without QGMMA or UTMALDG: $missing"
+fi
+[ "$failures" -eq 0 ] && echo "== all checks passed" || echo "== $failures check(s) failed"
+[ "$failures" -eq 0 ]
