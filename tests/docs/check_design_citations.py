@@ -28,6 +28,8 @@ for root, dirs, files in os.walk(src):
             count += 1
             where = f"{os.path.relpath(path, src)}:{text.count(chr(10), 0, m.start()) + 1}"
             section, title = m.group(1), m.group(2)
+            if title:  # a title wrapped across comment lines: drop the line break and the comment marker
+                title = re.sub(r"\s*\n\s*(?://+|#+|\*+)?\s*", " ", title)
             if section not in sections:
                 failures.append(f"{where}: cites §{section}, which docs/design.md does not have")
             elif title and title.lower().rstrip(".") not in sections[section]:
