@@ -3,18 +3,11 @@
 #include <string>
 
 #include "kernels/sm90/attention/attention_fwd_emulated.hpp"
+#include "kernels/sm90/attention/fwd_kernel_shape.hpp"
 
 namespace fp8attn::sm90 {
 
-FwdKernelShape fwd_kernel_shape(const FwdKernelKey& key) {
-  FwdKernelShape shape;
-  with_fwd_config(key, [&](auto cfg) {
-    using Cfg = decltype(cfg);
-    shape.threads = Cfg::kThreads;
-    shape.smem_bytes = attention_fwd_smem_bytes<Cfg>();
-  });
-  return shape;
-}
+FwdKernelShape fwd_kernel_shape(const FwdKernelKey& key) { return fwd_kernel_shape_of(key); }
 
 void launch_attention_fwd_emulated(const FwdLaunch& launch, const emu::LaunchConfig& schedule) {
   const bool found = with_fwd_config(launch.key, [&](auto cfg) { run_attention_fwd_emulated<decltype(cfg)>(launch, schedule); });

@@ -9,22 +9,14 @@
 #include "kernels/arch/tma_tensor_map_cuda.hpp"
 #include "kernels/sm90/attention/attention_fwd_cuda.hpp"
 #include "kernels/sm90/attention/attention_fwd_kernel.hpp"
+#include "kernels/sm90/attention/fwd_kernel_shape.hpp"
 
 namespace fp8attn::sm90 {
 
-// NOTE: the same definition as the emulator build's (attention_fwd_emulated.cpp): the backend's
-// plan (lib/backend/gpu) sizes launches through it in libfp8attn_cuda as in the core. Weak, so a
-// program that links both builds (the GPU tests link the core too) takes one without a clash;
-// both compute the same numbers from the same shared-storage types.
-__attribute__((weak)) FwdKernelShape fwd_kernel_shape(const FwdKernelKey& key) {
-  FwdKernelShape shape;
-  with_fwd_config(key, [&](auto cfg) {
-    using Cfg = decltype(cfg);
-    shape.threads = Cfg::kThreads;
-    shape.smem_bytes = attention_fwd_smem_bytes<Cfg>();
-  });
-  return shape;
-}
+// NOTE: one body for both builds (fwd_kernel_shape.hpp): the backend's plan (lib/backend/gpu)
+// sizes launches through it in libfp8attn_cuda as in the core. Weak, so a program that links both
+// builds (the GPU tests link the core too) takes one without a clash; both give the same numbers.
+__attribute__((weak)) FwdKernelShape fwd_kernel_shape(const FwdKernelKey& key) { return fwd_kernel_shape_of(key); }
 
 std::string prepare_attention_fwd_cuda(const FwdKernelKey& key) {
   std::string why = "attention forward: no kernel for head_dim " + std::to_string(key.head_dim);
