@@ -45,6 +45,22 @@ fp8attn_error fresh_error() {
   return err;
 }
 
+/// AUTO falls back to the CPU backend and says so at WARN, the line containing `reason`.
+void expect_auto_falls_back_with_warn(const char* reason) {
+  Logged logged;
+  fp8attn_context ctx = nullptr;
+  fp8attn_error err = fresh_error();
+  ASSERT_EQ(create(FP8ATTN_BACKEND_AUTO, &ctx, &err, &logged), FP8ATTN_OK) << err.message;
+  int32_t backend = -1;
+  ASSERT_EQ(fp8attn_context_get_backend(ctx, &backend, nullptr), FP8ATTN_OK);
+  EXPECT_EQ(backend, FP8ATTN_BACKEND_CPU);
+  fp8attn_context_destroy(ctx);
+  bool warned = false;
+  for (const auto& [level, line] : logged.lines)
+    warned |= level == FP8ATTN_LOG_WARN && line.find(reason) != std::string::npos;
+  EXPECT_TRUE(warned) << "AUTO fell back without a WARN naming " << reason;
+}
+
 /// Points the loader at `path` for the scope (the loader reads the variable on every load).
 struct BackendPath {
   explicit BackendPath(const std::string& path) { setenv("FP8ATTN_CUDA_BACKEND", path.c_str(), 1); }
@@ -62,16 +78,7 @@ TEST(CudaBackendLoading, AnotherAbiVersionIsRefusedNamingBoth) {
   EXPECT_NE(message.find("ABI version " + std::to_string(fp8attn::kCudaBackendAbiVersion)), std::string::npos)
       << message;
   // AUTO falls back to the CPU, at WARN, naming the reason.
-  Logged logged;
-  ASSERT_EQ(create(FP8ATTN_BACKEND_AUTO, &ctx, &err, &logged), FP8ATTN_OK) << err.message;
-  int32_t backend = -1;
-  ASSERT_EQ(fp8attn_context_get_backend(ctx, &backend, nullptr), FP8ATTN_OK);
-  EXPECT_EQ(backend, FP8ATTN_BACKEND_CPU);
-  fp8attn_context_destroy(ctx);
-  bool warned = false;
-  for (const auto& [level, line] : logged.lines)
-    warned |= level == FP8ATTN_LOG_WARN && line.find("ABI version") != std::string::npos;
-  EXPECT_TRUE(warned) << "no WARN line about the ABI version";
+  expect_auto_falls_back_with_warn("ABI version");
 }
 
 #if defined(FP8ATTN_CUDA_BACKEND_PATH)
@@ -99,16 +106,7 @@ TEST(CudaBackendLoading, TheRealLibraryLoadsAndReportsNoCudaDevice) {
   err = fresh_error();
   EXPECT_EQ(create(FP8ATTN_BACKEND_CUDA, &ctx, &err), FP8ATTN_STATUS_NO_CUDA_DEVICE) << err.message;
   EXPECT_NE(std::string(err.message).find("runtime"), std::string::npos) << err.message;
-  Logged logged;
-  ASSERT_EQ(create(FP8ATTN_BACKEND_AUTO, &ctx, &err, &logged), FP8ATTN_OK) << err.message;
-  int32_t backend = -1;
-  ASSERT_EQ(fp8attn_context_get_backend(ctx, &backend, nullptr), FP8ATTN_OK);
-  EXPECT_EQ(backend, FP8ATTN_BACKEND_CPU);
-  fp8attn_context_destroy(ctx);
-  bool warned = false;
-  for (const auto& [level, line] : logged.lines)
-    warned |= level == FP8ATTN_LOG_WARN && line.find("FP8ATTN_STATUS_NO_CUDA_DEVICE") != std::string::npos;
-  EXPECT_TRUE(warned) << "AUTO fell back without a WARN naming NO_CUDA_DEVICE";
+  expect_auto_falls_back_with_warn("FP8ATTN_STATUS_NO_CUDA_DEVICE");
   // NOTE: the library stays loaded, as the core keeps it (unloading cudart is unsafe).
 }
 #endif
