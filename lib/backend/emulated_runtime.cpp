@@ -45,6 +45,7 @@ class EmulatedRuntime final : public DeviceRuntime {
 
   void launch_attention_fwd(const sm90::FwdLaunch& launch, CUstream_st*) override {
     ++counters_->launches;
+    fail_if_injected("the attention forward launch");
     emu::LaunchConfig config;
     config.seed = schedule_.seed;
     config.shuffle = schedule_.shuffle;
@@ -61,6 +62,7 @@ class EmulatedRuntime final : public DeviceRuntime {
 
   void launch_quantize(const sm90::quant::QuantizeParams& p, CUstream_st*) override {
     ++counters_->launches;
+    fail_if_injected("the quantizer launch");
     try {
       sm90::quant::run_quantize_emulated(p, launch_config());
     } catch (const emu::KernelError& e) {
@@ -73,18 +75,28 @@ class EmulatedRuntime final : public DeviceRuntime {
   size_t gemm_scratch_bytes() const override { return 0; }
   void gemm(const gpu::BatchedGemmDesc& desc, CUstream_st*) override {
     ++counters_->launches;
+    fail_if_injected("the batched GEMM (cuBLASLt's matmul on CUDA)");
     emulated::gemm(desc, launch_config());
   }
   void rescale_blocks(const gpu::RescaleDesc& desc, CUstream_st*) override {
     ++counters_->launches;
+    fail_if_injected("the block rescale launch");
     emulated::rescale_blocks(desc);
   }
   void power_iteration(const gpu::PowerIterationDesc& desc, CUstream_st*) override {
     ++counters_->launches;
+    fail_if_injected("the power-iteration launch");
     emulated::power_iteration(desc);
   }
 
  private:
+  /// The injected failure of FP8ATTN_EMULATOR_FAIL=launch, raised before the kernel touches
+  /// memory, with the message shape of the CUDA runtime's errors (the call, then why).
+  void fail_if_injected(const char* call) const {
+    if (schedule_.fail_launches)
+      throw Error(FP8ATTN_STATUS_DEVICE_ERROR, std::string(call) + " failed: injected device error (FP8ATTN_EMULATOR_FAIL=launch)");
+  }
+
   emu::LaunchConfig launch_config() const {
     emu::LaunchConfig config;
     config.seed = schedule_.seed;
@@ -119,6 +131,11 @@ EmulatorSchedule emulator_schedule_from_environment() {
     require(*end == '\0' && n >= 1 && n <= 1024, FP8ATTN_STATUS_BAD_OPTION,
             std::string("FP8ATTN_EMULATOR_SMS: expected 1..1024, got '") + v + "'");
     s.sm_count = static_cast<int>(n);
+  }
+  if (const char* v = std::getenv("FP8ATTN_EMULATOR_FAIL"); v != nullptr && *v != '\0') {
+    require(std::string(v) == "launch", FP8ATTN_STATUS_BAD_OPTION,
+            std::string("FP8ATTN_EMULATOR_FAIL: expected launch, got '") + v + "'");
+    s.fail_launches = true;
   }
   return s;
 }

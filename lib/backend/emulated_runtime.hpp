@@ -15,12 +15,15 @@ namespace fp8attn {
 /// How the emulator schedules the kernel's threads. Read from the environment variable
 /// FP8ATTN_EMULATOR_SCHEDULE: "round-robin" (default) or "shuffle:SEED"; FP8ATTN_EMULATOR_SMS
 /// sets the persistent grid's SM count (default 4, so CTAs loop over several tiles).
+/// FP8ATTN_EMULATOR_FAIL=launch makes every launch fail before its kernel runs, as a CUDA launch
+/// that returns an error does: the tests of the DEVICE_ERROR path (outputs untouched) use it.
 struct EmulatorSchedule {
   bool shuffle = false;
   uint64_t seed = 0;
   int sm_count = 4;
+  bool fail_launches = false;
 };
-/// Parses the two variables; throws Error(BAD_OPTION) on a malformed value.
+/// Parses the three variables; throws Error(BAD_OPTION) on a malformed value.
 EmulatorSchedule emulator_schedule_from_environment();
 
 /// Calls an execute path made through the runtime, counted since creation.
