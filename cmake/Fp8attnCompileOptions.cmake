@@ -10,7 +10,12 @@ if(FP8ATTN_NATIVE)
   target_compile_options(fp8attn_options INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-march=native>)
 endif()
 # Keep IEEE semantics: the engine must round exactly like the kernel.
-target_compile_options(fp8attn_options INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-fno-fast-math -ffp-contract=off>)
+# NOTE: -fno-trapping-math changes no result (the project never enables floating-point traps);
+# it lets GCC if-convert the comparisons of the engine's row loops (row max, the ex2 model's
+# range checks, the cast's counts), which it otherwise keeps as branches because a comparison
+# with a NaN may trap, and those loops then stay scalar (issue 16).
+target_compile_options(fp8attn_options INTERFACE
+  $<$<COMPILE_LANGUAGE:CXX>:-fno-fast-math -ffp-contract=off -fno-trapping-math>)
 if(FP8ATTN_SANITIZE)
   target_compile_options(fp8attn_options INTERFACE -fsanitize=${FP8ATTN_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
   target_link_options(fp8attn_options INTERFACE -fsanitize=${FP8ATTN_SANITIZE})

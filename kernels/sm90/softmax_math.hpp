@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/arch/ex2.hpp"
 #include "kernels/sm90/tile_config.hpp"
 
 namespace fp8attn::sm90 {
@@ -29,7 +30,7 @@ FP8ATTN_HOST_DEVICE float finite_or_zero(float row_max) { return row_max == kNeg
 
 /// Factor that rescales O and l when the running max moves from `old_max` to `new_max`.
 FP8ATTN_HOST_DEVICE float rescale_factor(float old_max, float new_max, float scale_log2) {
-  return exp2f((old_max - finite_or_zero(new_max)) * scale_log2);
+  return arch::ex2_approx((old_max - finite_or_zero(new_max)) * scale_log2);
 }
 
 /// The subtrahend of the exp2 step: max·scale_log2 − log2(S_p).
@@ -40,9 +41,10 @@ FP8ATTN_HOST_DEVICE float max_scaled(float row_max, float scale_log2, float p_sc
   return finite_or_zero(row_max) * scale_log2 - p_scale_log2;
 }
 
-/// P̃ = exp2(S·scale_log2 − max_scaled), one fused multiply-add then exp2.
+/// P̃ = exp2(S·scale_log2 − max_scaled), one fused multiply-add then ex2.approx (on the host its
+/// model, kernels/arch/ex2.hpp), as FlashAttention-3 computes it.
 FP8ATTN_HOST_DEVICE float p_tilde(float s, float scale_log2, float max_scaled_value) {
-  return exp2f(fmaf(s, scale_log2, -max_scaled_value));
+  return arch::ex2_approx(fmaf(s, scale_log2, -max_scaled_value));
 }
 
 /// The stabilized variant's max for one block (DESIGN §3, "Stabilized safe softmax").

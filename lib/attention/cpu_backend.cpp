@@ -12,10 +12,11 @@ class CpuBackend final : public Backend {
   int32_t kind() const override { return FP8ATTN_BACKEND_CPU; }
   int32_t tensor_device() const override { return FP8ATTN_DEVICE_HOST; }
 
-  size_t attention_workspace_size(const AttentionConfig& config, int64_t batch, int64_t, int64_t) const override {
-    // NOTE: the engine keeps one query tile's buffers per worker, whatever the sequence lengths,
-    // and a work-item table of batch + 1 entries.
-    return engine::tile_engine_workspace_size(config, context_.num_threads(), batch);
+  size_t attention_workspace_size(const AttentionConfig& config, int64_t batch, int64_t,
+                                  int64_t max_seqlen_k) const override {
+    // NOTE: the engine keeps one query tile's buffers and one (sequence, KV head)'s decoded K and V
+    // per worker, and a work-item table of batch + 1 entries.
+    return engine::tile_engine_workspace_size(config, context_.num_threads(), batch, max_seqlen_k);
   }
 
   void attention_forward(const AttentionConfig& config, const AttentionProblem& problem, void* workspace, size_t,

@@ -18,7 +18,12 @@ inline uint16_t float_to_bf16(float x) {
 
 inline float bf16_to_float(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
 
-/// Rounds a float to the nearest BF16 value and returns it as float.
-inline float round_to_bf16(float x) { return bf16_to_float(float_to_bf16(x)); }
+/// Rounds a float to the nearest BF16 value and returns it as float (NaN becomes the canonical
+/// 0x7FFF, as float_to_bf16 does). Selects instead of branches, so a loop over a row vectorizes.
+inline float round_to_bf16(float x) {
+  const uint32_t u = std::bit_cast<uint32_t>(x);
+  const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+  return std::bit_cast<float>((u & 0x7FFFFFFFu) > 0x7F800000u ? 0x7FFF0000u : rounded);
+}
 
 }  // namespace fp8attn::num

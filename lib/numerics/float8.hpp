@@ -85,28 +85,25 @@ inline uint8_t float_to_e5m2(float x) { return detail::float_to_fp8(x, kE5M2); }
 inline float e5m2_to_float(uint8_t bits) { return detail::fp8_to_float(bits, kE5M2); }
 
 /// The E4M3 value nearest to x (round to nearest even, saturating to ±448; NaN stays NaN),
-/// as a float: e4m3_to_float(float_to_e4m3(x)) without the encoding, for the engine's hot loop.
+/// as a float: e4m3_to_float(float_to_e4m3(x)) without the encoding, for the engine's cast of P.
 /// NOTE: normal range: round the FP32 mantissa to 3 bits in integer arithmetic (ties to even);
 /// below 2⁻⁶ the E4M3 quantum is a fixed 2⁻⁹, so adding and subtracting 1.5·2¹⁴ rounds there
-/// (FP32 addition is round-to-nearest-even). Checked against the encoder for all 2³² inputs.
+/// (FP32 addition is round-to-nearest-even). Selects instead of branches, so the engine's loop
+/// over a row vectorizes (issue 16). Checked against the encoder for all 2³² inputs
+/// (tests/numerics/test_converters_exhaustive.cpp).
 inline float round_to_e4m3(float x) {
-  const float a = std::fabs(x);
-  if (!(a < 464.0f)) {  // NaN, ±inf, and everything that rounds above 448 saturates
-    if (std::isnan(x)) return x;
-    return std::copysign(448.0f, x);
-  }
-  float r;
-  if (a < 0.015625f) {
-    constexpr float kMagic = 24576.0f;  // 1.5·2¹⁴: ulp 2⁻⁹
-    r = (a + kMagic) - kMagic;
-  } else {
-    uint32_t u = std::bit_cast<uint32_t>(a);
-    u += 0x7FFFFu + ((u >> 20) & 1u);
-    u &= ~0xFFFFFu;
-    r = std::bit_cast<float>(u);
-    if (r > 448.0f) r = 448.0f;
-  }
-  return std::copysign(r, x);
+  const uint32_t u = std::bit_cast<uint32_t>(x);
+  const uint32_t a = u & 0x7FFFFFFFu;
+  const uint32_t normal = (a + 0x7FFFFu + ((a >> 20) & 1u)) & ~0xFFFFFu;
+  const bool below_normal = a < 0x3C800000u;  // |x| < 2⁻⁶
+  const float small = std::bit_cast<float>(below_normal ? a : 0u);
+  const uint32_t subnormal = std::bit_cast<uint32_t>((small + 24576.0f) - 24576.0f);
+  uint32_t magnitude = below_normal ? subnormal : normal;
+  // |x| ≥ 464 (±inf included) and values that round up past 448 saturate to 448 (0x43E00000).
+  magnitude = magnitude > 0x43E00000u ? 0x43E00000u : magnitude;
+  magnitude = a >= 0x43E80000u ? 0x43E00000u : magnitude;
+  const uint32_t bits = (u & 0x80000000u) | magnitude;
+  return std::bit_cast<float>(a > 0x7F800000u ? u : bits);  // NaN keeps its bits
 }
 
 /// E4M3 bits of x, computed on the FP32 bits with selects instead of branches, so that a bulk

@@ -239,7 +239,8 @@ ForwardResult run_engine_with_hooks(const fp8attn_attention_desc& desc, const At
   ForwardCall call(desc, s, in, {});
   const AttentionProblem problem = make_attention_problem(config, call.args, FP8ATTN_DEVICE_HOST);
   ThreadPool pool(num_threads);
-  std::vector<unsigned char> workspace(engine::tile_engine_workspace_size(config, pool.size(), problem.batch));
+  std::vector<unsigned char> workspace(
+      engine::tile_engine_workspace_size(config, pool.size(), problem.batch, problem.max_seqlen_k));
   engine::tile_engine_forward(config, problem, pool, workspace.data(), hooks);
   return call.finish();
 }

@@ -25,12 +25,12 @@ namespace {
 
 #if FP8ATTN_HAVE_CUDA_FP8_HEADER
 struct Mismatches {
-  std::atomic<uint64_t> e4m3{0}, e5m2{0}, bf16{0}, round{0};
-  std::atomic<uint32_t> first_e4m3{0}, first_e5m2{0}, first_bf16{0}, first_round{0};
+  std::atomic<uint64_t> e4m3{0}, e5m2{0}, bf16{0}, round{0}, round_bf16{0};
+  std::atomic<uint32_t> first_e4m3{0}, first_e5m2{0}, first_bf16{0}, first_round{0}, first_round_bf16{0};
 };
 
 void check_range(uint64_t begin, uint64_t end, Mismatches& m) {
-  uint64_t e4 = 0, e5 = 0, b16 = 0, rnd = 0;
+  uint64_t e4 = 0, e5 = 0, b16 = 0, rnd = 0, rnd16 = 0;
   for (uint64_t i = begin; i < end; ++i) {
     const uint32_t u = static_cast<uint32_t>(i);
     float x;
@@ -43,10 +43,14 @@ void check_range(uint64_t begin, uint64_t end, Mismatches& m) {
     uint16_t hb;
     std::memcpy(&hb, &h, 2);
     if (fp8attn::num::float_to_bf16(x) != hb && b16++ == 0) m.first_bf16 = u;
+    const float rb = fp8attn::num::round_to_bf16(x);  // the engine's value-level BF16 rounding
+    uint32_t rb_bits;
+    std::memcpy(&rb_bits, &rb, 4);
+    if (rb_bits != (uint32_t{hb} << 16) && rnd16++ == 0) m.first_round_bf16 = u;
     const float r = fp8attn::num::round_to_e4m3(x), d = fp8attn::num::e4m3_to_float(ours_e4m3);
     if (!(std::memcmp(&r, &d, 4) == 0 || (r != r && d != d)) && rnd++ == 0) m.first_round = u;
   }
-  m.e4m3 += e4, m.e5m2 += e5, m.bf16 += b16, m.round += rnd;
+  m.e4m3 += e4, m.e5m2 += e5, m.bf16 += b16, m.round += rnd, m.round_bf16 += rnd16;
 }
 #endif
 
@@ -62,13 +66,14 @@ TEST(ConvertersExhaustive, AllFp32InputsMatchCudaHostCode) {
   for (unsigned w = 0; w < workers; ++w)
     threads.emplace_back(check_range, w * step, w + 1 == workers ? total : (w + 1) * step, std::ref(m));
   for (auto& t : threads) t.join();
-  std::printf("2^32 inputs: mismatches e4m3 %llu, e5m2 %llu, bf16 %llu, round_to_e4m3 %llu\n",
+  std::printf("2^32 inputs: mismatches e4m3 %llu, e5m2 %llu, bf16 %llu, round_to_e4m3 %llu, round_to_bf16 %llu\n",
               (unsigned long long)m.e4m3.load(), (unsigned long long)m.e5m2.load(), (unsigned long long)m.bf16.load(),
-              (unsigned long long)m.round.load());
+              (unsigned long long)m.round.load(), (unsigned long long)m.round_bf16.load());
   EXPECT_EQ(m.e4m3, 0u) << "first at bits 0x" << std::hex << m.first_e4m3;
   EXPECT_EQ(m.e5m2, 0u) << "first at bits 0x" << std::hex << m.first_e5m2;
   EXPECT_EQ(m.bf16, 0u) << "first at bits 0x" << std::hex << m.first_bf16;
   EXPECT_EQ(m.round, 0u) << "first at bits 0x" << std::hex << m.first_round;
+  EXPECT_EQ(m.round_bf16, 0u) << "first at bits 0x" << std::hex << m.first_round_bf16;
 #endif
 }
 

@@ -7,6 +7,7 @@
 #include "kernels/sm90/kv_schedule.hpp"
 #include "kernels/sm90/mask.hpp"
 #include "kernels/sm90/softmax_math.hpp"
+#include "lib/attention/engine/row_softmax.hpp"
 #include "lib/attention/engine/tile_ops.hpp"
 #include "lib/numerics/bfloat16.hpp"
 #include "lib/numerics/element_io.hpp"
@@ -16,10 +17,10 @@ namespace fp8attn::engine {
 namespace {
 
 /// The tile's buffers, carved from the worker's scratch.
+// NOTE: K and V blocks are not here: they come decoded from the worker's KvBlockCache, K
+// transposed ([head_dim][block_n]) so that S vectorizes over keys.
 struct TileBuffers {
   float* q;        // [block_m][head_dim]
-  float* kt;       // [head_dim][block_n]     K block, transposed so S vectorizes over keys
-  float* v;        // [block_n][head_dim_v]
   float* s;        // [block_m][block_n]      logits, then P cast to E4M3/BF16
   float* o;        // [block_m][head_dim_v]   output accumulator
   float* o_fresh;  // [block_m][head_dim_v]   PV accumulator between promotions
@@ -28,7 +29,7 @@ struct TileBuffers {
 };
 
 struct TileLayout {
-  size_t q, kt, v, s, o, o_fresh, row_max, row_sum, total;
+  size_t q, s, o, o_fresh, row_max, row_sum, total;
 };
 
 TileLayout tile_layout(const AttentionConfig& c) {
@@ -41,8 +42,6 @@ TileLayout tile_layout(const AttentionConfig& c) {
     return here;
   };
   l.q = take(bm * d);
-  l.kt = take(d * bn);
-  l.v = take(bn * dv);
   l.s = take(bm * bn);
   l.o = take(bm * dv);
   l.o_fresh = take(bm * dv);
@@ -55,25 +54,7 @@ TileLayout tile_layout(const AttentionConfig& c) {
 TileBuffers carve(void* scratch, const TileLayout& l) {
   auto* base = static_cast<unsigned char*>(scratch);
   auto f = [&](size_t off) { return reinterpret_cast<float*>(base + off); };
-  return {f(l.q), f(l.kt), f(l.v), f(l.s), f(l.o), f(l.o_fresh), f(l.row_max), f(l.row_sum)};
-}
-
-/// The cast of P̃ before the PV product: E4M3 for FP8 inputs, BF16 otherwise.
-inline float cast_p(float p, bool fp8) {
-  return fp8 ? num::round_to_e4m3(p) : num::round_to_bf16(p);
-}
-
-/// partial[q] += P̃[j] for the columns j of quad partial q, in ascending j.
-inline void accumulate_quad_partials(const float* p, int keys, float* partial) {
-  float acc[4] = {partial[0], partial[1], partial[2], partial[3]};
-  int j = 0;
-  for (; j + 8 <= keys; j += 8)
-    for (int q = 0; q < 4; ++q) {
-      acc[q] += p[j + 2 * q];
-      acc[q] += p[j + 2 * q + 1];
-    }
-  for (; j < keys; ++j) acc[sm90::quad_partial_of_column(j)] += p[j];
-  for (int q = 0; q < 4; ++q) partial[q] = acc[q];
+  return {f(l.q), f(l.s), f(l.o), f(l.o_fresh), f(l.row_max), f(l.row_sum)};
 }
 
 /// Decoding table for E4M3 inputs (256 entries), built once.
@@ -95,12 +76,32 @@ inline float load_input(const SeqTensor& t, int64_t b, int64_t row, int64_t head
   return num::bf16_to_float(static_cast<const uint16_t*>(t.data)[off]);
 }
 
+/// The decoded K (transposed) and V of one KV block of (batch, head_kv): from the worker's cache,
+/// decoding the block on first use. Decoding is exact (E4M3 and BF16 values are FP32 values).
+void decoded_block(const AttentionConfig& c, const AttentionProblem& p, const SeqSpan& span, int64_t batch,
+                   int head_kv, const sm90::KeyBlock& block, KvBlockCache& kv, const float** kt, const float** v) {
+  const int d = c.head_dim, dv = c.head_dim_v, bn = c.tile.block_n;
+  float* block_kt = kv.kt + block.index * d * bn;
+  float* block_v = kv.v + block.index * bn * dv;
+  *kt = block_kt;
+  *v = block_v;
+  if (kv.ready[block.index]) return;
+  const float* lut = e4m3_table();
+  const int keys = static_cast<int>(block.key_end - block.key_begin);
+  for (int j = 0; j < keys; ++j) {
+    const int64_t key = span.k_offset + block.key_begin + j;
+    for (int e = 0; e < d; ++e) block_kt[e * bn + j] = load_input(p.k, batch, key, head_kv, e, lut);
+    for (int e = 0; e < dv; ++e) block_v[j * dv + e] = load_input(p.v, batch, key, head_kv, e, lut);
+  }
+  kv.ready[block.index] = 1;
+}
+
 }  // namespace
 
 size_t query_tile_scratch_bytes(const AttentionConfig& c) { return tile_layout(c).total; }
 
 void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const QueryTileCoord& at, void* scratch,
-                    TileTelemetry& telemetry, const EngineHooks& hooks) {
+                    KvBlockCache& kv, TileTelemetry& telemetry, const EngineHooks& hooks) {
   const TileBuffers t = carve(scratch, tile_layout(c));
   const SeqSpan span = p.span(at.batch);
   const int d = c.head_dim, dv = c.head_dim_v, bn = c.tile.block_n;
@@ -108,6 +109,11 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
   const int head_kv = at.head / c.heads_per_kv();
   const bool fp8 = c.fp8();
   const float* lut = e4m3_table();
+  if (kv.batch != at.batch || kv.head_kv != head_kv) {  // another (sequence, KV head): drop the blocks
+    std::fill(kv.ready, kv.ready + kv.slots, uint8_t{0});
+    kv.batch = at.batch;
+    kv.head_kv = head_kv;
+  }
 
   // Host arguments folded once, as the kernel's Params are.
   const float q_descale = p.q_descale.at(at.batch, head_kv);
@@ -149,15 +155,11 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
     const int64_t key0 = block.key_begin;
     const int keys = static_cast<int>(block.key_end - block.key_begin);
 
-    for (int j = 0; j < keys; ++j)
-      for (int e = 0; e < d; ++e)
-        t.kt[e * bn + j] = load_input(p.k, at.batch, span.k_offset + key0 + j, head_kv, e, lut);
-    for (int j = 0; j < keys; ++j)
-      for (int e = 0; e < dv; ++e)
-        t.v[j * dv + e] = load_input(p.v, at.batch, span.k_offset + key0 + j, head_kv, e, lut);
+    const float *kt = nullptr, *v = nullptr;
+    decoded_block(c, p, span, at.batch, head_kv, block, kv, &kt, &v);
 
     // S = Q·Kᵀ
-    mm_qkt(t.q, t.kt, t.s, rows, keys, d, bn, bn, c.tile.mma_k_qk, c.mma_model);
+    mm_qkt(t.q, kt, t.s, rows, keys, d, bn, bn, c.tile.mma_k_qk, c.mma_model);
     if (k_blocks) {
       // Per-block descales fold into this block's logits, so the running max and the exp2 step
       // see one consistent scale across blocks.
@@ -174,21 +176,13 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
         for (int j = 0; j < keys; ++j)
           if (key0 + j < vis.first || key0 + j > vis.last) s[j] = sm90::kNegInf;
       }
-      // Online softmax for this row (kernels/sm90/softmax_math.hpp).
-      float block_max = sm90::kNegInf;
-      for (int j = 0; j < keys; ++j) block_max = std::max(block_max, s[j]);
-      if (c.telemetry) {
-        float max_abs = 0.0f;
-        for (int j = 0; j < keys; ++j)
-          if (s[j] != sm90::kNegInf) max_abs = std::max(max_abs, std::fabs(s[j]));
-        tile_max_abs_logit = std::max(tile_max_abs_logit, max_abs);
-      }
-      if (stabilized && block_max != sm90::kNegInf) {
-        int ties = 0;
-        for (int j = 0; j < keys; ++j) ties += (block_max - s[j] <= tie_tol_raw) ? 1 : 0;
-        block_max = sm90::stabilized_block_max(block_max, ties, c.stabilized_beta, c.stabilized_shift_cap_log2,
-                                               scale_log2);
-      }
+      // Online softmax for this row (kernels/sm90/softmax_math.hpp), in vectorized loops
+      // (row_softmax.hpp).
+      float block_max = row_max(s, keys);
+      if (c.telemetry) tile_max_abs_logit = std::max(tile_max_abs_logit, row_max_abs_visible(s, keys));
+      if (stabilized && block_max != sm90::kNegInf)
+        block_max = sm90::stabilized_block_max(block_max, row_ties(s, keys, block_max, tie_tol_raw),
+                                               c.stabilized_beta, c.stabilized_shift_cap_log2, scale_log2);
       const float old_max = t.row_max[r];
       const float new_max = std::max(old_max, block_max);
       const float rescale = sm90::rescale_factor(old_max, new_max, scale_log2);
@@ -197,20 +191,14 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
 
       float* partial = t.row_sum + static_cast<int64_t>(r) * 4;
       for (int q = 0; q < 4; ++q) partial[q] *= rescale;
-      for (int j = 0; j < keys; ++j) s[j] = sm90::p_tilde(s[j], scale_log2, subtrahend);
+      row_p_tilde(s, keys, scale_log2, subtrahend);
       // NOTE: the row sum uses FP32 P̃, before the cast (FlashAttention-3), accumulated per quad
       // thread in ascending column order (sm90::quad_partial_of_column).
       accumulate_quad_partials(s, keys, partial);
-      uint64_t positive = 0, underflow = 0;
-      for (int j = 0; j < keys; ++j) {
-        const float pt = s[j];
-        const float pc = cast_p(pt, fp8);
-        positive += pt > 0.0f;
-        underflow += (pt > 0.0f) & (pc == 0.0f);
-        s[j] = pc;
-      }
-      telemetry.p_positive += positive;
-      telemetry.p_underflow += underflow;
+      if (fp8)
+        row_cast_p<true>(s, keys, telemetry.p_positive, telemetry.p_underflow);
+      else
+        row_cast_p<false>(s, keys, telemetry.p_positive, telemetry.p_underflow);
       if (hooks.on_p_cast) hooks.on_p_cast(at.batch, at.head, row0 + r, key0, s, keys);
 
       float* orow = t.o + static_cast<int64_t>(r) * dv;
@@ -222,7 +210,7 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
     }
 
     // O += P·V  (into the fresh tile when promotion is on)
-    mma_pv(t.s, t.v, pv_acc, rows, keys, dv, bn, c.tile.mma_k_pv, c.mma_model);
+    mma_pv(t.s, v, pv_acc, rows, keys, dv, bn, c.tile.mma_k_pv, c.mma_model);
     // NOTE: two-level accumulation guards against the FP8 tensor core's accumulator keeping
     // fewer bits than FP32 (DESIGN §3): the fresh tile is added into O every N blocks.
     if (promote && ((step + 1) % promote_interval == 0 || step + 1 == schedule.count())) {

@@ -32,11 +32,24 @@ struct TileTelemetry {
   }
 };
 
+/// One worker's decoded K and V blocks of one (sequence, KV head): each block is decoded to FP32
+/// on first use and kept while the worker's tiles stay on that (sequence, KV head), so the query
+/// tiles and the GQA heads of one KV group share one decode (issue 16: decoding K and V again for
+/// every query tile was 8% of the engine's time). Carved from the workspace by tile_engine.cpp.
+struct KvBlockCache {
+  float* kt = nullptr;        ///< [slots][head_dim][block_n]: each block's K, transposed
+  float* v = nullptr;         ///< [slots][block_n][head_dim_v]
+  uint8_t* ready = nullptr;   ///< [slots]: 1 where the slot holds its block
+  int64_t slots = 0;          ///< sm90::kv_descale_slots(max_seqlen_k, ...): one per KV block
+  int64_t batch = -1;         ///< the (sequence, KV head) the ready slots belong to
+  int head_kv = -1;
+};
+
 /// Scratch bytes one worker needs for one tile.
 size_t query_tile_scratch_bytes(const AttentionConfig& config);
 
 /// Computes one query tile and writes its rows of out and lse.
 void run_query_tile(const AttentionConfig& config, const AttentionProblem& problem, const QueryTileCoord& at,
-                    void* scratch, TileTelemetry& telemetry, const EngineHooks& hooks);
+                    void* scratch, KvBlockCache& kv, TileTelemetry& telemetry, const EngineHooks& hooks);
 
 }  // namespace fp8attn::engine

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <vector>
 
 #include "lib/core/checked_math.hpp"
 #include "lib/core/error.hpp"
 
+#include "kernels/sm90/kv_schedule.hpp"
 #include "kernels/sm90/mask.hpp"
 #include "kernels/sm90/softmax_math.hpp"
 #include "lib/attention/engine/query_tile.hpp"
@@ -19,45 +19,94 @@ constexpr size_t kAlign = 64;
 
 size_t round_up(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
+/// One worker's share of the workspace: its tile scratch, then its KvBlockCache.
+struct WorkerLayout {
+  size_t scratch = 0, kt = 0, v = 0, ready = 0, stride = 0;
+  int64_t slots = 0;
+};
+
+WorkerLayout worker_layout(const AttentionConfig& c, int64_t max_seqlen_k) {
+  WorkerLayout l;
+  l.slots = sm90::kv_descale_slots(max_seqlen_k, c.sink_tokens, c.tile.block_n);
+  const size_t slot_floats = static_cast<size_t>(c.tile.block_n);
+  l.kt = round_up(query_tile_scratch_bytes(c));
+  const size_t kt_bytes =
+      checked_mul(checked_mul(static_cast<size_t>(l.slots), slot_floats * c.head_dim, "K cache"), sizeof(float), "K cache");
+  const size_t v_bytes =
+      checked_mul(checked_mul(static_cast<size_t>(l.slots), slot_floats * c.head_dim_v, "V cache"), sizeof(float), "V cache");
+  l.v = checked_add(l.kt, round_up(kt_bytes), "K cache");
+  l.ready = checked_add(l.v, round_up(v_bytes), "V cache");
+  l.stride = checked_add(l.ready, round_up(static_cast<size_t>(l.slots)), "KV cache");
+  return l;
+}
+
+/// Query tiles per work item: enough items for about four per worker (dynamic balance), as few
+/// as possible otherwise, since each item decodes its KV blocks once for all its tiles.
+int64_t tiles_per_item(int64_t tile_units, int workers) {
+  return std::clamp<int64_t>(tile_units / (4 * static_cast<int64_t>(workers)), 1, 16);
+}
+
 }  // namespace
 
-size_t tile_engine_workspace_size(const AttentionConfig& c, int workers, int64_t batch) {
-  // Layout: per-worker tile scratch, per-worker telemetry, then the work-item table (batch + 1
-  // offsets). NOTE: the table lives here rather than on the heap, so that a forward call
-  // allocates nothing (issue 15, finding 8).
-  const size_t scratch =
-      checked_mul(round_up(query_tile_scratch_bytes(c)), static_cast<size_t>(workers), "tile scratch");
-  const size_t telemetry = round_up(sizeof(TileTelemetry) * static_cast<size_t>(workers));
+size_t tile_engine_workspace_size(const AttentionConfig& c, int workers, int64_t batch, int64_t max_seqlen_k) {
+  // Layout: per-worker tile scratch and KV block cache, per-worker telemetry and cache
+  // descriptors, then the work-item table (batch + 1 offsets). NOTE: the table lives here rather
+  // than on the heap, so that a forward call allocates nothing (issue 15, finding 8).
+  const size_t per_worker = checked_mul(worker_layout(c, max_seqlen_k).stride, static_cast<size_t>(workers), "workers");
+  const size_t telemetry = round_up(sizeof(TileTelemetry) * static_cast<size_t>(workers)) +
+                           round_up(sizeof(KvBlockCache) * static_cast<size_t>(workers));
   const size_t table = checked_mul(sizeof(int64_t), static_cast<size_t>(checked_add(batch, int64_t{1}, "batch + 1")),
                                    "work-item table");
-  return checked_add(checked_add(scratch, telemetry, "engine workspace"), round_up(table), "engine workspace");
+  return checked_add(checked_add(per_worker, telemetry, "engine workspace"), round_up(table), "engine workspace");
 }
 
 void tile_engine_forward(const AttentionConfig& c, const AttentionProblem& p, ThreadPool& pool, void* workspace,
                          const EngineHooks& hooks) {
   const int bm = c.tile.block_m;
-  const size_t scratch_stride = round_up(query_tile_scratch_bytes(c));
+  const int group = c.heads_per_kv();
+  const WorkerLayout layout = worker_layout(c, p.max_seqlen_k);
   auto* base = static_cast<unsigned char*>(workspace);
-  auto* telemetry = reinterpret_cast<TileTelemetry*>(base + scratch_stride * static_cast<size_t>(pool.size()));
-  for (int w = 0; w < pool.size(); ++w) telemetry[w] = TileTelemetry{};
-  // Work items: (sequence, query head, query tile), numbered sequence-major.
-  int64_t* item_begin = reinterpret_cast<int64_t*>(reinterpret_cast<unsigned char*>(telemetry) +
-                                                   round_up(sizeof(TileTelemetry) * static_cast<size_t>(pool.size())));
+  auto* telemetry = reinterpret_cast<TileTelemetry*>(base + layout.stride * static_cast<size_t>(pool.size()));
+  auto* caches = reinterpret_cast<KvBlockCache*>(reinterpret_cast<unsigned char*>(telemetry) +
+                                                 round_up(sizeof(TileTelemetry) * static_cast<size_t>(pool.size())));
+  for (int w = 0; w < pool.size(); ++w) {
+    telemetry[w] = TileTelemetry{};
+    unsigned char* mine = base + layout.stride * static_cast<size_t>(w);
+    // batch −1: the first tile a worker runs finds no (sequence, KV head) cached and clears `ready`.
+    caches[w] = KvBlockCache{reinterpret_cast<float*>(mine + layout.kt), reinterpret_cast<float*>(mine + layout.v),
+                             mine + layout.ready, layout.slots, -1, -1};
+  }
+  // Work items: (sequence, KV head, a run of `chunk` query tiles), numbered sequence-major; an
+  // item computes its tiles for every query head of the KV group, which share the decoded blocks.
+  int64_t* item_begin = reinterpret_cast<int64_t*>(reinterpret_cast<unsigned char*>(caches) +
+                                                   round_up(sizeof(KvBlockCache) * static_cast<size_t>(pool.size())));
+  int64_t tile_units = 0;
+  for (int64_t b = 0; b < p.batch; ++b) tile_units += ceil_div(p.span(b).seqlen_q, bm) * c.num_heads_kv;
+  const int64_t chunk = tiles_per_item(tile_units, pool.size());
   item_begin[0] = 0;
   for (int64_t b = 0; b < p.batch; ++b) {
     // NOTE: batch ≤ 2^24, seqlen ≤ 2^30 and heads < 2^31 keep this sum below 2^61.
-    const int64_t tiles = ceil_div(p.span(b).seqlen_q, bm);
-    item_begin[b + 1] = item_begin[b] + tiles * c.num_heads_q;
+    const int64_t chunks = ceil_div(ceil_div(p.span(b).seqlen_q, bm), chunk);
+    item_begin[b + 1] = item_begin[b] + chunks * c.num_heads_kv;
   }
 
   pool.parallel_for(item_begin[p.batch], [&](int64_t item, int worker) {
     const int64_t b = std::upper_bound(item_begin, item_begin + p.batch + 1, item) - item_begin - 1;
     const int64_t local = item - item_begin[b];
-    QueryTileCoord at;
-    at.batch = b;
-    at.head = static_cast<int>(local % c.num_heads_q);
-    at.row_begin = (local / c.num_heads_q) * bm;
-    run_query_tile(c, p, at, base + scratch_stride * static_cast<size_t>(worker), telemetry[worker], hooks);
+    const int head_kv = static_cast<int>(local % c.num_heads_kv);
+    const int64_t first_tile = (local / c.num_heads_kv) * chunk;
+    const int64_t tiles = std::min(chunk, ceil_div(p.span(b).seqlen_q, bm) - first_tile);
+    unsigned char* mine = base + layout.stride * static_cast<size_t>(worker);
+    // NOTE: consecutive items of one worker on the same (sequence, KV head) keep its blocks.
+    KvBlockCache& kv = caches[worker];
+    for (int64_t t = 0; t < tiles; ++t)
+      for (int g = 0; g < group; ++g) {
+        QueryTileCoord at;
+        at.batch = b;
+        at.head = head_kv * group + g;
+        at.row_begin = (first_tile + t) * bm;
+        run_query_tile(c, p, at, mine, kv, telemetry[worker], hooks);
+      }
   });
 
   TileTelemetry total;

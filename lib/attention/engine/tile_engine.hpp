@@ -1,8 +1,10 @@
 // The CPU tile engine: FP8 (or BF16) attention forward computed exactly as the Hopper kernel
 // computes it (DESIGN §3): the same BlockM × BlockN tiles, KV blocks in the same order, the
 // same online-softmax arithmetic (kernels/sm90/softmax_math.hpp), the same casts of P̃ and the
-// same MMA summation order. Work runs over (sequence, query head, query tile) on all workers;
-// each tile is computed by one worker, so results do not depend on the thread count.
+// same MMA summation order. Work runs over (sequence, KV head, a run of query tiles) on all
+// workers, each item computing its tiles for every query head of the KV group from K and V
+// blocks decoded once; each tile is computed by one worker, so results do not depend on the
+// thread count.
 #pragma once
 
 #include <cstddef>
@@ -22,8 +24,10 @@ struct EngineHooks {
   std::function<void(int64_t b, int head, int64_t row, int64_t key_begin, const float* p_cast, int count)> on_p_cast;
 };
 
-/// Bytes of workspace for `workers` workers and up to `batch` sequences: every per-call buffer.
-size_t tile_engine_workspace_size(const AttentionConfig& config, int workers, int64_t batch);
+/// Bytes of workspace for `workers` workers, up to `batch` sequences and up to `max_seqlen_k`
+/// keys per sequence: every per-call buffer, including each worker's decoded K and V blocks of
+/// one (sequence, KV head) (max_seqlen_k · (head_dim + head_dim_v) floats).
+size_t tile_engine_workspace_size(const AttentionConfig& config, int workers, int64_t batch, int64_t max_seqlen_k);
 
 /// Runs the forward; writes problem.out, problem.lse and problem.telemetry. Throws NUMERICS
 /// (after writing) when an output is not finite.

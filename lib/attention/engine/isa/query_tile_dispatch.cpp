@@ -19,8 +19,8 @@ namespace fp8attn {
   namespace ns {                                                                                                   \
   size_t query_tile_scratch_bytes(const AttentionConfig& config);                                                 \
   void run_query_tile(const AttentionConfig& config, const AttentionProblem& problem,                             \
-                      const engine::QueryTileCoord& at, void* scratch, engine::TileTelemetry& telemetry,           \
-                      const engine::EngineHooks& hooks);                                                           \
+                      const engine::QueryTileCoord& at, void* scratch, engine::KvBlockCache& kv,                   \
+                      engine::TileTelemetry& telemetry, const engine::EngineHooks& hooks);                         \
   }
 FP8ATTN_DECLARE_ISA_BUILD(engine_baseline)
 #if FP8ATTN_ENGINE_ISA_VARIANTS
@@ -32,7 +32,7 @@ FP8ATTN_DECLARE_ISA_BUILD(engine_avx512)
 namespace engine {
 namespace {
 
-using RunQueryTile = void (*)(const AttentionConfig&, const AttentionProblem&, const QueryTileCoord&, void*,
+using RunQueryTile = void (*)(const AttentionConfig&, const AttentionProblem&, const QueryTileCoord&, void*, KvBlockCache&,
                               TileTelemetry&, const EngineHooks&);
 
 RunQueryTile build_of(CpuIsa isa) {
@@ -115,8 +115,8 @@ size_t query_tile_scratch_bytes(const AttentionConfig& config) {
 }
 
 void run_query_tile(const AttentionConfig& config, const AttentionProblem& problem, const QueryTileCoord& at,
-                    void* scratch, TileTelemetry& telemetry, const EngineHooks& hooks) {
-  build_of(active_cpu_isa())(config, problem, at, scratch, telemetry, hooks);
+                    void* scratch, KvBlockCache& kv, TileTelemetry& telemetry, const EngineHooks& hooks) {
+  build_of(active_cpu_isa())(config, problem, at, scratch, kv, telemetry, hooks);
 }
 
 }  // namespace engine

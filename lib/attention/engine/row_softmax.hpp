@@ -1,0 +1,110 @@
+// The per-row work of the online softmax between the two tile products of the CPU engine: the
+// block's row max, the exp2 step, the FP32 row sums, the cast of P̃ and its telemetry counts.
+// The math is kernels/sm90/softmax_math.hpp's; this file only arranges it in loops that the
+// compiler vectorizes (issue 16: this work was a third of the engine's time as scalar code with a
+// libm call per element).
+//
+// NOTE: each loop body is straight-line code without calls or branches: p_tilde's exp2 is the
+// inline ex2 model of kernels/arch/ex2.hpp, and the casts are the select-based roundings of
+// lib/numerics. Vectorizing changes no bit: every element is computed by the same IEEE
+// operations as the scalar code, and the only reductions are a max (exact, so its order does not
+// matter) and integer counts. The row sums keep their documented order (accumulate_quad_partials).
+//
+// Included by query_tile.cpp inside its per-ISA namespace (see isa/query_tile_in_isa.inc), so
+// every ISA build has its own copy.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/sm90/softmax_math.hpp"
+#include "lib/numerics/bfloat16.hpp"
+#include "lib/numerics/float8.hpp"
+
+namespace fp8attn::engine {
+
+inline constexpr int kRowLanes = 8;
+
+// NOTE: GCC does not vectorize a float max reduction without -ffinite-math-only (the order would
+// matter for NaN), so the two max loops are written on vector types (GCC's vector extension;
+// two SSE registers in the baseline build). Max is exact, so the lane order changes no bit.
+using RowLanes = float __attribute__((vector_size(kRowLanes * sizeof(float))));
+
+/// max over s[0, n) (−inf when n = 0 or every entry is masked).
+inline float row_max(const float* s, int n) {
+  RowLanes lanes = RowLanes{} + sm90::kNegInf;  // all −inf
+  int j = 0;
+  for (; j + kRowLanes <= n; j += kRowLanes) {
+    RowLanes v;
+    std::memcpy(&v, s + j, sizeof v);
+    lanes = v > lanes ? v : lanes;
+  }
+  float m = sm90::kNegInf;
+  for (int l = 0; l < kRowLanes; ++l) m = lanes[l] > m ? lanes[l] : m;
+  for (; j < n; ++j) m = s[j] > m ? s[j] : m;
+  return m;
+}
+
+/// max |s| over the visible (not −inf) entries of s[0, n); 0 when none is visible.
+inline float row_max_abs_visible(const float* s, int n) {
+  RowLanes lanes = {};
+  int j = 0;
+  for (; j + kRowLanes <= n; j += kRowLanes) {
+    RowLanes v;
+    std::memcpy(&v, s + j, sizeof v);
+    const RowLanes a = v == sm90::kNegInf ? RowLanes{} : (v < 0.0f ? -v : v);
+    lanes = a > lanes ? a : lanes;
+  }
+  float m = 0.0f;
+  for (int l = 0; l < kRowLanes; ++l) m = lanes[l] > m ? lanes[l] : m;
+  for (; j < n; ++j) {
+    const float a = s[j] == sm90::kNegInf ? 0.0f : std::fabs(s[j]);
+    m = a > m ? a : m;
+  }
+  return m;
+}
+
+/// Entries within `tol` of the block max (the stabilized variant's ties).
+inline int row_ties(const float* s, int n, float block_max, float tol) {
+  int ties = 0;
+  for (int j = 0; j < n; ++j) ties += (block_max - s[j] <= tol) ? 1 : 0;
+  return ties;
+}
+
+/// s[j] ← P̃ = p_tilde(s[j]) for j < n.
+inline void row_p_tilde(float* s, int n, float scale_log2, float subtrahend) {
+  for (int j = 0; j < n; ++j) s[j] = sm90::p_tilde(s[j], scale_log2, subtrahend);
+}
+
+/// partial[q] += P̃[j] for the columns j of quad partial q (sm90::quad_partial_of_column), in
+/// ascending j: the per-thread row sums of the kernel's D fragment.
+inline void accumulate_quad_partials(const float* p, int n, float* partial) {
+  float acc[4] = {partial[0], partial[1], partial[2], partial[3]};
+  int j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int q = 0; q < 4; ++q) {
+      acc[q] += p[j + 2 * q];
+      acc[q] += p[j + 2 * q + 1];
+    }
+  for (; j < n; ++j) acc[sm90::quad_partial_of_column(j)] += p[j];
+  for (int q = 0; q < 4; ++q) partial[q] = acc[q];
+}
+
+/// Casts P̃ in place before the PV product (E4M3 for FP8 inputs, BF16 otherwise) and counts the
+/// positive P̃ and those the cast flushes to zero (the telemetry's underflow count).
+template <bool kFp8>
+inline void row_cast_p(float* s, int n, uint64_t& positive, uint64_t& underflow) {
+  uint32_t pos = 0, flushed = 0;
+  for (int j = 0; j < n; ++j) {
+    const float pt = s[j];
+    const float pc = kFp8 ? num::round_to_e4m3(pt) : num::round_to_bf16(pt);
+    pos += pt > 0.0f ? 1u : 0u;
+    flushed += ((pt > 0.0f) & (pc == 0.0f)) ? 1u : 0u;  // & not &&: no guarded comparison
+    s[j] = pc;
+  }
+  positive += pos;
+  underflow += flushed;
+}
+
+}  // namespace fp8attn::engine
