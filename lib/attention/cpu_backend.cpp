@@ -1,5 +1,6 @@
 #include "lib/attention/cpu_backend.hpp"
 
+#include "lib/attention/engine/backward_engine.hpp"
 #include "lib/attention/engine/tile_engine.hpp"
 #include "lib/core/context.hpp"
 
@@ -21,6 +22,18 @@ class CpuBackend final : public Backend {
   void attention_forward(const AttentionConfig& config, const AttentionProblem& problem, void* workspace, size_t,
                          CUstream_st*) override {
     engine::tile_engine_forward(config, problem, context_.pool(), workspace);
+  }
+
+  size_t attention_backward_workspace_size(const AttentionConfig& config, int64_t batch, int64_t,
+                                           int64_t) const override {
+    // NOTE: as the forward: one tile's buffers per worker and the work-item tables, whatever
+    // the sequence lengths (D = rowsum(dO∘O) is recomputed per tile, not stored).
+    return engine::backward_engine_workspace_size(config, context_.num_threads(), batch);
+  }
+
+  void attention_backward(const AttentionConfig& config, const AttentionBackwardProblem& problem, void* workspace,
+                          size_t, CUstream_st*) override {
+    engine::backward_engine_run(config, problem, context_.pool(), workspace);
   }
 
  private:
