@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "lib/attention/attention_config.hpp"
+#include "lib/attention/engine/isa/query_tile_dispatch.hpp"
 #include "lib/attention/oracle_backward.hpp"
 #include "lib/numerics/bfloat16.hpp"
 #include "lib/workloads/backward_runner.hpp"
@@ -254,6 +255,38 @@ TEST(AttentionBackward, SameBitsOnAnyThreadCount) {
     }
   std::printf("[backward thread invariance] seed %llu: dq, dk, dv bit-equal on 1, 2, 3 threads\n",
               static_cast<unsigned long long>(seed));
+}
+
+
+/// The backward's tiles are compiled once per vector ISA (lib/attention/engine/isa): every build
+/// this CPU runs must give the same bits (explicit std::fma, no reassociation).
+TEST(AttentionBackward, EveryIsaBuildGivesTheSameBits) {
+  const engine::CpuIsa best = engine::best_cpu_isa();
+  if (best == engine::CpuIsa::kBaseline) GTEST_SKIP() << "one engine build only (FP8ATTN_NATIVE or not x86-64)";
+  const AttentionShape s{1, 150, 200, 2, 1, 128};
+  const uint64_t seed = fresh_seed();
+  const auto in = quantize(normal_inputs(s, seed), FP8ATTN_DTYPE_BF16, ScaleGranularity::Unit);
+  const auto dout = normal_bf16(static_cast<size_t>(s.seqlen_q * s.heads_q * s.head_dim), seed ^ 0x5eed);
+  auto desc = bf16_desc(s);
+  desc.causal = true;
+  std::vector<unsigned char> base[3];
+  for (int isa = 0; isa <= static_cast<int>(best); ++isa) {
+    ASSERT_TRUE(engine::set_active_cpu_isa(static_cast<engine::CpuIsa>(isa)));
+    BackwardSession session(desc, s, in, dout);
+    session.forward();
+    session.backward();
+    const std::vector<unsigned char>* got[3] = {&session.dq_bytes(), &session.dk_bytes(), &session.dv_bytes()};
+    for (int t = 0; t < 3; ++t) {
+      if (isa == 0) base[t] = *got[t];
+      else
+        EXPECT_TRUE(*got[t] == base[t]) << "tensor " << t << " of build "
+                                        << engine::cpu_isa_name(static_cast<engine::CpuIsa>(isa))
+                                        << " differs from the baseline build, seed " << seed;
+    }
+  }
+  engine::set_active_cpu_isa(best);
+  std::printf("[backward ISA builds] seed %llu: baseline .. %s give the same bits\n",
+              static_cast<unsigned long long>(seed), engine::cpu_isa_name(best));
 }
 
 }  // namespace
