@@ -656,8 +656,9 @@ typedef struct fp8attn_attention_bwd_args {
   fp8attn_tensor cu_seqlens_k; /**< Optional I32 [batch+1]; present iff packed layout. */
   int32_t deterministic;       /**< 1: the same inputs give the same bits whatever the thread count
                                     or schedule. The CPU backend is deterministic in both modes
-                                    (each output element is summed by one worker in a fixed
-                                    order); 0 lets a GPU backend accumulate dq with atomics.
+                                    (dk and dv are summed by one worker each, and the key blocks
+                                    add into dq in ascending order); 0 lets a GPU backend
+                                    accumulate dq with atomics in any order.
                                     Other values: ::FP8ATTN_STATUS_BAD_OPTION. */
 } fp8attn_attention_bwd_args;
 
@@ -677,8 +678,9 @@ typedef struct fp8attn_attention_bwd_args {
  * @retval FP8ATTN_STATUS_UNSUPPORTED_DTYPE the plan's input dtype is not BF16.
  * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND the context's backend has no backward (only
  *                                     ::FP8ATTN_BACKEND_CPU has one for now).
- * The CPU workspace covers every buffer a backward call uses (per-worker tiles and tables of
- * batch + 1 work offsets): the call itself allocates no memory.
+ * The CPU workspace covers every buffer a backward call uses (per-worker tiles, tables of
+ * batch + 1 work offsets, and an F32 dq accumulator of batch·max_seqlen_q·heads_q·head_dim with
+ * one counter per query block): the call itself allocates no memory.
  *
  * @par Thread safety
  * Thread-safe.

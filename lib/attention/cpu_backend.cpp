@@ -24,11 +24,11 @@ class CpuBackend final : public Backend {
     engine::tile_engine_forward(config, problem, context_.pool(), workspace);
   }
 
-  size_t attention_backward_workspace_size(const AttentionConfig& config, int64_t batch, int64_t,
+  size_t attention_backward_workspace_size(const AttentionConfig& config, int64_t batch, int64_t max_seqlen_q,
                                            int64_t) const override {
-    // NOTE: as the forward: one tile's buffers per worker and the work-item tables, whatever
-    // the sequence lengths (D = rowsum(dO∘O) is recomputed per tile, not stored).
-    return engine::backward_engine_workspace_size(config, context_.num_threads(), batch);
+    // NOTE: one tile's buffers per worker and the work-item tables, as the forward, plus the F32
+    // dQ accumulator of every query row (D = rowsum(dO∘O) is recomputed per tile, not stored).
+    return engine::backward_engine_workspace_size(config, context_.num_threads(), batch, max_seqlen_q);
   }
 
   void attention_backward(const AttentionConfig& config, const AttentionBackwardProblem& problem, void* workspace,

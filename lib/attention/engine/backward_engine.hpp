@@ -3,12 +3,13 @@
 // kv_schedule.hpp), with P recomputed from the LSE and the kernel's BF16 casts of P and dS.
 //
 // Two parallel passes over the context's workers:
-// 1. key blocks (sequence, KV head, block of block_n keys) → dK, dV;
-// 2. query blocks (sequence, query head, block of block_m rows) → dQ.
-// NOTE: the separate dQ pass (FlashAttention-2's deterministic variant) recomputes S and dP once
-// more, 7 tile products per (query block, key block) instead of 5, but gives every output element
-// to one worker: no atomics and no per-block dQ partials, so results are the same bits on any
-// thread count, whatever args.deterministic says.
+// 1. key blocks (sequence, KV head, block of block_n keys) → dK, dV, and dS·K added into an F32
+//    dQ accumulator in ascending key-block order (backward_tile.hpp);
+// 2. query blocks (sequence, query head, block of block_m rows) → dq = softmax_scale·accumulator.
+// NOTE: FlashAttention-2's other deterministic schedule, a separate dQ pass over query blocks,
+// recomputes S and dP there: 7 tile products per (query block, key block) instead of 5, measured
+// 0.17–0.25 of sgemm at head_dim 128 against this schedule's figure in tools/bench. The ordered adds
+// keep the result the same bits on any thread count, whatever args.deterministic says.
 #pragma once
 
 #include <cstddef>
@@ -20,8 +21,11 @@
 
 namespace fp8attn::engine {
 
-/// Bytes of workspace for `workers` workers and up to `batch` sequences: every per-call buffer.
-size_t backward_engine_workspace_size(const AttentionConfig& config, int workers, int64_t batch);
+/// Bytes of workspace for `workers` workers and up to `batch` sequences of up to `max_seqlen_q`
+/// queries: every per-call buffer, the dQ accumulator (batch·max_seqlen_q·heads_q·head_dim F32)
+/// included.
+size_t backward_engine_workspace_size(const AttentionConfig& config, int workers, int64_t batch,
+                                      int64_t max_seqlen_q);
 
 /// Runs the backward; writes problem.dq, dk and dv. Throws NUMERICS (after writing) when a
 /// gradient is not finite.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <thread>
 
 #include "kernels/sm90/kv_schedule.hpp"
 #include "kernels/sm90/mask.hpp"
@@ -13,43 +14,43 @@
 namespace fp8attn::engine {
 namespace {
 
-/// One worker's buffers. Both items use a subset; names say the layout ("t" = transposed).
-/// NOTE: the key-block item computes Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ directly, so that Pᵀ and dSᵀ are
-/// the A operands of dV += Pᵀ·dO and dK += dSᵀ·Q without a transpose of the bm × bn tiles. Its
-/// logits are bit-identical to the query-block item's S = Q·Kᵀ: both sum the same products
-/// (a·b = b·a exactly) in the same chunks and order (tile_ops.hpp), so both items see one P and
-/// one dS.
+/// One worker's buffers; names say the layout ("t" = transposed).
+/// NOTE: the item computes Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ directly, so that Pᵀ and dSᵀ are the A
+/// operands of dV += Pᵀ·dO and dK += dSᵀ·Q without a transpose of the bm × bn tiles; only dS is
+/// transposed back for dQ = dS·K.
 struct BackwardBuffers {
   float* q;      // [block_m][head_dim]
   float* qt;     // [head_dim][block_m]
   float* dout;   // [block_m][head_dim_v]
   float* doutt;  // [head_dim_v][block_m]
   float* k;      // [block_n][head_dim]
-  float* kt;     // [head_dim][block_n]
   float* v;      // [block_n][head_dim_v]
-  float* vt;     // [head_dim_v][block_n]
-  float* p;      // [block_m·block_n]  P (FP32), Sᵀ first in the key-block item
-  float* p_bf16; // [block_m·block_n]  P cast to BF16 (key-block item)
-  float* ds;     // [block_m·block_n]  dP, then dS cast to BF16
-  float* acc_a;  // dK [block_n][head_dim] or dQ [block_m][head_dim]
-  float* acc_b;  // dV [block_n][head_dim_v]
+  float* p;      // [block_n][block_m]  Sᵀ, then P (FP32)
+  float* p_bf16; // [block_n][block_m]  P cast to BF16
+  float* ds;     // [block_n][block_m]  dPᵀ, then dSᵀ cast to BF16
+  float* ds_rows;// [block_m][block_n]  dS
+  float* dk;     // [block_n][head_dim]
+  float* dv;     // [block_n][head_dim_v]
+  float* dq;     // [block_m][head_dim]  this key block's dS·K
   float* lse;    // [block_m] LSE in log2 units
   float* delta;  // [block_m] D = rowsum(dO∘O)
-  float* row;    // [max(head_dim, head_dim_v)] one loaded row
+  float* row;    // [head_dim_v] one loaded row
 };
 
+constexpr int kBuffers = 16;
+
 struct BackwardLayout {
-  size_t offsets[16];
+  size_t offsets[kBuffers];
   size_t total;
 };
 
 BackwardLayout backward_layout(const AttentionConfig& c) {
   const size_t bm = c.tile.block_m, bn = c.tile.block_n, d = c.head_dim, dv = c.head_dim_v;
-  const size_t floats[16] = {bm * d,  d * bm,  bm * dv, dv * bm, bn * d,  d * bn,  bn * dv,           dv * bn,
-                             bm * bn, bm * bn, bm * bn, std::max(bm, bn) * d, bn * dv, bm, bm, std::max(d, dv)};
+  const size_t floats[kBuffers] = {bm * d,  d * bm,  bm * dv, dv * bm, bn * d, bn * dv, bn * bm, bn * bm,
+                                   bn * bm, bm * bn, bn * d,  bn * dv, bm * d, bm,      bm,      dv};
   BackwardLayout l{};
   size_t at = 0;
-  for (int i = 0; i < 16; ++i) {
+  for (int i = 0; i < kBuffers; ++i) {
     l.offsets[i] = at;
     at += (floats[i] * sizeof(float) + 63) / 64 * 64;
   }
@@ -59,8 +60,8 @@ BackwardLayout backward_layout(const AttentionConfig& c) {
 
 BackwardBuffers carve(void* scratch, const BackwardLayout& l) {
   auto* base = static_cast<unsigned char*>(scratch);
-  float* f[16];
-  for (int i = 0; i < 16; ++i) f[i] = reinterpret_cast<float*>(base + l.offsets[i]);
+  float* f[kBuffers];
+  for (int i = 0; i < kBuffers; ++i) f[i] = reinterpret_cast<float*>(base + l.offsets[i]);
   return {f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10], f[11], f[12], f[13], f[14], f[15]};
 }
 
@@ -135,12 +136,19 @@ inline void store_row(const SeqTensor& t, int64_t b, int64_t row, int64_t head, 
   }
 }
 
+/// Waits until key block `n` may add into a query block's dQ rows: every earlier key block of the
+/// sequence has passed them. NOTE: yield, not a pure spin, so that more workers than cores still
+/// progress; the wait is short, since block n − 1 started earlier and is ahead.
+inline void wait_for_turn(const std::atomic<int64_t>& turn, int64_t n) {
+  while (turn.load(std::memory_order_acquire) != n) std::this_thread::yield();
+}
+
 }  // namespace
 
 size_t backward_tile_scratch_bytes(const AttentionConfig& c) { return backward_layout(c).total; }
 
 uint64_t run_key_block_backward(const AttentionConfig& c, const AttentionBackwardProblem& p, const KeyBlockCoord& at,
-                                void* scratch) {
+                                const DqAccumulator& dq, void* scratch) {
   const BackwardBuffers t = carve(scratch, backward_layout(c));
   const SeqSpan span = p.span(at.batch);
   const int d = c.head_dim, dv = c.head_dim_v, bm = c.tile.block_m, bn = c.tile.block_n;
@@ -152,8 +160,8 @@ uint64_t run_key_block_backward(const AttentionConfig& c, const AttentionBackwar
 
   load_rows(p.fwd.k, at.batch, span.k_offset + key0, at.head_kv, keys, d, t.k, nullptr, 0);
   load_rows(p.fwd.v, at.batch, span.k_offset + key0, at.head_kv, keys, dv, t.v, nullptr, 0);
-  std::fill(t.acc_a, t.acc_a + static_cast<size_t>(keys) * d, 0.0f);
-  std::fill(t.acc_b, t.acc_b + static_cast<size_t>(keys) * dv, 0.0f);
+  std::fill(t.dk, t.dk + static_cast<size_t>(keys) * d, 0.0f);
+  std::fill(t.dv, t.dv + static_cast<size_t>(keys) * dv, 0.0f);
 
   // Fixed order: query heads of the group ascending, then query blocks ascending.
   const int group = c.heads_per_kv();
@@ -164,7 +172,18 @@ uint64_t run_key_block_backward(const AttentionConfig& c, const AttentionBackwar
       // The forward's block schedule for these rows (sink isolation off: it only changes the
       // forward's rounding) says whether this key block holds a key any of them sees.
       const sm90::KvSchedule schedule = sm90::make_kv_schedule(mask, row0, row1, bn, 0, false);
-      if (block_index < schedule.rest_first || block_index >= schedule.rest_end) continue;
+      std::atomic<int64_t>& turn = dq.turns[(at.batch * c.num_heads_q + head) * dq.q_blocks + row0 / bm];
+      float* dq_rows = dq.data + (DqAccumulator::row(p, at.batch, row0) * c.num_heads_q + head) * d;
+      const int64_t dq_stride = int64_t{c.num_heads_q} * d;
+      if (block_index < schedule.rest_first || block_index >= schedule.rest_end) {
+        // Nothing to add; the first block still stores the rows' zeros, and every block passes
+        // the turn on.
+        wait_for_turn(turn, block_index);
+        if (block_index == 0)
+          for (int i = 0; i < rows; ++i) std::fill(dq_rows + i * dq_stride, dq_rows + i * dq_stride + d, 0.0f);
+        turn.store(block_index + 1, std::memory_order_release);
+        continue;
+      }
       const bool full = sm90::block_fully_visible(mask, row0, row1, key0, key1);
 
       const int64_t qrow = span.q_offset + row0;
@@ -188,66 +207,30 @@ uint64_t run_key_block_backward(const AttentionConfig& c, const AttentionBackwar
         }
       }
       // dV += Pᵀ·dO, dK += dSᵀ·Q (the softmax scale is applied once, at the store).
-      gemm_in_mma_order(t.p_bf16, bm, t.dout, dv, t.acc_b, dv, keys, dv, rows, c.tile.mma_k_pv, false, c.mma_model);
-      gemm_in_mma_order(t.ds, bm, t.q, d, t.acc_a, d, keys, d, rows, c.tile.mma_k_pv, false, c.mma_model);
+      gemm_in_mma_order(t.p_bf16, bm, t.dout, dv, t.dv, dv, keys, dv, rows, c.tile.mma_k_pv, false, c.mma_model);
+      gemm_in_mma_order(t.ds, bm, t.q, d, t.dk, d, keys, d, rows, c.tile.mma_k_pv, false, c.mma_model);
+      // This block's dQ share dS·K, in a fresh tile, then added in key-block order.
+      for (int j = 0; j < keys; ++j)
+        for (int i = 0; i < rows; ++i) t.ds_rows[static_cast<int64_t>(i) * bn + j] = t.ds[static_cast<int64_t>(j) * bm + i];
+      gemm_in_mma_order(t.ds_rows, bn, t.k, d, t.dq, d, rows, d, keys, c.tile.mma_k_pv, true, c.mma_model);
+      wait_for_turn(turn, block_index);
+      for (int i = 0; i < rows; ++i) {
+        float* acc = dq_rows + i * dq_stride;
+        const float* add = t.dq + static_cast<int64_t>(i) * d;
+        if (block_index == 0) std::copy(add, add + d, acc);
+        else
+          for (int e = 0; e < d; ++e) acc[e] += add[e];
+      }
+      turn.store(block_index + 1, std::memory_order_release);
     }
   }
 
   uint64_t nonfinite = 0;
   for (int j = 0; j < keys; ++j) {
     const int64_t key = span.k_offset + key0 + j;
-    store_row(p.dk, at.batch, key, at.head_kv, t.acc_a + static_cast<int64_t>(j) * d, d, c.softmax_scale, nonfinite);
-    store_row(p.dv, at.batch, key, at.head_kv, t.acc_b + static_cast<int64_t>(j) * dv, dv, 1.0f, nonfinite);
+    store_row(p.dk, at.batch, key, at.head_kv, t.dk + static_cast<int64_t>(j) * d, d, c.softmax_scale, nonfinite);
+    store_row(p.dv, at.batch, key, at.head_kv, t.dv + static_cast<int64_t>(j) * dv, dv, 1.0f, nonfinite);
   }
-  return nonfinite;
-}
-
-uint64_t run_query_block_backward(const AttentionConfig& c, const AttentionBackwardProblem& p,
-                                  const QueryBlockCoord& at, void* scratch) {
-  const BackwardBuffers t = carve(scratch, backward_layout(c));
-  const SeqSpan span = p.span(at.batch);
-  const int d = c.head_dim, dv = c.head_dim_v, bn = c.tile.block_n;
-  const int rows = static_cast<int>(std::min<int64_t>(c.tile.block_m, span.seqlen_q - at.row_begin));
-  const int64_t row0 = at.row_begin, row1 = at.row_begin + rows;
-  const int head_kv = at.head / c.heads_per_kv();
-  const float scale_log2 = c.softmax_scale * sm90::kLog2e;
-  const sm90::MaskParams mask{c.causal, c.window_left, c.window_right, span.seqlen_q, span.seqlen_k};
-
-  const int64_t qrow = span.q_offset + row0;
-  load_rows(p.fwd.q, at.batch, qrow, at.head, rows, d, t.q, nullptr, 0);
-  load_rows(p.dout, at.batch, qrow, at.head, rows, dv, t.dout, nullptr, 0);
-  load_row_stats(c, p, at.batch, qrow, at.head, rows, t.dout, t.row, t.lse, t.delta);
-  std::fill(t.acc_a, t.acc_a + static_cast<size_t>(rows) * d, 0.0f);
-
-  // The key blocks these rows see, in ascending order: the order dQ sums them in.
-  const sm90::KvSchedule schedule = sm90::make_kv_schedule(mask, row0, row1, bn, 0, false);
-  for (int64_t step = 0; step < schedule.count(); ++step) {
-    const sm90::KeyBlock block = schedule.at(step);
-    const int64_t key0 = block.key_begin;
-    const int keys = static_cast<int>(block.key_end - block.key_begin);
-    const bool full = sm90::block_fully_visible(mask, row0, row1, key0, key0 + keys);
-    load_rows(p.fwd.k, at.batch, span.k_offset + key0, head_kv, keys, d, t.k, t.kt, bn);
-    load_rows(p.fwd.v, at.batch, span.k_offset + key0, head_kv, keys, dv, t.v, t.vt, bn);
-
-    // S = Q·Kᵀ and dP = dO·Vᵀ, [rows][keys].
-    gemm_in_mma_order(t.q, d, t.kt, bn, t.p, bn, rows, keys, d, c.tile.mma_k_qk, true, c.mma_model);
-    gemm_in_mma_order(t.dout, dv, t.vt, bn, t.ds, bn, rows, keys, dv, c.tile.mma_k_qk, true, c.mma_model);
-    for (int i = 0; i < rows; ++i) {
-      const float* si = t.p + static_cast<int64_t>(i) * bn;
-      float* dsi = t.ds + static_cast<int64_t>(i) * bn;
-      for (int j = 0; j < keys; ++j) {
-        const float pij = recompute_p(si[j], scale_log2, t.lse[i], visible(mask, full, row0 + i, key0 + j));
-        dsi[j] = num::round_to_bf16(pij * (dsi[j] - t.delta[i]));
-      }
-    }
-    // dQ += dS·K
-    gemm_in_mma_order(t.ds, bn, t.k, d, t.acc_a, d, rows, d, keys, c.tile.mma_k_pv, false, c.mma_model);
-  }
-
-  uint64_t nonfinite = 0;
-  for (int i = 0; i < rows; ++i)
-    store_row(p.dq, at.batch, qrow + i, at.head, t.acc_a + static_cast<int64_t>(i) * d, d, c.softmax_scale,
-              nonfinite);
   return nonfinite;
 }
 

@@ -15,9 +15,8 @@ namespace fp8attn {
   namespace ns {                                                                                              \
   size_t backward_tile_scratch_bytes(const AttentionConfig& config);                                         \
   uint64_t run_key_block_backward(const AttentionConfig& config, const AttentionBackwardProblem& problem,    \
-                                  const engine::KeyBlockCoord& at, void* scratch);                            \
-  uint64_t run_query_block_backward(const AttentionConfig& config, const AttentionBackwardProblem& problem,  \
-                                    const engine::QueryBlockCoord& at, void* scratch);                        \
+                                  const engine::KeyBlockCoord& at, const engine::DqAccumulator& dq,           \
+                                  void* scratch);                                                             \
   }
 FP8ATTN_DECLARE_ISA_BUILD(engine_baseline)
 #if FP8ATTN_ENGINE_ISA_VARIANTS
@@ -34,23 +33,13 @@ size_t backward_tile_scratch_bytes(const AttentionConfig& config) {
 }
 
 uint64_t run_key_block_backward(const AttentionConfig& config, const AttentionBackwardProblem& problem,
-                                const KeyBlockCoord& at, void* scratch) {
+                                const KeyBlockCoord& at, const DqAccumulator& dq, void* scratch) {
 #if FP8ATTN_ENGINE_ISA_VARIANTS
   const CpuIsa isa = active_cpu_isa();
-  if (isa == CpuIsa::kAvx512) return engine_avx512::run_key_block_backward(config, problem, at, scratch);
-  if (isa == CpuIsa::kAvx2) return engine_avx2::run_key_block_backward(config, problem, at, scratch);
+  if (isa == CpuIsa::kAvx512) return engine_avx512::run_key_block_backward(config, problem, at, dq, scratch);
+  if (isa == CpuIsa::kAvx2) return engine_avx2::run_key_block_backward(config, problem, at, dq, scratch);
 #endif
-  return engine_baseline::run_key_block_backward(config, problem, at, scratch);
-}
-
-uint64_t run_query_block_backward(const AttentionConfig& config, const AttentionBackwardProblem& problem,
-                                  const QueryBlockCoord& at, void* scratch) {
-#if FP8ATTN_ENGINE_ISA_VARIANTS
-  const CpuIsa isa = active_cpu_isa();
-  if (isa == CpuIsa::kAvx512) return engine_avx512::run_query_block_backward(config, problem, at, scratch);
-  if (isa == CpuIsa::kAvx2) return engine_avx2::run_query_block_backward(config, problem, at, scratch);
-#endif
-  return engine_baseline::run_query_block_backward(config, problem, at, scratch);
+  return engine_baseline::run_key_block_backward(config, problem, at, dq, scratch);
 }
 
 }  // namespace engine
