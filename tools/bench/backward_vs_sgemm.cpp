@@ -53,6 +53,22 @@ void BM_backward(benchmark::State& state) {
   state.counters["FLOP/s"] = benchmark::Counter(2.5 * forward_flops, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+/// The BF16 forward of the same shape, for the backward-to-forward time ratio (ideally 2.5).
+void BM_forward(benchmark::State& state) {
+  const int head_dim = static_cast<int>(state.range(0));
+  const int64_t seqlen = state.range(1);
+  const bool causal = state.range(2) != 0;
+  const AttentionShape shape{1, seqlen, seqlen, 2, 2, head_dim};
+  const auto in = fp8attn::workloads::quantize(fp8attn::workloads::normal_inputs(shape, 11), FP8ATTN_DTYPE_BF16,
+                                               fp8attn::workloads::ScaleGranularity::Unit);
+  auto desc = fp8attn::workloads::make_desc(shape, FP8ATTN_DTYPE_BF16, FP8ATTN_DTYPE_BF16);
+  desc.causal = causal;
+  fp8attn::workloads::ForwardSession session(desc, shape, in);
+  for (auto _ : state) session.run();
+  const double forward_flops = 4.0 * shape.heads_q * double(seqlen) * seqlen * head_dim * (causal ? 0.5 : 1.0);
+  state.counters["FLOP/s"] = benchmark::Counter(forward_flops, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 /// Console output plus the ratio table at the end.
 class RatioReporter : public benchmark::ConsoleReporter {
  public:
@@ -69,12 +85,12 @@ class RatioReporter : public benchmark::ConsoleReporter {
     for (const auto& [name, rate] : rates_)
       if (name.rfind("BM_sgemm", 0) == 0) sgemm = std::max(sgemm, rate);
     std::printf("\nCeiling: OpenBLAS sgemm %.2f GFLOP/s on these cores (same run).\n", sgemm * 1e-9);
-    std::printf("%-40s %14s %10s\n", "backward benchmark", "GFLOP/s", "/ sgemm");
+    std::printf("%-40s %14s %10s\n", "benchmark", "GFLOP/s", "/ sgemm");
     for (const auto& [name, rate] : rates_)
-      if (name.rfind("BM_backward", 0) == 0)
+      if (name.rfind("BM_backward", 0) == 0 || name.rfind("BM_forward", 0) == 0)
         std::printf("%-40s %14.2f %10.3f\n", name.c_str(), rate * 1e-9, rate / sgemm);
-    std::printf("(BM_backward/<head_dim>/<seqlen>/<causal>, 2 heads, BF16; GFLOP/s count 2.5× the forward's "
-                "FLOPs; target ≥ 0.3 of sgemm at head_dim 128)\n");
+    std::printf("(BM_backward|BM_forward/<head_dim>/<seqlen>/<causal>, 2 heads, BF16; the backward's GFLOP/s count "
+                "2.5× the forward's FLOPs; target ≥ 0.3 of sgemm at head_dim 128)\n");
   }
 
  private:
@@ -91,6 +107,8 @@ BENCHMARK(BM_backward)
     ->Args({128, 2048, 1})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+
+BENCHMARK(BM_forward)->Args({128, 2048, 0})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
