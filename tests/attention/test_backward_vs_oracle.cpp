@@ -136,6 +136,15 @@ TEST(AttentionBackward, VarlenPackedSequences) {
     st.cu_k = &cu_k;
     engine_vs_oracle(st, std::string("varlen, GQA 4:2") + (causal ? " causal" : ""));
   }
+  // Empty sequences: queries without keys get dq = 0 (no key block writes their accumulator), keys
+  // without queries get dk = dv = 0.
+  const std::vector<int32_t> cu_q0{0, 0, 50, 80}, cu_k0{0, 40, 40, 110};
+  Problem st;
+  st.shape = {1, cu_q0.back(), cu_k0.back(), 2, 1, 64};
+  st.desc = bf16_desc(st.shape);
+  st.cu_q = &cu_q0;
+  st.cu_k = &cu_k0;
+  engine_vs_oracle(st, "varlen with empty query and key sequences");
 }
 
 TEST(AttentionBackward, SlidingWindowsAndEmptyRows) {
