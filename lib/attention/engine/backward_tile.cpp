@@ -90,11 +90,12 @@ void load_rows(const SeqTensor& t, int64_t b, int64_t row0, int64_t head, int ro
   }
 }
 
-/// Per-row values of a query block both items need: the LSE in log2 units and
-/// D = rowsum(dO∘O), in FP32 from the stored out and dout (FlashAttention-2's preprocessing).
-/// NOTE: D is recomputed wherever a query block is used rather than kept in a [rows, heads]
-/// buffer: it costs block_m·head_dim_v FMAs against the tile products' ~8·block_m·block_n·head_dim
-/// flops, and the same loop in the same order gives the same bits every time.
+/// Per-row values of a query block: the LSE in log2 units and D = rowsum(dO∘O), in FP32 from the
+/// stored out and dout (FlashAttention-2's preprocessing).
+/// NOTE: D is recomputed for every (key block, query block) pair rather than kept in a
+/// [rows, heads] buffer by a pass of its own: it costs block_m·head_dim_v FMAs against the five
+/// tile products' 10·block_m·block_n·head_dim flops, and the same loop in the same order gives the
+/// same bits every time.
 void load_row_stats(const AttentionConfig& c, const AttentionBackwardProblem& p, int64_t b, int64_t first_row,
                     int head, int rows, const float* dout, float* row, float* lse, float* delta) {
   const SeqTensor& l = p.fwd.lse;
