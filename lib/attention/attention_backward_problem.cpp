@@ -17,10 +17,12 @@ SeqTensor seq_view(const fp8attn_tensor& t, bool varlen) {
 }
 
 /// A gradient (or dout) has exactly the shape of its tensor.
+/// NOTE: the message is built only on a mismatch: a passing call allocates nothing (issue 15).
 void require_same_shape(const fp8attn_tensor& grad, std::string_view grad_name, const fp8attn_tensor& of,
                         std::string_view of_name) {
   for (int i = 0; i < of.rank; ++i)
-    require_extent(grad, grad_name, i, of.shape[i], std::string(of_name) + "'s extent " + std::to_string(i));
+    if (grad.shape[i] != of.shape[i])
+      require_extent(grad, grad_name, i, of.shape[i], std::string(of_name) + "'s extent " + std::to_string(i));
 }
 
 /// Checks one output gradient: rank and device, a dtype in {want, also}, the shape of `of`, and no
