@@ -21,9 +21,9 @@ struct BackwardOptions {
   int32_t deterministic = 1;
 };
 
-/// The byte every gradient buffer is filled with before a backward call: 0x7F7F is a BF16 NaN
-/// pattern's neighbour (≈ 3.4e38) and 0x7F7F7F7F an F32 value of ≈ 3.4e38, so an element the call
-/// leaves unwritten is far from any gradient.
+/// The byte every gradient buffer is filled with before a backward call: 0x7F7F is BF16's largest
+/// finite value and 0x7F7F7F7F an F32 value, both ≈ 3.39e38, so an element the call leaves
+/// unwritten is far from any gradient.
 inline constexpr unsigned char kGradientPoison = 0x7F;
 
 /// A context, plan and caller buffers for BF16 inputs (desc.input_dtype must be BF16): call

@@ -64,8 +64,6 @@ class BackwardBadInput : public ::testing::Test {
 };
 
 TEST_F(BackwardBadInput, EachBadArgumentHasItsStatusAndMessageAndWritesNothing) {
-  int64_t shape_backup = 0;
-  (void)shape_backup;
   const std::vector<BadCase> cases = {
       {"struct_size 0", [](auto& a) { a.struct_size = 0; }, FP8ATTN_STATUS_BAD_STRUCT_SIZE, "struct_size"},
       {"next set", [](auto& a) { a.next = &a; }, FP8ATTN_STATUS_BAD_EXTENSION, "next"},
