@@ -63,6 +63,15 @@ func cLayout() map[string]uintptr {
 		"v_block_descale": unsafe.Offsetof(a.v_block_descale)} {
 		m["fp8attn_attention_args "+k] = v
 	}
+	var ba C.fp8attn_attention_bwd_args
+	for k, v := range map[string]uintptr{"sizeof": unsafe.Sizeof(ba), "struct_size": unsafe.Offsetof(ba.struct_size),
+		"next": unsafe.Offsetof(ba.next), "q": unsafe.Offsetof(ba.q), "k": unsafe.Offsetof(ba.k),
+		"v": unsafe.Offsetof(ba.v), "out": unsafe.Offsetof(ba.out), "dout": unsafe.Offsetof(ba.dout),
+		"lse": unsafe.Offsetof(ba.lse), "dq": unsafe.Offsetof(ba.dq), "dk": unsafe.Offsetof(ba.dk),
+		"dv": unsafe.Offsetof(ba.dv), "cu_seqlens_q": unsafe.Offsetof(ba.cu_seqlens_q),
+		"cu_seqlens_k": unsafe.Offsetof(ba.cu_seqlens_k), "deterministic": unsafe.Offsetof(ba.deterministic)} {
+		m["fp8attn_attention_bwd_args "+k] = v
+	}
 	var s C.fp8attn_sink_model
 	for k, v := range map[string]uintptr{"sizeof": unsafe.Sizeof(s), "struct_size": unsafe.Offsetof(s.struct_size),
 		"next": unsafe.Offsetof(s.next), "sink_strength": unsafe.Offsetof(s.sink_strength),

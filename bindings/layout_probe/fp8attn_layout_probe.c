@@ -88,6 +88,22 @@ static void attention(void) {
   FIELD(fp8attn_attention_args, k_block_descale);
   FIELD(fp8attn_attention_args, v_block_descale);
 
+  SIZE(fp8attn_attention_bwd_args);
+  FIELD(fp8attn_attention_bwd_args, struct_size);
+  FIELD(fp8attn_attention_bwd_args, next);
+  FIELD(fp8attn_attention_bwd_args, q);
+  FIELD(fp8attn_attention_bwd_args, k);
+  FIELD(fp8attn_attention_bwd_args, v);
+  FIELD(fp8attn_attention_bwd_args, out);
+  FIELD(fp8attn_attention_bwd_args, dout);
+  FIELD(fp8attn_attention_bwd_args, lse);
+  FIELD(fp8attn_attention_bwd_args, dq);
+  FIELD(fp8attn_attention_bwd_args, dk);
+  FIELD(fp8attn_attention_bwd_args, dv);
+  FIELD(fp8attn_attention_bwd_args, cu_seqlens_q);
+  FIELD(fp8attn_attention_bwd_args, cu_seqlens_k);
+  FIELD(fp8attn_attention_bwd_args, deterministic);
+
   SIZE(fp8attn_sink_model);
   FIELD(fp8attn_sink_model, struct_size);
   FIELD(fp8attn_sink_model, next);

@@ -616,6 +616,127 @@ FP8ATTN_API int32_t fp8attn_attention_forward(fp8attn_plan plan, const fp8attn_a
 /** @} */
 
 /* ------------------------------------------------------------------------------------------ */
+/** @name Backward
+ * @{ */
+/* ------------------------------------------------------------------------------------------ */
+
+/**
+ * Arguments of one backward call: the gradients of a loss with respect to q, k and v, given the
+ * forward's inputs, its output, its log-sum-exp and the loss's gradient with respect to the
+ * output. Tensors are borrowed for the call.
+ *
+ * The plan is the forward's plan; its description must have input_dtype ::FP8ATTN_DTYPE_BF16.
+ * Every option of the description applies as in the forward (causal, windows, GQA/MQA, varlen,
+ * softmax_scale). sink_tokens, kv_order, p_scale_log2, pv_promote_interval and the stabilized
+ * softmax only change the forward's rounding, so the backward ignores them: it recomputes P from
+ * `lse` (docs/design.md §3, stabilized safe softmax).
+ *
+ * Layouts are the forward's (fp8attn_attention_args):
+ * - Padded: `q`, `dq` [batch, seqlen_q, heads_q, head_dim]; `k`, `dk` [batch, seqlen_k, heads_kv,
+ *   head_dim]; `v`, `dv` [batch, seqlen_k, heads_kv, head_dim_v]; `out`, `dout` [batch, seqlen_q,
+ *   heads_q, head_dim_v]; `lse` [batch, heads_q, seqlen_q]. Any non-negative strides.
+ * - Packed (varlen): rank-3 tensors [total, heads, dim] with `cu_seqlens_q` and `cu_seqlens_k`;
+ *   `lse` [heads_q, total_q].
+ *
+ * With GQA/MQA, dk and dv of a KV head are summed over the query heads of its group.
+ */
+typedef struct fp8attn_attention_bwd_args {
+  size_t struct_size;          /**< sizeof(fp8attn_attention_bwd_args). */
+  const void* next;            /**< Extension chain; must be NULL. */
+  fp8attn_tensor q;            /**< Queries, BF16 (the plan's input dtype). */
+  fp8attn_tensor k;            /**< Keys, BF16. */
+  fp8attn_tensor v;            /**< Values, BF16. */
+  fp8attn_tensor out;          /**< The forward's output, desc.output_dtype (BF16 by default). */
+  fp8attn_tensor dout;         /**< Gradient of the loss with respect to `out`, desc.output_dtype. */
+  fp8attn_tensor lse;          /**< The forward's F32 log-sum-exp (natural log); required. */
+  fp8attn_tensor dq;           /**< Out: BF16 or F32; written only on success. */
+  fp8attn_tensor dk;           /**< Out: BF16; written only on success. */
+  fp8attn_tensor dv;           /**< Out: BF16; written only on success. */
+  fp8attn_tensor cu_seqlens_q; /**< Optional I32 [batch+1]; present iff packed layout. */
+  fp8attn_tensor cu_seqlens_k; /**< Optional I32 [batch+1]; present iff packed layout. */
+  int32_t deterministic;       /**< 1: the same inputs give the same bits whatever the thread count
+                                    or schedule. The CPU backend is deterministic in both modes
+                                    (dk and dv are summed by one worker each, and the key blocks
+                                    add into dq in ascending order); 0 lets a GPU backend
+                                    accumulate dq with atomics in any order.
+                                    Other values: ::FP8ATTN_STATUS_BAD_OPTION. */
+} fp8attn_attention_bwd_args;
+
+/**
+ * Workspace bytes a backward call needs for problems up to these sizes.
+ * @param plan  The plan.
+ * @param batch Number of sequences, > 0.
+ * @param max_seqlen_q Longest query sequence, > 0.
+ * @param max_seqlen_k Longest key sequence, > 0.
+ * @param bytes Out: the size; written only on success. May be 0.
+ * @param err   Optional error detail.
+ * @retval FP8ATTN_OK Success.
+ * @retval FP8ATTN_STATUS_BAD_HANDLE   `plan` is NULL.
+ * @retval FP8ATTN_STATUS_NULL_POINTER `bytes` is NULL.
+ * @retval FP8ATTN_STATUS_BAD_SHAPE    a size that is not positive, or above ::FP8ATTN_MAX_BATCH or
+ *                                     ::FP8ATTN_MAX_SEQLEN.
+ * @retval FP8ATTN_STATUS_UNSUPPORTED_DTYPE the plan's input dtype is not BF16.
+ * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND the context's backend has no backward (only
+ *                                     ::FP8ATTN_BACKEND_CPU has one for now).
+ * The CPU workspace covers every buffer a backward call uses (per-worker tiles, tables of
+ * batch + 1 work offsets, and an F32 dq accumulator of batch·max_seqlen_q·heads_q·head_dim with
+ * one counter per query block): the call itself allocates no memory.
+ *
+ * @par Thread safety
+ * Thread-safe.
+ */
+FP8ATTN_API int32_t fp8attn_plan_backward_workspace_size(fp8attn_plan plan, int64_t batch,
+                                                         int64_t max_seqlen_q, int64_t max_seqlen_k,
+                                                         size_t* bytes, fp8attn_error* err);
+
+/**
+ * Computes dq, dk and dv of attention (FlashAttention-2's backward): with D = rowsum(dout∘out)
+ * and P = exp(softmax_scale·Q·Kᵀ − lse) recomputed per tile, dV = Pᵀ·dO, dP = dO·Vᵀ,
+ * dS = P∘(dP − D), dQ = softmax_scale·dS·K and dK = softmax_scale·dSᵀ·Q, with P and dS cast to
+ * BF16 before their products as the GPU kernel casts them. Rows with no visible key get zero
+ * gradients; keys no query sees get zero dk and dv.
+ * @param plan      From fp8attn_plan_create(), with BF16 inputs.
+ * @param args      Borrowed for the call.
+ * @param workspace Caller-owned scratch of at least fp8attn_plan_backward_workspace_size() bytes;
+ *                  may be NULL if that is 0.
+ * @param workspace_bytes Its size.
+ * @param stream    CUDA stream; must be NULL on CPU backends.
+ * @param err       Optional error detail.
+ * @retval FP8ATTN_OK Success.
+ * @retval FP8ATTN_STATUS_BAD_HANDLE   `plan` is NULL.
+ * @retval FP8ATTN_STATUS_NULL_POINTER `args`, a required tensor's data (lse included) or the
+ *                                     workspace is NULL.
+ * @retval FP8ATTN_STATUS_BAD_STRUCT_SIZE `args->struct_size` (or a tensor's) is 0 or too small.
+ * @retval FP8ATTN_STATUS_BAD_EXTENSION `args->next` is not NULL.
+ * @retval FP8ATTN_STATUS_BAD_DTYPE     a tensor's dtype is unknown or not the one listed above.
+ * @retval FP8ATTN_STATUS_BAD_SHAPE     a rank or extent mismatch (a gradient must have its
+ *                                      tensor's shape); sizes above the limits.
+ * @retval FP8ATTN_STATUS_BAD_STRIDE    a negative stride or overlapping output elements.
+ * @retval FP8ATTN_STATUS_BAD_SEQLENS   cu_seqlens not starting at 0, decreasing, or past total.
+ * @retval FP8ATTN_STATUS_BAD_DEVICE    a tensor not on the backend's device.
+ * @retval FP8ATTN_STATUS_BAD_STREAM    a stream given to a CPU backend.
+ * @retval FP8ATTN_STATUS_UNSUPPORTED_DTYPE the plan's input dtype is not BF16.
+ * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND the context's backend has no backward.
+ * @retval FP8ATTN_STATUS_WORKSPACE_TOO_SMALL `workspace_bytes` is below what the workspace query
+ *                                      returns for this problem.
+ * @retval FP8ATTN_STATUS_NUMERICS      a gradient is NaN or infinite although the checks passed
+ *                                      (for example an `lse` that does not belong to the inputs).
+ *                                      Unlike every other failure, dq, dk and dv have then been
+ *                                      written and hold unspecified values.
+ * On any other failure dq, dk and dv are not written.
+ *
+ * @par Thread safety
+ * Thread-safe: concurrent calls on one plan are allowed (CPU calls on one context run one at a
+ * time on its worker threads). The outputs must not overlap each other or the inputs.
+ */
+FP8ATTN_API int32_t fp8attn_attention_backward(fp8attn_plan plan,
+                                               const fp8attn_attention_bwd_args* args,
+                                               void* workspace, size_t workspace_bytes,
+                                               struct CUstream_st* stream, fp8attn_error* err);
+
+/** @} */
+
+/* ------------------------------------------------------------------------------------------ */
 /** @name P-underflow prediction (docs/design.md §3)
  * @{ */
 /* ------------------------------------------------------------------------------------------ */

@@ -21,33 +21,6 @@ SeqTensor padded_view(const fp8attn_tensor& t) {
 
 SeqTensor packed_view(const fp8attn_tensor& t) { return {t.data, t.dtype, 0, t.stride[0], t.stride[1], t.stride[2]}; }
 
-/// Outputs must not overlap themselves: two elements written to one address race between
-/// worker threads and make the result depend on the schedule. With the dims of extent > 1
-/// sorted by stride, each stride must exceed the largest offset the smaller dims reach. This
-/// is sufficient (every layout it accepts is free of overlap) and accepts every permutation of
-/// a dense or padded layout.
-void require_no_overlap(const fp8attn_tensor& t, std::string_view what) {
-  std::array<std::pair<int64_t, int64_t>, FP8ATTN_MAX_RANK> dims{};  // (stride, extent)
-  int n = 0;
-  const int rank = std::min(t.rank, FP8ATTN_MAX_RANK);  // checked by check_tensor already
-  for (int i = 0; i < rank; ++i) {
-    if (t.shape[i] == 0) return;  // an empty tensor writes nothing
-    if (t.shape[i] <= 1) continue;
-    int j = n++;  // insertion sort by stride: at most 8 dims
-    for (; j > 0 && dims[j - 1].first > t.stride[i]; --j) dims[j] = dims[j - 1];
-    dims[j] = {t.stride[i], t.shape[i]};
-  }
-  int64_t reach = 0;  // largest offset reachable with the dims seen so far
-  for (int i = 0; i < n; ++i) {
-    FP8ATTN_REQUIRE(dims[i].first > reach, FP8ATTN_STATUS_BAD_STRIDE,
-                    std::string(what) + " has overlapping elements: stride " + std::to_string(dims[i].first) +
-                        " does not clear the offsets of the smaller dims (up to " + std::to_string(reach) + ")");
-    // NOTE: check_tensor has already refused a reach that overflows; this cannot wrap.
-    reach = checked_add(reach, checked_mul(dims[i].first, dims[i].second - 1, "output reach", FP8ATTN_STATUS_BAD_STRIDE),
-                        "output reach", FP8ATTN_STATUS_BAD_STRIDE);
-  }
-}
-
 /// Extent of a dim as validation walks it: a stride-0 dim holds one value, checked once, so
 /// the cost follows the memory a descriptor covers, not its logical size.
 int64_t distinct(int64_t extent, int64_t stride) { return stride == 0 && extent > 0 ? 1 : extent; }
@@ -117,6 +90,33 @@ const int32_t* read_cu_seqlens(const fp8attn_tensor& t, std::string_view what, i
 }
 
 }  // namespace
+
+/// Outputs must not overlap themselves: two elements written to one address race between
+/// worker threads and make the result depend on the schedule. With the dims of extent > 1
+/// sorted by stride, each stride must exceed the largest offset the smaller dims reach. This
+/// is sufficient (every layout it accepts is free of overlap) and accepts every permutation of
+/// a dense or padded layout.
+void require_no_overlap(const fp8attn_tensor& t, std::string_view what) {
+  std::array<std::pair<int64_t, int64_t>, FP8ATTN_MAX_RANK> dims{};  // (stride, extent)
+  int n = 0;
+  const int rank = std::min(t.rank, FP8ATTN_MAX_RANK);  // checked by check_tensor already
+  for (int i = 0; i < rank; ++i) {
+    if (t.shape[i] == 0) return;  // an empty tensor writes nothing
+    if (t.shape[i] <= 1) continue;
+    int j = n++;  // insertion sort by stride: at most 8 dims
+    for (; j > 0 && dims[j - 1].first > t.stride[i]; --j) dims[j] = dims[j - 1];
+    dims[j] = {t.stride[i], t.shape[i]};
+  }
+  int64_t reach = 0;  // largest offset reachable with the dims seen so far
+  for (int i = 0; i < n; ++i) {
+    FP8ATTN_REQUIRE(dims[i].first > reach, FP8ATTN_STATUS_BAD_STRIDE,
+                    std::string(what) + " has overlapping elements: stride " + std::to_string(dims[i].first) +
+                        " does not clear the offsets of the smaller dims (up to " + std::to_string(reach) + ")");
+    // NOTE: check_tensor has already refused a reach that overflows; this cannot wrap.
+    reach = checked_add(reach, checked_mul(dims[i].first, dims[i].second - 1, "output reach", FP8ATTN_STATUS_BAD_STRIDE),
+                        "output reach", FP8ATTN_STATUS_BAD_STRIDE);
+  }
+}
 
 AttentionProblem make_attention_problem(const AttentionConfig& cfg, const fp8attn_attention_args& a, int32_t device) {
   AttentionProblem p;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "fp8attn/fp8attn.h"
@@ -66,6 +67,9 @@ struct AttentionProblem {
 inline int64_t element_offset(const SeqTensor& t, int64_t b, int64_t row, int64_t h, int64_t d) {
   return b * t.batch_stride + row * t.seq_stride + h * t.head_stride + d * t.dim_stride;
 }
+
+/// Requires that no two elements of output tensor t share an address (BAD_STRIDE otherwise).
+void require_no_overlap(const fp8attn_tensor& t, std::string_view what);
 
 /// Validates args against the config for a backend whose tensors live on `device`.
 /// Throws Error with the status of the first problem found.

@@ -1,5 +1,6 @@
 #include "lib/attention/cpu_backend.hpp"
 
+#include "lib/attention/engine/backward_engine.hpp"
 #include "lib/attention/engine/tile_engine.hpp"
 #include "lib/core/context.hpp"
 
@@ -22,6 +23,18 @@ class CpuBackend final : public Backend {
   void attention_forward(const AttentionConfig& config, const AttentionProblem& problem, void* workspace, size_t,
                          CUstream_st*) override {
     engine::tile_engine_forward(config, problem, context_.pool(), workspace);
+  }
+
+  size_t attention_backward_workspace_size(const AttentionConfig& config, int64_t batch, int64_t max_seqlen_q,
+                                           int64_t) const override {
+    // NOTE: one tile's buffers per worker and the work-item tables, as the forward, plus the F32
+    // dQ accumulator of every query row (D = rowsum(dO∘O) is recomputed per tile, not stored).
+    return engine::backward_engine_workspace_size(config, context_.num_threads(), batch, max_seqlen_q);
+  }
+
+  void attention_backward(const AttentionConfig& config, const AttentionBackwardProblem& problem, void* workspace,
+                          size_t, CUstream_st*) override {
+    engine::backward_engine_run(config, problem, context_.pool(), workspace);
   }
 
  private:

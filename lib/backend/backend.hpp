@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "lib/attention/attention_backward_problem.hpp"
 #include "lib/attention/attention_config.hpp"
 #include "lib/attention/attention_problem.hpp"
 #include "kernels/sm90/quantize/quantize_params.hpp"
@@ -50,9 +51,28 @@ class Backend {
     refuse("the telemetry copy");
   }
 
+  // The attention backward (issue 12): the CPU engine has one; the other backends refuse it
+  // until their kernels exist.
+
+  /// Workspace bytes of attention_backward() for problems up to these sizes.
+  virtual size_t attention_backward_workspace_size(const AttentionConfig&, int64_t, int64_t, int64_t) const {
+    refuse_backward();
+  }
+  /// Runs the backward on a validated problem; the workspace has at least
+  /// attention_backward_workspace_size() bytes for its sizes (checked by the caller).
+  virtual void attention_backward(const AttentionConfig&, const AttentionBackwardProblem&, void*, size_t,
+                                  CUstream_st*) {
+    refuse_backward();
+  }
+
  private:
   [[noreturn]] static void refuse(const char* what) {
     throw Error(FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND, std::string(what) + " has no device path on this backend");
+  }
+  [[noreturn]] static void refuse_backward() {
+    throw Error(FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
+                "the attention backward runs only on the CPU backend (FP8ATTN_BACKEND_CPU) for now; this context's "
+                "backend has no backward kernel yet");
   }
 };
 

@@ -1,13 +1,15 @@
 // Regression tests for issue 15, findings 2, 6, 7, 8 and 10: a thread pool that cannot start,
 // scale states their own loader refuses, OK with non-finite numbers, per-call heap
-// allocations, and backends that disagree on the rotation limit.
+// allocations (the forward and the backward), and backends that disagree on the rotation limit.
 #include <sys/resource.h>
 
 #include <cmath>
 #include <cstdint>
+#include <algorithm>
 #include <cstdio>
 #include <vector>
 
+#include "lib/numerics/bfloat16.hpp"
 #include "tests/hardening/alloc_counter.hpp"
 #include "tests/hardening/forward_fixture.hpp"
 #include "tests/hardening/hardening_support.hpp"
@@ -288,6 +290,77 @@ TEST(Finding8, ForwardWithALargeEmptyBatchMakesNoHeapAllocation) {
     if (problem.empty() && n.count != 0)
       problem =
           "the forward made " + std::to_string(n.count) + " heap allocations (" + std::to_string(n.bytes) + " bytes)";
+    return problem;
+  });
+}
+
+/// The backward (issue 12) keeps the same promise: every buffer lives in the workspace.
+TEST(Finding8, BackwardMakesNoHeapAllocation) {
+  run_isolated([] {
+    const int64_t sq = 70, sk = 90, h = 2, d = 64;
+    fp8attn_context ctx = make_cpu_context(2);
+    if (!ctx) return std::string("context");
+    fp8attn_attention_desc desc{};
+    desc.struct_size = sizeof desc;
+    fp8attn_attention_desc_init(&desc);
+    desc.input_dtype = FP8ATTN_DTYPE_BF16;
+    desc.head_dim = static_cast<int32_t>(d);
+    desc.num_heads_q = static_cast<int32_t>(h);
+    desc.num_heads_kv = static_cast<int32_t>(h);
+    desc.causal = 1;
+    fp8attn_plan plan = nullptr;
+    fp8attn_error err = fresh_error();
+    std::string problem = expect_status(fp8attn_plan_create(ctx, &desc, &plan, &err), FP8ATTN_OK, err, "plan");
+    auto bf16 = [](const std::vector<float>& x) {
+      std::vector<uint16_t> b(x.size());
+      for (size_t i = 0; i < x.size(); ++i) b[i] = fp8attn::num::float_to_bf16(x[i]);
+      return b;
+    };
+    const uint64_t seed = fresh_seed();
+    std::vector<uint16_t> q = bf16(random_floats(sq * h * d, seed)), k = bf16(random_floats(sk * h * d, seed + 1)),
+                          v = bf16(random_floats(sk * h * d, seed + 2)), dout = bf16(random_floats(sq * h * d, seed + 3));
+    std::vector<uint16_t> out(q.size()), dk(k.size()), dv(v.size());
+    std::vector<float> lse(sq * h), dq(q.size(), -777.0f);
+    const std::vector<int64_t> qs{1, sq, h, d}, ks{1, sk, h, d}, ls{1, h, sq};
+    fp8attn_attention_args f{};
+    f.struct_size = sizeof f;
+    f.q = host_tensor(q.data(), FP8ATTN_DTYPE_BF16, qs, dense_strides(qs));
+    f.k = host_tensor(k.data(), FP8ATTN_DTYPE_BF16, ks, dense_strides(ks));
+    f.v = host_tensor(v.data(), FP8ATTN_DTYPE_BF16, ks, dense_strides(ks));
+    f.out = host_tensor(out.data(), FP8ATTN_DTYPE_BF16, qs, dense_strides(qs));
+    f.lse = host_tensor(lse.data(), FP8ATTN_DTYPE_F32, ls, dense_strides(ls));
+    fp8attn_attention_bwd_args a{};
+    a.struct_size = sizeof a;
+    a.q = f.q, a.k = f.k, a.v = f.v, a.out = f.out, a.lse = f.lse;
+    a.dout = host_tensor(dout.data(), FP8ATTN_DTYPE_BF16, qs, dense_strides(qs));
+    a.dq = host_tensor(dq.data(), FP8ATTN_DTYPE_F32, qs, dense_strides(qs));
+    a.dk = host_tensor(dk.data(), FP8ATTN_DTYPE_BF16, ks, dense_strides(ks));
+    a.dv = host_tensor(dv.data(), FP8ATTN_DTYPE_BF16, ks, dense_strides(ks));
+    a.deterministic = 1;
+    size_t fwd_bytes = 0, bwd_bytes = 0;
+    if (problem.empty())
+      problem = expect_status(fp8attn_plan_workspace_size(plan, 1, sq, sk, &fwd_bytes, &err), FP8ATTN_OK, err, "query");
+    if (problem.empty())
+      problem = expect_status(fp8attn_plan_backward_workspace_size(plan, 1, sq, sk, &bwd_bytes, &err), FP8ATTN_OK, err,
+                              "backward query");
+    std::vector<unsigned char> ws(std::max(fwd_bytes, bwd_bytes));
+    if (problem.empty())
+      problem = expect_status(fp8attn_attention_forward(plan, &f, ws.data(), ws.size(), nullptr, &err), FP8ATTN_OK,
+                              err, "forward");
+    if (problem.empty())
+      problem = expect_status(fp8attn_attention_backward(plan, &a, ws.data(), ws.size(), nullptr, &err), FP8ATTN_OK,
+                              err, "warm-up backward");
+    dq.assign(dq.size(), -777.0f);
+    start_counting_allocations();
+    const int32_t s = fp8attn_attention_backward(plan, &a, ws.data(), ws.size(), nullptr, &err);
+    const AllocationCount n = stop_counting_allocations();
+    if (problem.empty()) problem = expect_status(s, FP8ATTN_OK, err, "backward");
+    if (problem.empty() && all_poison(dq)) problem = "the backward wrote no dq";
+    if (problem.empty() && n.count != 0)
+      problem =
+          "the backward made " + std::to_string(n.count) + " heap allocations (" + std::to_string(n.bytes) + " bytes)";
+    fp8attn_plan_destroy(plan);
+    fp8attn_context_destroy(ctx);
     return problem;
   });
 }

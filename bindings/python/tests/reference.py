@@ -52,3 +52,26 @@ def accumulator_lse_slack(q, k, causal=False, window=None, mantissa_bits=13):
     bound = _logits(np.abs(q), np.abs(k), causal, window) * (q.shape[3] / 32) * 2.0 ** -mantissa_bits
     worst = bound.max(axis=-1)
     return np.where(np.isfinite(worst), worst, 0.0)
+
+
+def attention_backward(q, k, v, dout, causal=False, window=None):
+    """FP64 (dq, dk, dv) of L = Σ dout∘out for out = attention(q, k, v): dP = dO·Vᵀ,
+    D = rowsum(dO∘O), dS = P∘(dP − D), dQ = dS·K/√d, dK = dSᵀ·Q/√d, dV = Pᵀ·dO; GQA sums dk and dv
+    over each KV head's query heads."""
+    s = _logits(q, k, causal, window)
+    m = s.max(axis=-1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    e = np.exp(s - m)
+    row = e.sum(axis=-1, keepdims=True)
+    p = e / np.where(row == 0, 1, row)  # [b, hq, sq, sk]
+    group = q.shape[2] // v.shape[2]
+    kr, vr = np.repeat(k, group, axis=2), np.repeat(v, group, axis=2)
+    o = np.einsum("bhqk,bkhd->bqhd", p, vr)
+    dp = np.einsum("bqhd,bkhd->bhqk", dout, vr)
+    delta = np.einsum("bqhd,bqhd->bhq", dout, o)[..., None]
+    ds = p * (dp - delta) / np.sqrt(q.shape[3])
+    dq = np.einsum("bhqk,bkhd->bqhd", ds, kr)
+    dk = np.einsum("bhqk,bqhd->bkhd", ds, q)
+    dv = np.einsum("bhqk,bqhd->bkhd", p, dout)
+    b, sk, hkv, d = k.shape
+    return dq, dk.reshape(b, sk, hkv, group, d).sum(axis=3), dv.reshape(b, sk, hkv, group, d).sum(axis=3)

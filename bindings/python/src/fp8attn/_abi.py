@@ -70,6 +70,12 @@ class AttentionArgs(ctypes.Structure):
                 ("v_block_descale", Tensor)]
 
 
+class AttentionBwdArgs(ctypes.Structure):
+    _fields_ = [("struct_size", c_size_t), ("next", c_void_p), ("q", Tensor), ("k", Tensor), ("v", Tensor),
+                ("out", Tensor), ("dout", Tensor), ("lse", Tensor), ("dq", Tensor), ("dk", Tensor), ("dv", Tensor),
+                ("cu_seqlens_q", Tensor), ("cu_seqlens_k", Tensor), ("deterministic", c_int32)]
+
+
 class SinkModel(ctypes.Structure):
     _fields_ = [("struct_size", c_size_t), ("next", c_void_p), ("sink_strength", c_double), ("k_sink", c_int32),
                 ("p_scale", c_double), ("kv_order", c_int32), ("block_n", c_int32), ("seqlen_k", c_int64)]
@@ -104,7 +110,8 @@ class QuantizeOptions(ctypes.Structure):
 STRUCTS = {
     "fp8attn_error": ErrorStruct, "fp8attn_tensor": Tensor, "fp8attn_context_options": ContextOptions,
     "fp8attn_attention_desc": AttentionDesc, "fp8attn_telemetry": Telemetry,
-    "fp8attn_attention_args": AttentionArgs, "fp8attn_sink_model": SinkModel,
+    "fp8attn_attention_args": AttentionArgs, "fp8attn_attention_bwd_args": AttentionBwdArgs,
+    "fp8attn_sink_model": SinkModel,
     "fp8attn_power_iteration_options": PowerIterationOptions, "fp8attn_rope_options": RopeOptions,
     "fp8attn_scale_state_options": ScaleStateOptions, "fp8attn_quantize_options": QuantizeOptions,
 }
@@ -136,6 +143,8 @@ PROTOTYPES = {
     "fp8attn_plan_workspace_size": (_i32, [_P, _i64, _i64, _i64, POINTER(_sz), _E]),
     "fp8attn_plan_get_tile": (_i32, [_P, POINTER(_i32), POINTER(_i32), _E]),
     "fp8attn_attention_forward": (_i32, [_P, POINTER(AttentionArgs), c_void_p, _sz, c_void_p, _E]),
+    "fp8attn_plan_backward_workspace_size": (_i32, [_P, _i64, _i64, _i64, POINTER(_sz), _E]),
+    "fp8attn_attention_backward": (_i32, [_P, POINTER(AttentionBwdArgs), c_void_p, _sz, c_void_p, _E]),
     "fp8attn_predict_p_underflow": (_i32, [POINTER(SinkModel), POINTER(c_double), POINTER(c_double), _E]),
     "fp8attn_qk_spectral_norms_workspace_size": (_i32, [_P, _i32, _i32, _i32, _i64, POINTER(_sz), _E]),
     "fp8attn_qk_spectral_norms": (_i32, [_P, _T, _T, _i32, _i32, _i32, POINTER(PowerIterationOptions),

@@ -130,6 +130,50 @@ def forward_with_plan(plan: Plan, q: Any, k: Any, v: Any, *, out: Any = None, ls
     return result[0] if len(result) == 1 else tuple(result)
 
 
+def backward_with_plan(plan: Plan, q: Any, k: Any, v: Any, out: Any, dout: Any, lse: Any, *, dq: Any = None,
+                       dk: Any = None, dv: Any = None, cu_seqlens_q: Any = None, cu_seqlens_k: Any = None,
+                       max_seqlen_q: int | None = None, max_seqlen_k: int | None = None, deterministic: bool = True,
+                       stream: int | None = None) -> tuple[Any, Any, Any]:
+    """Gradients (dq, dk, dv) of attention for a plan with bfloat16 inputs, given the forward's
+    q, k, v, out and lse (forward_with_plan(..., return_lse=True)) and dout, the loss's gradient
+    with respect to out. Layouts are the forward's; dk and dv of a KV head sum over its query heads.
+    Missing outputs are allocated as bfloat16 with q's array library (dq may also be float32)."""
+    vq, vk, vv = view(q, "q", stream=stream), view(k, "k", stream=stream), view(v, "v", stream=stream)
+    vo, vg, vl = view(out, "out", stream=stream), view(dout, "dout", stream=stream), view(lse, "lse", stream=stream)
+    args = _abi.new(_abi.AttentionBwdArgs)
+    keep: list[Any] = [vq, vk, vv, vo, vg, vl]
+    if cu_seqlens_q is not None or cu_seqlens_k is not None:
+        if cu_seqlens_q is None or cu_seqlens_k is None:
+            raise binding_error("FP8ATTN_STATUS_INVALID_ARGUMENT", "cu_seqlens_q and cu_seqlens_k come together")
+        cq, ck = view(cu_seqlens_q, "cu_seqlens_q"), view(cu_seqlens_k, "cu_seqlens_k")
+        keep += [cq, ck]
+        args.cu_seqlens_q, args.cu_seqlens_k = cq.struct, ck.struct
+        batch = cq.shape[0] - 1
+        if max_seqlen_q is None:
+            max_seqlen_q = int(np.max(np.diff(_host_ints(cq, "cu_seqlens_q")), initial=0))
+        if max_seqlen_k is None:
+            max_seqlen_k = int(np.max(np.diff(_host_ints(ck, "cu_seqlens_k")), initial=0))
+    else:
+        if len(vq.shape) != 4 or len(vk.shape) != 4:
+            raise binding_error("FP8ATTN_STATUS_BAD_SHAPE", f"q and k must be [batch, seqlen, heads, head_dim], "
+                                                            f"got shapes {vq.shape}, {vk.shape}")
+        batch, max_seqlen_q, max_seqlen_k = vq.shape[0], vq.shape[1], vk.shape[1]
+    dq = empty_like_library(vq, vq.shape, "bfloat16") if dq is None else dq
+    dk = empty_like_library(vq, vk.shape, "bfloat16") if dk is None else dk
+    dv = empty_like_library(vq, vv.shape, "bfloat16") if dv is None else dv
+    vdq, vdk, vdv = (view(x, name, writable=True, stream=stream) for x, name in ((dq, "dq"), (dk, "dk"), (dv, "dv")))
+    keep += [vdq, vdk, vdv]
+    args.q, args.k, args.v, args.out, args.dout, args.lse = vq.struct, vk.struct, vv.struct, vo.struct, vg.struct, vl.struct
+    args.dq, args.dk, args.dv = vdq.struct, vdk.struct, vdv.struct
+    args.deterministic = int(bool(deterministic))
+    nbytes = plan.backward_workspace_size(max(batch, 1), max(max_seqlen_q, 1), max(max_seqlen_k, 1))
+    ws, ws_keep = _workspace(nbytes, plan.context.backend, vq)
+    call("fp8attn_attention_backward", plan.handle, ctypes.byref(args), ws, nbytes,
+         ctypes.c_void_p(stream) if stream else None)
+    del ws_keep, keep
+    return dq, dk, dv
+
+
 def _out_dtype(plan: Plan) -> str:
     return {v: k for k, v in _abi.DTYPES.items()}[plan.desc.output_dtype]
 

@@ -132,3 +132,15 @@ class Plan(OwnedHandle):
 
         return forward_with_plan(self, q, k, v, **kwargs)
 
+    def backward_workspace_size(self, batch: int, max_seqlen_q: int, max_seqlen_k: int) -> int:
+        size = ctypes.c_size_t()
+        call("fp8attn_plan_backward_workspace_size", self.handle, batch, max_seqlen_q, max_seqlen_k,
+             ctypes.byref(size))
+        return size.value
+
+    def backward(self, q: Any, k: Any, v: Any, out: Any, dout: Any, lse: Any, **kwargs: Any) -> Any:
+        """See fp8attn.attention.backward_with_plan."""
+        from .attention import backward_with_plan
+
+        return backward_with_plan(self, q, k, v, out, dout, lse, **kwargs)
+

@@ -206,6 +206,24 @@ pub struct fp8attn_attention_args {
 }
 
 #[repr(C)]
+pub struct fp8attn_attention_bwd_args {
+    pub struct_size: usize,
+    pub next: *const c_void,
+    pub q: fp8attn_tensor,
+    pub k: fp8attn_tensor,
+    pub v: fp8attn_tensor,
+    pub out: fp8attn_tensor,
+    pub dout: fp8attn_tensor,
+    pub lse: fp8attn_tensor,
+    pub dq: fp8attn_tensor,
+    pub dk: fp8attn_tensor,
+    pub dv: fp8attn_tensor,
+    pub cu_seqlens_q: fp8attn_tensor,
+    pub cu_seqlens_k: fp8attn_tensor,
+    pub deterministic: i32,
+}
+
+#[repr(C)]
 pub struct fp8attn_sink_model {
     pub struct_size: usize,
     pub next: *const c_void,
@@ -292,6 +310,11 @@ extern "C" {
     pub fn fp8attn_plan_get_tile(plan: fp8attn_plan, block_m: *mut i32, block_n: *mut i32, err: E) -> i32;
     pub fn fp8attn_attention_forward(plan: fp8attn_plan, args: *const fp8attn_attention_args, workspace: *mut c_void,
                                      workspace_bytes: usize, stream: cuda_stream, err: E) -> i32;
+    pub fn fp8attn_plan_backward_workspace_size(plan: fp8attn_plan, batch: i64, max_seqlen_q: i64,
+                                                max_seqlen_k: i64, bytes: *mut usize, err: E) -> i32;
+    pub fn fp8attn_attention_backward(plan: fp8attn_plan, args: *const fp8attn_attention_bwd_args,
+                                      workspace: *mut c_void, workspace_bytes: usize, stream: cuda_stream,
+                                      err: E) -> i32;
     pub fn fp8attn_predict_p_underflow(model: *const fp8attn_sink_model, leading_order: *mut f64, expected: *mut f64,
                                        err: E) -> i32;
     pub fn fp8attn_qk_spectral_norms_workspace_size(ctx: fp8attn_context, num_heads_q: i32, num_heads_kv: i32,
