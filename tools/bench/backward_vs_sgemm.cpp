@@ -1,38 +1,16 @@
 // Throughput of the CPU engine's attention backward (BF16) as a ratio to OpenBLAS sgemm on the
 // same cores, measured in the same run (Google Benchmark), the sibling of engine_vs_sgemm.cpp.
 // Backward FLOPs are counted as FlashAttention counts them: 2.5 × the forward's 4·heads·Sq·Sk·d
-// (five products of the forward's size: S, dP, dV, dK, dQ), halved for causal. The engine's
-// separate dQ pass recomputes S and dP, so it performs 7/5 of the counted FLOPs; the rate below
-// is the counted one. sgemm FLOPs are 2·M·N·K at M = N = K = 2048. Both use every core.
-#include <benchmark/benchmark.h>
-#include <cblas.h>
-
-#include <cstdio>
-#include <map>
-#include <random>
-#include <string>
-#include <vector>
-
+// (five products of the forward's size: S, dP, dV, dK, dQ), halved for causal; the engine
+// performs exactly those five. sgemm FLOPs are 2·M·N·K at M = N = K = 2048. Both use every core.
+// The table (sgemm_ratio.hpp) reports medians over --benchmark_repetitions.
 #include "lib/workloads/backward_runner.hpp"
 #include "lib/workloads/forward_runner.hpp"
+#include "tools/bench/sgemm_ratio.hpp"
 
 namespace {
 
 using fp8attn::workloads::AttentionShape;
-
-void BM_sgemm(benchmark::State& state) {
-  const int n = static_cast<int>(state.range(0));
-  std::vector<float> a(size_t(n) * n), b(size_t(n) * n), c(size_t(n) * n);
-  std::mt19937 rng(7);
-  std::normal_distribution<float> dist;
-  for (auto* v : {&a, &b})
-    for (float& x : *v) x = dist(rng);
-  for (auto _ : state) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
-    benchmark::DoNotOptimize(c.data());
-  }
-  state.counters["FLOP/s"] = benchmark::Counter(2.0 * n * n * n, benchmark::Counter::kIsIterationInvariantRate);
-}
 
 /// One backward per iteration through the C API; the forward (out, lse), the plan and the
 /// workspace are made outside the timed loop.
@@ -69,37 +47,9 @@ void BM_forward(benchmark::State& state) {
   state.counters["FLOP/s"] = benchmark::Counter(forward_flops, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-/// Console output plus the ratio table at the end.
-class RatioReporter : public benchmark::ConsoleReporter {
- public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const Run& r : runs) {
-      auto it = r.counters.find("FLOP/s");
-      if (it != r.counters.end()) rates_[r.benchmark_name()] = it->second.value;
-    }
-  }
-  void Finalize() override {
-    ConsoleReporter::Finalize();
-    double sgemm = 0.0;
-    for (const auto& [name, rate] : rates_)
-      if (name.rfind("BM_sgemm", 0) == 0) sgemm = std::max(sgemm, rate);
-    std::printf("\nCeiling: OpenBLAS sgemm %.2f GFLOP/s on these cores (same run).\n", sgemm * 1e-9);
-    std::printf("%-40s %14s %10s\n", "benchmark", "GFLOP/s", "/ sgemm");
-    for (const auto& [name, rate] : rates_)
-      if (name.rfind("BM_backward", 0) == 0 || name.rfind("BM_forward", 0) == 0)
-        std::printf("%-40s %14.2f %10.3f\n", name.c_str(), rate * 1e-9, rate / sgemm);
-    std::printf("(BM_backward|BM_forward/<head_dim>/<seqlen>/<causal>, 2 heads, BF16; the backward's GFLOP/s count "
-                "2.5× the forward's FLOPs; target ≥ 0.3 of sgemm at head_dim 128)\n");
-  }
-
- private:
-  std::map<std::string, double> rates_;
-};
-
 }  // namespace
 
-BENCHMARK(BM_sgemm)->Arg(2048)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(fp8attn::bench::BM_sgemm)->Arg(2048)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_backward)
     ->Args({64, 2048, 0})
     ->Args({128, 2048, 0})
@@ -112,7 +62,10 @@ BENCHMARK(BM_forward)->Args({128, 2048, 0})->Unit(benchmark::kMillisecond)->UseR
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
-  RatioReporter reporter;
+  fp8attn::bench::SgemmRatioReporter reporter(
+      {"BM_backward", "BM_forward"},
+      "(BM_backward|BM_forward/<head_dim>/<seqlen>/<causal>, 2 heads, BF16; the backward's GFLOP/s count 2.5× the "
+      "forward's FLOPs; target ≥ 0.3 of sgemm at head_dim 128)");
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   return 0;

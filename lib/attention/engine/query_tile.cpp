@@ -26,10 +26,11 @@ struct TileBuffers {
   float* o_fresh;  // [block_m][head_dim_v]   PV accumulator between promotions
   float* row_max;  // [block_m]               running max, raw S units
   float* row_sum;  // [block_m][4]            per-quad-thread partial sums of P̃
+  float* rescale;  // [block_m]               this block's rescale factor of each row
 };
 
 struct TileLayout {
-  size_t q, s, o, o_fresh, row_max, row_sum, total;
+  size_t q, s, o, o_fresh, row_max, row_sum, rescale, total;
 };
 
 TileLayout tile_layout(const AttentionConfig& c) {
@@ -47,6 +48,7 @@ TileLayout tile_layout(const AttentionConfig& c) {
   l.o_fresh = take(bm * dv);
   l.row_max = take(bm);
   l.row_sum = take(bm * 4);
+  l.rescale = take(bm);
   l.total = at;
   return l;
 }
@@ -54,7 +56,7 @@ TileLayout tile_layout(const AttentionConfig& c) {
 TileBuffers carve(void* scratch, const TileLayout& l) {
   auto* base = static_cast<unsigned char*>(scratch);
   auto f = [&](size_t off) { return reinterpret_cast<float*>(base + off); };
-  return {f(l.q), f(l.s), f(l.o), f(l.o_fresh), f(l.row_max), f(l.row_sum)};
+  return {f(l.q), f(l.s), f(l.o), f(l.o_fresh), f(l.row_max), f(l.row_sum), f(l.rescale)};
 }
 
 /// Decoding table for E4M3 inputs (256 entries), built once.
@@ -168,6 +170,10 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
         for (int j = 0; j < keys; ++j) t.s[static_cast<int64_t>(r) * bn + j] *= f;
     }
 
+    // The online softmax of kernels/sm90/softmax_math.hpp in three passes over the rows, each a
+    // vectorized loop per row (row_softmax.hpp). NOTE: the row sums come in a pass of their own,
+    // two rows at a time: each quad partial is a chain of dependent additions in a fixed order,
+    // and two rows give the CPU twice as many independent chains.
     const bool full = sm90::block_fully_visible(mask, row0, row1, key0, key0 + keys);
     for (int r = 0; r < rows; ++r) {
       float* s = t.s + static_cast<int64_t>(r) * bn;
@@ -176,8 +182,6 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
         for (int j = 0; j < keys; ++j)
           if (key0 + j < vis.first || key0 + j > vis.last) s[j] = sm90::kNegInf;
       }
-      // Online softmax for this row (kernels/sm90/softmax_math.hpp), in vectorized loops
-      // (row_softmax.hpp).
       float block_max = row_max(s, keys);
       if (c.telemetry) tile_max_abs_logit = std::max(tile_max_abs_logit, row_max_abs_visible(s, keys));
       if (stabilized && block_max != sm90::kNegInf)
@@ -185,22 +189,27 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
                                                c.stabilized_beta, c.stabilized_shift_cap_log2, scale_log2);
       const float old_max = t.row_max[r];
       const float new_max = std::max(old_max, block_max);
-      const float rescale = sm90::rescale_factor(old_max, new_max, scale_log2);
-      const float subtrahend = sm90::max_scaled(new_max, scale_log2, p_scale_log2);
+      t.rescale[r] = sm90::rescale_factor(old_max, new_max, scale_log2);
       t.row_max[r] = new_max;
-
-      float* partial = t.row_sum + static_cast<int64_t>(r) * 4;
-      for (int q = 0; q < 4; ++q) partial[q] *= rescale;
-      row_p_tilde(s, keys, scale_log2, subtrahend);
-      // NOTE: the row sum uses FP32 P̃, before the cast (FlashAttention-3), accumulated per quad
-      // thread in ascending column order (sm90::quad_partial_of_column).
-      accumulate_quad_partials(s, keys, partial);
+      row_p_tilde(s, keys, scale_log2, sm90::max_scaled(new_max, scale_log2, p_scale_log2));
+    }
+    // NOTE: the row sum uses FP32 P̃, before the cast (FlashAttention-3), accumulated per quad
+    // thread in ascending column order (sm90::quad_partial_of_column).
+    for (int r = 0; r < rows; ++r)
+      for (int q = 0; q < 4; ++q) t.row_sum[r * 4 + q] *= t.rescale[r];
+    int r2 = 0;
+    for (; r2 + 2 <= rows; r2 += 2)
+      accumulate_quad_partials_2rows(t.s + static_cast<int64_t>(r2) * bn, t.s + static_cast<int64_t>(r2 + 1) * bn,
+                                     keys, t.row_sum + r2 * 4, t.row_sum + (r2 + 1) * 4);
+    if (r2 < rows) accumulate_quad_partials(t.s + static_cast<int64_t>(r2) * bn, keys, t.row_sum + r2 * 4);
+    for (int r = 0; r < rows; ++r) {
+      float* s = t.s + static_cast<int64_t>(r) * bn;
       if (fp8)
         row_cast_p<true>(s, keys, telemetry.p_positive, telemetry.p_underflow);
       else
         row_cast_p<false>(s, keys, telemetry.p_positive, telemetry.p_underflow);
       if (hooks.on_p_cast) hooks.on_p_cast(at.batch, at.head, row0 + r, key0, s, keys);
-
+      const float rescale = t.rescale[r];
       float* orow = t.o + static_cast<int64_t>(r) * dv;
       for (int e = 0; e < dv; ++e) orow[e] *= rescale;
       if (promote) {

@@ -91,6 +91,29 @@ inline void accumulate_quad_partials(const float* p, int n, float* partial) {
   for (int q = 0; q < 4; ++q) partial[q] = acc[q];
 }
 
+/// accumulate_quad_partials for two rows at once: the same additions in the same order per row,
+/// interleaved so that eight chains run side by side.
+inline void accumulate_quad_partials_2rows(const float* p0, const float* p1, int n, float* partial0, float* partial1) {
+  float a0[4] = {partial0[0], partial0[1], partial0[2], partial0[3]};
+  float a1[4] = {partial1[0], partial1[1], partial1[2], partial1[3]};
+  int j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int q = 0; q < 4; ++q) {
+      a0[q] += p0[j + 2 * q];
+      a1[q] += p1[j + 2 * q];
+      a0[q] += p0[j + 2 * q + 1];
+      a1[q] += p1[j + 2 * q + 1];
+    }
+  for (; j < n; ++j) {
+    a0[sm90::quad_partial_of_column(j)] += p0[j];
+    a1[sm90::quad_partial_of_column(j)] += p1[j];
+  }
+  for (int q = 0; q < 4; ++q) {
+    partial0[q] = a0[q];
+    partial1[q] = a1[q];
+  }
+}
+
 /// Casts P̃ in place before the PV product (E4M3 for FP8 inputs, BF16 otherwise) and counts the
 /// positive P̃ and those the cast flushes to zero (the telemetry's underflow count).
 template <bool kFp8>

@@ -1,0 +1,88 @@
+// The ceiling every CPU benchmark of tools/bench is measured against, in the same run: OpenBLAS
+// sgemm (2·n³ FLOPs, every core), and the reporter that prints each benchmark's rate as a ratio
+// to it.
+// NOTE: with --benchmark_repetitions=N the table reports each benchmark's median over its N
+// repetitions and their spread. Only iteration runs are collected, keyed by the benchmark's name
+// without the repetition; Google Benchmark's aggregate rows (mean, median, stddev, cv) are not
+// rates of a run and never enter the table.
+#pragma once
+
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace fp8attn::bench {
+
+/// One n × n × n sgemm per iteration; counter "FLOP/s".
+inline void BM_sgemm(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  std::vector<float> a(size_t(n) * n), b(size_t(n) * n), c(size_t(n) * n);
+  std::mt19937 rng(7);
+  std::normal_distribution<float> dist;
+  for (auto* v : {&a, &b})
+    for (float& x : *v) x = dist(rng);
+  for (auto _ : state) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["FLOP/s"] = benchmark::Counter(2.0 * n * n * n, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+/// Console output, then a table of every benchmark whose name starts with one of `prefixes`:
+/// median GFLOP/s over the repetitions, their range, and the ratio to sgemm's median.
+class SgemmRatioReporter : public benchmark::ConsoleReporter {
+ public:
+  SgemmRatioReporter(std::vector<std::string> prefixes, std::string legend)
+      : prefixes_(std::move(prefixes)), legend_(std::move(legend)) {}
+
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& r : runs) {
+      if (r.run_type != Run::RT_Iteration || r.error_occurred) continue;
+      auto it = r.counters.find("FLOP/s");
+      if (it != r.counters.end()) rates_[r.run_name.str()].push_back(it->second.value);
+    }
+  }
+
+  void Finalize() override {
+    ConsoleReporter::Finalize();
+    double sgemm = 0.0;
+    for (auto& [name, rates] : rates_)
+      if (name.rfind("BM_sgemm", 0) == 0) sgemm = std::max(sgemm, median(rates));
+    std::printf("\nCeiling: OpenBLAS sgemm %.2f GFLOP/s on these cores (same run, median of repetitions).\n",
+                sgemm * 1e-9);
+    std::printf("%-36s %5s %12s %12s %10s\n", "benchmark", "reps", "GFLOP/s", "min..max", "/ sgemm");
+    for (auto& [name, rates] : rates_) {
+      if (!listed(name)) continue;
+      const double m = median(rates);
+      const auto [lo, hi] = std::minmax_element(rates.begin(), rates.end());
+      std::printf("%-36s %5zu %12.2f %5.1f..%-6.1f %10.3f\n", name.c_str(), rates.size(), m * 1e-9, *lo * 1e-9,
+                  *hi * 1e-9, m / sgemm);
+    }
+    std::printf("%s\n", legend_.c_str());
+  }
+
+ private:
+  bool listed(const std::string& name) const {
+    for (const std::string& p : prefixes_)
+      if (name.rfind(p, 0) == 0) return true;
+    return false;
+  }
+  static double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n == 0 ? 0.0 : (n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
+  }
+
+  std::vector<std::string> prefixes_;
+  std::string legend_;
+  std::map<std::string, std::vector<double>> rates_;
+};
+
+}  // namespace fp8attn::bench
