@@ -116,7 +116,9 @@ struct PlanFixture {
   PlanFixture(fp8attn_context ctx, const fp8attn_attention_desc& desc, const Shape& s) {
     EXPECT_EQ(fp8attn_plan_create(ctx, &desc, &plan, nullptr), FP8ATTN_OK);
     size_t bytes = 0;
-    if (plan) EXPECT_EQ(fp8attn_plan_workspace_size(plan, s.batch, s.seqlen_q, s.seqlen_k, &bytes, nullptr), FP8ATTN_OK);
+    if (plan) {
+      EXPECT_EQ(fp8attn_plan_workspace_size(plan, s.batch, s.seqlen_q, s.seqlen_k, &bytes, nullptr), FP8ATTN_OK);
+    }
     workspace.resize(bytes == 0 ? 1 : bytes);
   }
   ~PlanFixture() { fp8attn_plan_destroy(plan); }
