@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "lib/workloads/fresh_seed.hpp"
@@ -76,7 +77,13 @@ TEST_P(Fp8Output, E4m3OutputIsTheScaledF32OutputRoundedAndAmaxIsMaxAbsO) {
 
 INSTANTIATE_TEST_SUITE_P(Scales, Fp8Output,
                          ::testing::Values(Case{false, 1.0f}, Case{true, 1.0f}, Case{false, 4.0f},
-                                           Case{false, 1.0f / 512}));
+                                           Case{false, 1.0f / 512}),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           const char* scale = info.param.scale_factor > 1.0f   ? "Saturating"
+                                               : info.param.scale_factor < 1.0f ? "Subnormal"
+                                                                                : "FullRange";
+                           return std::string(info.param.causal ? "Causal" : "Full") + scale;
+                         });
 
 TEST(AmaxO, Bf16OutputReportsMaxAbsOBeforeTheCast) {
   const uint64_t seed = workloads::fresh_seed();
