@@ -21,6 +21,8 @@ void require_bf16_plan(const fp8attn::AttentionConfig& config) {
                   "the attention backward takes BF16 inputs; this plan's input_dtype is " +
                       fp8attn::dtype_name(config.input_dtype) +
                       " (create the plan with input_dtype = FP8ATTN_DTYPE_BF16)");
+  FP8ATTN_REQUIRE(config.output_dtype != FP8ATTN_DTYPE_E4M3, FP8ATTN_STATUS_UNSUPPORTED_DTYPE,
+                  "the attention backward takes O and dO in BF16 or F32; this plan's output_dtype is E4M3");
 }
 
 }  // namespace

@@ -1,5 +1,9 @@
 // fp8attn_attention_forward: validate everything, then hand the problem to the backend.
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <iterator>
+#include <string>
 
 #include "capi/abi_guard.hpp"
 #include "capi/versioned_struct.hpp"
@@ -7,10 +11,75 @@
 #include "lib/attention/plan.hpp"
 #include "lib/core/logging.hpp"
 #include "lib/core/nvtx.hpp"
+#include "lib/core/tensor.hpp"
+#include "lib/scale/scale_state.hpp"
 
 using fp8attn::capi::guarded;
 using fp8attn::capi::read_struct;
 using fp8attn::require;
+
+namespace {
+
+/// The training options of one call (issue 12), resolved and checked before anything runs.
+struct TrainingOptions {
+  fp8attn::ScaleState* state = nullptr;
+  int32_t layer = 0;
+  fp8attn::ScaleState::ForwardScales scales{};  ///< from the state (when set)
+  float out_scale = 1.0f;                        ///< E4M3 output: from args.out_scale or the state
+  bool measure = false;                          ///< amax_o or a state: the engine fills ForwardAmax
+};
+
+/// Checks out_scale, amax_o and the scale state against the plan and the backend, and reads the
+/// state's scales once. Throws on the first problem; changes nothing.
+TrainingOptions resolve_training_options(const fp8attn::AttentionConfig& cfg, const fp8attn_attention_args& a,
+                                         const fp8attn::Backend& backend) {
+  TrainingOptions t;
+  const bool e4m3_out = cfg.output_dtype == FP8ATTN_DTYPE_E4M3;
+  FP8ATTN_REQUIRE(a.scale_state != nullptr || a.scale_state_layer == 0, FP8ATTN_STATUS_INVALID_ARGUMENT,
+                  "args.scale_state_layer is " + std::to_string(a.scale_state_layer) +
+                      " but args.scale_state is NULL: a layer needs a state (leave the layer 0 without one)");
+  FP8ATTN_REQUIRE((a.amax_o == nullptr && a.scale_state == nullptr) || backend.measures_forward_amax(),
+                  FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
+                  std::string(a.scale_state ? "args.scale_state" : "args.amax_o") + " on the " +
+                      fp8attn::backend_log_name(backend.kind()) +
+                      " backend: its forward kernel measures no amax of O and no logit amax yet; the CPU backend "
+                      "(FP8ATTN_BACKEND_CPU) does");
+  FP8ATTN_REQUIRE(a.out_scale == nullptr || e4m3_out, FP8ATTN_STATUS_BAD_OPTION,
+                  "args.out_scale is set but desc.output_dtype is " + fp8attn::dtype_name(cfg.output_dtype) +
+                      ": an output scale applies to E4M3 output only");
+  FP8ATTN_REQUIRE(a.out_scale == nullptr || a.scale_state == nullptr, FP8ATTN_STATUS_BAD_OPTION,
+                  "args.out_scale and args.scale_state are both set: the E4M3 output scale comes from one of them "
+                  "(the state's FP8ATTN_TENSOR_O scale, or out_scale without a state)");
+  FP8ATTN_REQUIRE(!e4m3_out || a.out_scale != nullptr || a.scale_state != nullptr, FP8ATTN_STATUS_NULL_POINTER,
+                  "args.out_scale is NULL: E4M3 output (desc.output_dtype) needs an output scale, from "
+                  "args.out_scale or from args.scale_state");
+  if (a.out_scale != nullptr) {
+    const float s = *a.out_scale;
+    FP8ATTN_REQUIRE(std::isfinite(s) && s > 0.0f, FP8ATTN_STATUS_BAD_SCALE,
+                    "*args.out_scale must be finite and > 0, got " + std::to_string(s));
+    t.out_scale = s;
+  }
+  if (a.scale_state != nullptr) {
+    // NOTE: one rule instead of a precedence: the state's per-tensor descales replace nothing.
+    FP8ATTN_REQUIRE(a.q_descale.data == nullptr && a.k_descale.data == nullptr && a.v_descale.data == nullptr,
+                    FP8ATTN_STATUS_BAD_OPTION,
+                    "args.q_descale/k_descale/v_descale and args.scale_state are both set: with a state the "
+                    "per-tensor descales come from it (1/scale of Q, K and V); pass no descale tensors");
+    t.state = &a.scale_state->impl;
+    t.layer = a.scale_state_layer;
+    t.scales = t.state->forward_scales(t.layer);  // INVALID_ARGUMENT for a layer out of range
+    FP8ATTN_REQUIRE(t.scales.logit_scale == 1.0f, FP8ATTN_STATUS_UNSUPPORTED,
+                    "the scale state's layer " + std::to_string(t.layer) + " has a logit scale of " +
+                        std::to_string(t.scales.logit_scale) +
+                        ", but the forward computes the logits in FP32 and casts none to FP8: it has no place to "
+                        "apply a logit scale (see fp8attn_attention_forward)");
+    if (e4m3_out) t.out_scale = t.scales.o_scale;
+  }
+  t.measure = a.amax_o != nullptr || a.scale_state != nullptr;
+  return t;
+}
+
+}  // namespace
 
 extern "C" {
 
@@ -24,9 +93,25 @@ int32_t fp8attn_attention_forward(fp8attn_plan plan, const fp8attn_attention_arg
     fp8attn::Backend& backend = plan->context->backend();
     FP8ATTN_REQUIRE(stream == nullptr || backend.tensor_device() == FP8ATTN_DEVICE_CUDA, FP8ATTN_STATUS_BAD_STREAM,
             "a CUDA stream was given to a CPU backend; pass NULL");
-    const fp8attn::AttentionProblem problem = fp8attn::make_attention_problem(plan->config, a, backend.tensor_device());
+    fp8attn::AttentionProblem problem = fp8attn::make_attention_problem(plan->config, a, backend.tensor_device());
+    const TrainingOptions training = resolve_training_options(plan->config, a, backend);
+    // A state's per-tensor descales, broadcast as stride-0 descale tensors would be.
+    const float state_descales[3] = {training.scales.q_descale, training.scales.k_descale, training.scales.v_descale};
+    if (training.state) {
+      problem.q_descale = {&state_descales[0], 0, 0};
+      problem.k_descale = {&state_descales[1], 0, 0};
+      problem.v_descale = {&state_descales[2], 0, 0};
+    }
+    problem.out_scale = training.out_scale;
+    fp8attn::ForwardAmax measured;
+    if (training.measure) problem.amax = &measured;
+    // NOTE: the logit amax is telemetry's max |scaled logit|, so a call with a state measures it
+    // even when the plan has desc.telemetry = 0; the caller's telemetry struct is still filled
+    // only when the plan asked for it (problem.telemetry is NULL otherwise).
+    fp8attn::AttentionConfig run_config = plan->config;
+    if (training.state) run_config.telemetry = true;
     const size_t needed =
-        backend.attention_workspace_size(plan->config, problem.batch, problem.max_seqlen_q, problem.max_seqlen_k);
+        backend.attention_workspace_size(run_config, problem.batch, problem.max_seqlen_q, problem.max_seqlen_k);
     FP8ATTN_REQUIRE(workspace_bytes >= needed, FP8ATTN_STATUS_WORKSPACE_TOO_SMALL,
             "workspace has " + std::to_string(workspace_bytes) + " bytes; this problem needs " + std::to_string(needed));
     FP8ATTN_REQUIRE(needed == 0 || workspace != nullptr, FP8ATTN_STATUS_NULL_POINTER, "workspace is NULL");
@@ -43,7 +128,17 @@ int32_t fp8attn_attention_forward(fp8attn_plan plan, const fp8attn_attention_arg
                                    problem.max_seqlen_q, problem.max_seqlen_k, plan->config.num_heads_q,
                                    plan->config.num_heads_kv, plan->config.head_dim,
                                    plan->config.causal ? " causal" : "");
-    backend.attention_forward(plan->config, problem, workspace, workspace_bytes, stream);
+    backend.attention_forward(run_config, problem, workspace, workspace_bytes, stream);
+    // Only after success: the state's report (as fp8attn_scale_state_report_amax(), the kinds
+    // this call did not measure left out), then amax_o.
+    if (training.state) {
+      float report[FP8ATTN_NUM_TENSOR_KINDS];
+      std::fill(std::begin(report), std::end(report), -1.0f);
+      report[FP8ATTN_TENSOR_O] = measured.o;
+      report[FP8ATTN_TENSOR_LOGIT] = measured.logit;
+      training.state->report_amax_layer(training.layer, report);
+    }
+    if (a.amax_o) *a.amax_o = measured.o;
     if (timed)
       log.trace("forward: {:.3f} ms in backend {}",
                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(),

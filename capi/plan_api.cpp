@@ -4,6 +4,7 @@
 #include "lib/attention/plan.hpp"
 #include "lib/core/logging.hpp"
 #include "lib/core/nvtx.hpp"
+#include "lib/core/tensor.hpp"
 
 using fp8attn::capi::guarded;
 using fp8attn::capi::read_struct;
@@ -48,7 +49,7 @@ int32_t fp8attn_plan_create(fp8attn_context ctx, const fp8attn_attention_desc* d
         "plan created: backend {}, {} -> {}, heads_q={} heads_kv={} head_dim={} causal={} window=({}, {}), tile "
         "{}x{}, kv_order={} p_scale_log2={} pv_promote_interval={} softmax_variant={} sink_tokens={}",
         fp8attn::backend_log_name(ctx->impl.backend().kind()), d.input_dtype == FP8ATTN_DTYPE_E4M3 ? "E4M3" : "BF16",
-        config.output_dtype == FP8ATTN_DTYPE_F32 ? "F32" : "BF16", config.num_heads_q, config.num_heads_kv,
+        fp8attn::dtype_name(config.output_dtype), config.num_heads_q, config.num_heads_kv,
         config.head_dim, config.causal, config.window_left, config.window_right, config.tile.block_m,
         config.tile.block_n, config.kv_order, config.p_scale_log2, config.pv_promote_interval, config.softmax_variant,
         config.sink_tokens);

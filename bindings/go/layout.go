@@ -60,7 +60,9 @@ func cLayout() map[string]uintptr {
 		"q_descale": unsafe.Offsetof(a.q_descale), "k_descale": unsafe.Offsetof(a.k_descale),
 		"v_descale": unsafe.Offsetof(a.v_descale), "telemetry": unsafe.Offsetof(a.telemetry),
 		"q_block_descale": unsafe.Offsetof(a.q_block_descale), "k_block_descale": unsafe.Offsetof(a.k_block_descale),
-		"v_block_descale": unsafe.Offsetof(a.v_block_descale)} {
+		"v_block_descale": unsafe.Offsetof(a.v_block_descale), "out_scale": unsafe.Offsetof(a.out_scale),
+		"amax_o": unsafe.Offsetof(a.amax_o), "scale_state": unsafe.Offsetof(a.scale_state),
+		"scale_state_layer": unsafe.Offsetof(a.scale_state_layer)} {
 		m["fp8attn_attention_args "+k] = v
 	}
 	var ba C.fp8attn_attention_bwd_args

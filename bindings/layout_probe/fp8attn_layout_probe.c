@@ -87,6 +87,10 @@ static void attention(void) {
   FIELD(fp8attn_attention_args, q_block_descale);
   FIELD(fp8attn_attention_args, k_block_descale);
   FIELD(fp8attn_attention_args, v_block_descale);
+  FIELD(fp8attn_attention_args, out_scale);
+  FIELD(fp8attn_attention_args, amax_o);
+  FIELD(fp8attn_attention_args, scale_state);
+  FIELD(fp8attn_attention_args, scale_state_layer);
 
   SIZE(fp8attn_attention_bwd_args);
   FIELD(fp8attn_attention_bwd_args, struct_size);

@@ -382,7 +382,9 @@ typedef struct fp8attn_attention_desc {
   size_t struct_size;   /**< sizeof(fp8attn_attention_desc). */
   const void* next;     /**< Extension chain; must be NULL. */
   int32_t input_dtype;  /**< ::FP8ATTN_DTYPE_E4M3 (default) or ::FP8ATTN_DTYPE_BF16, for Q, K, V. */
-  int32_t output_dtype; /**< ::FP8ATTN_DTYPE_BF16 (default) or ::FP8ATTN_DTYPE_F32. */
+  int32_t output_dtype; /**< ::FP8ATTN_DTYPE_BF16 (default), ::FP8ATTN_DTYPE_F32, or
+                             ::FP8ATTN_DTYPE_E4M3 (CPU backend only; needs an output scale, see
+                             fp8attn_attention_forward()). E5M2 is refused. */
   int32_t head_dim;     /**< Q/K head dimension: 64, 128 or 256. Default 128. */
   int32_t head_dim_v;   /**< V/O head dimension; 0 means head_dim. Must equal head_dim for now. */
   int32_t num_heads_q;  /**< Query heads; a multiple of num_heads_kv. Default 1. */
@@ -572,6 +574,26 @@ typedef struct fp8attn_attention_args {
                                        descale per KV block, multiplied with v_descale; each block's
                                        PV product is accumulated in a fresh FP32 tile and added into
                                        O scaled by it (pv_promote_interval is then 1). */
+  /* FP8 outputs for training (issue 12), appended: cuDNN's sdpa_fp8 (scale_o, amax_o) and
+     TransformerEngine's delayed scaling. Callers whose struct_size stops before them get NULL / 0. */
+  const float* out_scale; /**< Host pointer to one float, read during the call; borrowed. Required
+                               for desc.output_dtype = ::FP8ATTN_DTYPE_E4M3 unless `scale_state` is
+                               set: the output is round_e4m3_satfinite(O · *out_scale), where O is
+                               the FP32 result the F32 output would hold. Finite and > 0
+                               (::FP8ATTN_STATUS_BAD_SCALE). With any other output dtype, or
+                               together with `scale_state`: ::FP8ATTN_STATUS_BAD_OPTION. NULL
+                               with E4M3 output and no state: ::FP8ATTN_STATUS_NULL_POINTER. */
+  float* amax_o;          /**< Optional out, host: max |O| over the whole output, F32, before the
+                               output scale and the cast (0 for an empty output). Written only on
+                               success. The CPU backend only; elsewhere
+                               ::FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND. Borrowed. */
+  struct fp8attn_scale_state_t* scale_state; /**< Optional: a scale state (fp8attn_scale_state)
+                               the call reads its scales from and reports its amaxes to; borrowed,
+                               it must outlive the call. See fp8attn_attention_forward(). The CPU
+                               backend only; elsewhere ::FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND. */
+  int32_t scale_state_layer; /**< The state's layer, 0..num_layers−1
+                                  (::FP8ATTN_STATUS_INVALID_ARGUMENT otherwise); must be 0 when
+                                  `scale_state` is NULL (::FP8ATTN_STATUS_INVALID_ARGUMENT). */
 } fp8attn_attention_args;
 
 /**
@@ -603,11 +625,45 @@ typedef struct fp8attn_attention_args {
  * @retval FP8ATTN_STATUS_NUMERICS      an output is NaN or infinite although the call's checks
  *                                      passed (descales or inputs whose products overflow FP32,
  *                                      NaN input codes). Unlike every other failure, `out` and
- *                                      `lse` have then been written and hold unspecified values.
+ *                                      `lse` have then been written and hold unspecified values;
+ *                                      `amax_o` and the scale state are still untouched.
+ * @retval FP8ATTN_STATUS_INVALID_ARGUMENT `scale_state_layer` out of range, or nonzero without a
+ *                                      state.
+ * @retval FP8ATTN_STATUS_BAD_OPTION    `out_scale` with an output dtype other than E4M3, or
+ *                                      together with `scale_state`; per-tensor descale tensors
+ *                                      together with `scale_state`.
+ * @retval FP8ATTN_STATUS_UNSUPPORTED   the state's layer holds a logit scale other than 1 (see
+ *                                      below).
+ * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND `amax_o` or `scale_state` on a backend other than
+ *                                      the CPU engine (the emulated and Hopper kernels measure no
+ *                                      amax of O yet).
+ *
+ * @par FP8 output and the scale state
+ * With desc.output_dtype = ::FP8ATTN_DTYPE_E4M3 the output is round_e4m3_satfinite(O · s_O), O
+ * being the FP32 value an F32 output would hold, bit for bit, and s_O the output scale: from
+ * `args.out_scale`, or from the state. ::FP8ATTN_DTYPE_E5M2 output is refused at plan time
+ * (::FP8ATTN_STATUS_BAD_DTYPE). With `args.scale_state` set, for layer L = `scale_state_layer`:
+ * - the Q, K and V descales are the state's current scale_inv (= 1/scale) of
+ *   ::FP8ATTN_TENSOR_Q, _K and _V, applied per tensor (as stride-0 descale tensors would be).
+ *   Per-tensor descale tensors in the args are then refused with ::FP8ATTN_STATUS_BAD_OPTION
+ *   (there is no precedence rule to remember); per-block descales still multiply with them.
+ * - for E4M3 output, s_O is the state's scale of ::FP8ATTN_TENSOR_O.
+ * - the logit scale: the forward computes the logits in FP32 (FP8 Q·Kᵀ with FP32 accumulation)
+ *   and casts no logit to FP8, so it has no place to apply one. A layer whose
+ *   ::FP8ATTN_TENSOR_LOGIT scale is not 1 (geometry recipe with σ set, or a delayed/current
+ *   logit recipe after its first amax) is refused with ::FP8ATTN_STATUS_UNSUPPORTED rather than
+ *   silently ignored. The default geometry recipe before any σ keeps the scale at 1.
+ * - after a successful call the state receives, as fp8attn_scale_state_report_amax() would, the
+ *   amax of O (max |O| before the output scale) for ::FP8ATTN_TENSOR_O and the max |scaled
+ *   logit| (the telemetry figure, measured even when desc.telemetry is 0) for
+ *   ::FP8ATTN_TENSOR_LOGIT; no other kind's slot changes. Everything is checked before the
+ *   computation, and the state is updated only after it succeeded: a failed call leaves the
+ *   state as it was. The scales read and the report each take the state's lock once; another
+ *   thread's fp8attn_scale_state_step() between them moves the report into the next step.
  *
  * @par Thread safety
  * Thread-safe: concurrent calls on one plan are allowed (CPU calls on one context run one at a
- * time on its worker threads).
+ * time on its worker threads). Calls sharing one scale state are safe (its lock).
  */
 FP8ATTN_API int32_t fp8attn_attention_forward(fp8attn_plan plan, const fp8attn_attention_args* args,
                                               void* workspace, size_t workspace_bytes,
@@ -1160,6 +1216,41 @@ FP8ATTN_API int32_t fp8attn_scale_state_report_amax(fp8attn_scale_state state, i
 FP8ATTN_API int32_t fp8attn_scale_state_report_amax_batch(fp8attn_scale_state state,
                                                           const float* amax, size_t count,
                                                           fp8attn_error* err);
+
+/**
+ * Reports one layer's amaxes from device memory: `device_amax` holds ::FP8ATTN_NUM_TENSOR_KINDS
+ * floats in ::fp8attn_tensor_kind order, as a kernel writes them; a negative entry means "not
+ * reported" and leaves that kind's slot untouched. All entries are checked (finite) before any is
+ * recorded, as in fp8attn_scale_state_report_amax_batch().
+ * - ::FP8ATTN_BACKEND_EMULATOR (the state's context): device memory is host memory and emulated
+ *   streams complete on return, so the floats are read during the call; `stream` may be any
+ *   emulated stream or NULL.
+ * - ::FP8ATTN_BACKEND_CPU and ::FP8ATTN_BACKEND_REFERENCE: `device_amax` is a host pointer, read
+ *   during the call; `stream` must be NULL (::FP8ATTN_STATUS_BAD_STREAM).
+ * - ::FP8ATTN_BACKEND_CUDA: not implemented yet (the stream-ordered pickup, a host function or a
+ *   device-side history update, does not exist): ::FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND, and
+ *   nothing is read.
+ * @param state       The state.
+ * @param layer       0..num_layers−1.
+ * @param device_amax Borrowed; 8 floats on the state's context's device.
+ * @param stream      See above.
+ * @param err         Optional error detail.
+ * @retval FP8ATTN_OK Success.
+ * @retval FP8ATTN_STATUS_BAD_HANDLE       `state` is NULL.
+ * @retval FP8ATTN_STATUS_NULL_POINTER     `device_amax` is NULL.
+ * @retval FP8ATTN_STATUS_INVALID_ARGUMENT `layer` out of range.
+ * @retval FP8ATTN_STATUS_BAD_SCALE        an entry is NaN or infinite.
+ * @retval FP8ATTN_STATUS_BAD_STREAM       a stream given on a CPU or reference context.
+ * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND a CUDA context.
+ *
+ * @par Thread safety
+ * Thread-safe (exclusive with other updates).
+ */
+FP8ATTN_API int32_t fp8attn_scale_state_report_amax_device(fp8attn_scale_state state,
+                                                           int32_t layer,
+                                                           const float* device_amax,
+                                                           struct CUstream_st* stream,
+                                                           fp8attn_error* err);
 
 /**
  * Ends the current step: every delayed tensor's scale is recomputed from its history (which

@@ -46,8 +46,14 @@ AttentionConfig make_attention_config(const fp8attn_attention_desc& d) {
           "are all 0): fill it with fp8attn_attention_desc_init() first, then set the fields you need");
   require(d.input_dtype == FP8ATTN_DTYPE_E4M3 || d.input_dtype == FP8ATTN_DTYPE_BF16, FP8ATTN_STATUS_BAD_DTYPE,
           "desc.input_dtype must be FP8ATTN_DTYPE_E4M3 or FP8ATTN_DTYPE_BF16, got " + std::to_string(d.input_dtype));
-  require(d.output_dtype == FP8ATTN_DTYPE_BF16 || d.output_dtype == FP8ATTN_DTYPE_F32, FP8ATTN_STATUS_BAD_DTYPE,
-          "desc.output_dtype must be FP8ATTN_DTYPE_BF16 or FP8ATTN_DTYPE_F32, got " + std::to_string(d.output_dtype));
+  // NOTE: E5M2 output is refused: cuDNN's sdpa_fp8 and TransformerEngine keep O in E4M3 (E5M2
+  // is their gradient format); an E4M3 output needs an output scale at call time.
+  require(d.output_dtype == FP8ATTN_DTYPE_BF16 || d.output_dtype == FP8ATTN_DTYPE_F32 ||
+              d.output_dtype == FP8ATTN_DTYPE_E4M3,
+          FP8ATTN_STATUS_BAD_DTYPE,
+          "desc.output_dtype must be FP8ATTN_DTYPE_BF16, FP8ATTN_DTYPE_F32 or FP8ATTN_DTYPE_E4M3 (with an output "
+          "scale), got " + std::to_string(d.output_dtype) +
+              (d.output_dtype == FP8ATTN_DTYPE_E5M2 ? " (E5M2 output is not supported)" : ""));
   require(d.head_dim == 64 || d.head_dim == 128 || d.head_dim == 256, FP8ATTN_STATUS_UNSUPPORTED_HEAD_DIM,
           "desc.head_dim must be 64, 128 or 256, got " + std::to_string(d.head_dim));
   const int head_dim_v = d.head_dim_v == 0 ? d.head_dim : d.head_dim_v;

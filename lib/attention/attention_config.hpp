@@ -12,7 +12,7 @@ namespace fp8attn {
 
 struct AttentionConfig {
   int32_t input_dtype;   ///< FP8ATTN_DTYPE_E4M3 or FP8ATTN_DTYPE_BF16
-  int32_t output_dtype;  ///< FP8ATTN_DTYPE_BF16 or FP8ATTN_DTYPE_F32
+  int32_t output_dtype;  ///< FP8ATTN_DTYPE_BF16, FP8ATTN_DTYPE_F32 or FP8ATTN_DTYPE_E4M3 (scaled)
   int head_dim;
   int head_dim_v;
   int num_heads_q;

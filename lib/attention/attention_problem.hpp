@@ -42,6 +42,12 @@ struct SeqSpan {
   int64_t q_offset, seqlen_q, k_offset, seqlen_k;
 };
 
+/// Figures a forward call measures for training (issue 12), host memory, written by the engine.
+struct ForwardAmax {
+  float o = 0.0f;      ///< max |O| before the output scale and the cast
+  float logit = 0.0f;  ///< max |S·softmax_scale·q_descale·k_descale| (telemetry's figure)
+};
+
 struct AttentionProblem {
   int64_t batch = 0;
   bool varlen = false;
@@ -55,6 +61,11 @@ struct AttentionProblem {
   int64_t padded_seqlen_q = 0, padded_seqlen_k = 0;  ///< padded only
   int64_t total_q = 0, total_k = 0;                  ///< varlen only: rows of the packed tensors
   fp8attn_telemetry* telemetry = nullptr;  ///< when the plan asks for telemetry and one is given
+  /// E4M3 output only: out = round_e4m3(O · out_scale). Finite and > 0 (checked by the caller).
+  float out_scale = 1.0f;
+  /// When set (CPU engine only), the engine measures max |O| and max |scaled logit| into it; the
+  /// config must then have telemetry on for the logit figure (capi/forward_api.cpp does that).
+  ForwardAmax* amax = nullptr;
 
   SeqSpan span(int64_t b) const {
     if (!varlen) return {0, padded_seqlen_q, 0, padded_seqlen_k};

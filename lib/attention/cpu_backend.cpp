@@ -12,6 +12,7 @@ class CpuBackend final : public Backend {
   explicit CpuBackend(Context& context) : context_(context) {}
   int32_t kind() const override { return FP8ATTN_BACKEND_CPU; }
   int32_t tensor_device() const override { return FP8ATTN_DEVICE_HOST; }
+  bool measures_forward_amax() const override { return true; }
 
   size_t attention_workspace_size(const AttentionConfig& config, int64_t batch, int64_t,
                                   int64_t max_seqlen_k) const override {

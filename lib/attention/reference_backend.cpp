@@ -12,6 +12,11 @@ class ReferenceBackend final : public Backend {
   explicit ReferenceBackend(Context& context) : context_(context) {}
   int32_t kind() const override { return FP8ATTN_BACKEND_REFERENCE; }
   int32_t tensor_device() const override { return FP8ATTN_DEVICE_HOST; }
+  void check_attention(const AttentionConfig& c) const override {
+    FP8ATTN_REQUIRE(c.output_dtype != FP8ATTN_DTYPE_E4M3, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
+                    "E4M3 output: the FP64 reference backend writes BF16 or F32 only; E4M3 output runs on the CPU "
+                    "backend");
+  }
 
   size_t attention_workspace_size(const AttentionConfig& config, int64_t, int64_t, int64_t max_seqlen_k) const override {
     return oracle_workspace_size(config, max_seqlen_k, context_.num_threads());

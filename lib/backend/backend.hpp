@@ -33,6 +33,9 @@ class Backend {
   /// problem's sizes (checked by the caller).
   virtual void attention_forward(const AttentionConfig& config, const AttentionProblem& problem, void* workspace,
                                  size_t workspace_bytes, CUstream_st* stream) = 0;
+  /// True when attention_forward() fills problem.amax (max |O| and the logit amax) and honours
+  /// problem.out_scale: the CPU engine only, for now (issue 12).
+  virtual bool measures_forward_amax() const { return false; }
 
   // Device operations: the GPU backends (CUDA, emulator) run them through their device runtime;
   // the CPU and reference backends keep their host paths in capi/ and refuse these.

@@ -74,6 +74,7 @@ std::string backend_log_name(int32_t backend_kind) {
     case FP8ATTN_BACKEND_CPU: return "cpu";
     case FP8ATTN_BACKEND_CUDA: return "cuda";
     case FP8ATTN_BACKEND_REFERENCE: return "reference";
+    case FP8ATTN_BACKEND_EMULATOR: return "emulator";
     default: return "backend " + std::to_string(backend_kind);
   }
 }

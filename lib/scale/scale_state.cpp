@@ -57,6 +57,25 @@ void ScaleState::report_amax_batch(const float* amax, size_t count) {
       data_.report_amax(static_cast<int32_t>(i / kNumTensorKinds), static_cast<int32_t>(i % kNumTensorKinds), amax[i]);
 }
 
+void ScaleState::report_amax_layer(int32_t layer, const float* amax) {
+  require(amax != nullptr, FP8ATTN_STATUS_NULL_POINTER, "amax is NULL");
+  for (int32_t t = 0; t < kNumTensorKinds; ++t)
+    require(std::isfinite(amax[t]), FP8ATTN_STATUS_BAD_SCALE,
+            "amax[" + std::to_string(t) + "] (tensor kind " + std::to_string(t) + ") is not finite");
+  std::unique_lock lock(mutex_);
+  check_layer(layer);
+  for (int32_t t = 0; t < kNumTensorKinds; ++t)
+    if (amax[t] >= 0.0f) data_.report_amax(layer, t, amax[t]);
+}
+
+ScaleState::ForwardScales ScaleState::forward_scales(int32_t layer) const {
+  std::shared_lock lock(mutex_);
+  check_layer(layer);
+  const auto& t = data_.layers[layer].tensors;
+  return {t[FP8ATTN_TENSOR_Q].scale_inv, t[FP8ATTN_TENSOR_K].scale_inv, t[FP8ATTN_TENSOR_V].scale_inv,
+          t[FP8ATTN_TENSOR_O].scale, t[FP8ATTN_TENSOR_LOGIT].scale};
+}
+
 void ScaleState::step() {
   std::unique_lock lock(mutex_);
   data_.step();

@@ -27,7 +27,18 @@ class ScaleState {
   void report_amax(int32_t layer, int32_t tensor, float amax);
   /// `amax` has num_layers·8 entries (negative = not reported); all are checked first.
   void report_amax_batch(const float* amax, size_t count);
+  /// Records one layer's amaxes: `amax` holds kNumTensorKinds floats in fp8attn_tensor_kind
+  /// order, negative = not reported. All are checked (finite) before any is recorded.
+  void report_amax_layer(int32_t layer, const float* amax);
   void step();
+
+  /// What a forward call reads from one layer, under one shared lock.
+  struct ForwardScales {
+    float q_descale, k_descale, v_descale;  ///< scale_inv of Q, K and V
+    float o_scale;                          ///< scale of O
+    float logit_scale;                      ///< scale of the logit (1 when none is in use)
+  };
+  ForwardScales forward_scales(int32_t layer) const;
   void get_scale(int32_t layer, int32_t tensor, float* scale, float* scale_inv) const;
   /// Installs max σ (all σ checked: finite, ≥ 0, not all zero).
   void set_sigma(int32_t layer, const float* sigma, int32_t num_heads, int32_t head_dim, int64_t d_model);

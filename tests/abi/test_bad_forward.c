@@ -2,6 +2,8 @@
  * field of a call that succeeds, and checks the exact status, a message naming the field, and
  * that out and lse (poisoned beforehand) are bit-identical afterwards. */
 #include <math.h>
+#include <stdint.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -338,6 +340,50 @@ static void telemetry_cases(void) {
   fp8attn_plan_destroy(telemetry_plan);
 }
 
+/* The fields appended for FP8 training outputs (issue 12), from C. */
+static void training_cases(void) {
+  fp8attn_attention_args a = g_problem.args;
+  fp8attn_scale_state state = NULL;
+  fp8attn_scale_state_options options;
+  fp8attn_error err = abi_fresh_error();
+  const float scale = 2.0f;
+  float amax_o = -3.0f;
+  int32_t status;
+  memset(&options, 0, sizeof options);
+  options.struct_size = sizeof options;
+  options.num_layers = 2;
+  status = fp8attn_scale_state_create(g_problem.ctx, &options, &state, &err);
+  abi_check(status == FP8ATTN_OK, "scale state", "%s: %s", fp8attn_status_name(status), err.message);
+  if (status != FP8ATTN_OK) return;
+
+  a.out_scale = &scale;
+  expect_args("out_scale with F32 output", &a, FP8ATTN_STATUS_BAD_OPTION, "E4M3 output only");
+  a = g_problem.args, a.scale_state_layer = 1;
+  expect_args("scale_state_layer without a state", &a, FP8ATTN_STATUS_INVALID_ARGUMENT, "scale_state is NULL");
+  a = g_problem.args, a.scale_state = state, a.amax_o = &amax_o;
+  if (a.q_descale.data != NULL || a.k_descale.data != NULL || a.v_descale.data != NULL)
+    expect_args("descale tensors with a state", &a, FP8ATTN_STATUS_BAD_OPTION, "descale");
+  memset(&a.q_descale, 0, sizeof a.q_descale);
+  memset(&a.k_descale, 0, sizeof a.k_descale);
+  memset(&a.v_descale, 0, sizeof a.v_descale);
+  a.scale_state_layer = 2;
+  expect_args("scale_state_layer out of range", &a, FP8ATTN_STATUS_INVALID_ARGUMENT, "out of range");
+  abi_check(amax_o == -3.0f, "scale_state_layer out of range", "amax_o written by a failing call");
+
+  /* A caller of the previous layout: struct_size stops before out_scale, so the bytes after it
+     (garbage here) are never read. */
+  a = g_problem.args;
+  a.struct_size = offsetof(fp8attn_attention_args, out_scale);
+  a.out_scale = (const float*)(uintptr_t)0x10;
+  a.amax_o = (float*)(uintptr_t)0x20;
+  a.scale_state = (fp8attn_scale_state)(uintptr_t)0x30;
+  a.scale_state_layer = 77;
+  abi_problem_poison(&g_problem);
+  status = fp8attn_attention_forward(g_problem.plan, &a, g_problem.workspace, g_problem.workspace_bytes, NULL, &err);
+  abi_check(status == FP8ATTN_OK, "struct_size before out_scale", "%s: %s", fp8attn_status_name(status), err.message);
+  fp8attn_scale_state_destroy(state);
+}
+
 int main(void) {
   uint64_t rng = abi_seed(20261122u);
   abi_shape shape;
@@ -356,6 +402,7 @@ int main(void) {
     telemetry_cases();
     permuted_out_layout();
     block_descale_cases();
+    training_cases();
   }
   abi_problem_free(&g_problem);
   return abi_finish();

@@ -232,7 +232,10 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
   }
   telemetry.max_abs_scaled_logit = std::max(telemetry.max_abs_scaled_logit, tile_max_abs_logit * natural_scale);
 
-  // Epilogue: O · v_descale / l, and the LSE.
+  // Epilogue: O · v_descale / l, and the LSE. An E4M3 output stores round_e4m3(O · out_scale)
+  // (issue 12, cuDNN's scale_o); max |O| is taken before that scale, for amax_o.
+  const bool e4m3_out = p.out.dtype == FP8ATTN_DTYPE_E4M3;
+  float tile_max_abs_o = 0.0f;
   for (int r = 0; r < rows; ++r) {
     const float* partial = t.row_sum + static_cast<int64_t>(r) * 4;
     const float l = sm90::quad_sum(partial[0], partial[1], partial[2], partial[3]);
@@ -246,7 +249,9 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
       // A finite float above BF16's range also becomes inf in a BF16 output.
       const bool bf16 = p.out.dtype == FP8ATTN_DTYPE_BF16;
       if (!std::isfinite(o) || (bf16 && !std::isfinite(num::round_to_bf16(o)))) ++telemetry.nonfinite;
-      num::store_from_float(p.out.data, p.out.dtype, element_offset(p.out, at.batch, row, at.head, e), o);
+      tile_max_abs_o = std::max(tile_max_abs_o, std::fabs(o));
+      num::store_from_float(p.out.data, p.out.dtype, element_offset(p.out, at.batch, row, at.head, e),
+                            e4m3_out ? o * p.out_scale : o);
     }
     if (p.lse.data) {
       const float lse = sm90::row_lse(t.row_max[r], l, scale_log2, p_scale_log2);
@@ -255,6 +260,7 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
                                       at.head * p.lse.head_stride] = lse;
     }
   }
+  telemetry.max_abs_o = std::max(telemetry.max_abs_o, tile_max_abs_o);
 }
 
 }  // namespace fp8attn::engine

@@ -23,8 +23,10 @@ struct TileTelemetry {
   uint64_t p_positive = 0;
   uint64_t p_underflow = 0;
   float max_abs_scaled_logit = 0.0f;
+  float max_abs_o = 0.0f;  ///< max |O| before the output scale (amax_o, issue 12)
   uint64_t nonfinite = 0;  ///< outputs (and LSEs other than an empty row's −inf) not finite
   void merge(const TileTelemetry& o) {
+    max_abs_o = max_abs_o > o.max_abs_o ? max_abs_o : o.max_abs_o;
     nonfinite += o.nonfinite;
     p_positive += o.p_positive;
     p_underflow += o.p_underflow;

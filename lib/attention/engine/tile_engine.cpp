@@ -116,6 +116,10 @@ void tile_engine_forward(const AttentionConfig& c, const AttentionProblem& p, Th
     p.telemetry->p_underflow = total.p_underflow;
     p.telemetry->max_abs_scaled_logit = total.max_abs_scaled_logit;
   }
+  // NOTE: the logit figure is measured only when c.telemetry is on; the C API turns it on for a
+  // call with a scale state (capi/forward_api.cpp). Written before the NUMERICS check, as `out`
+  // is; the C API reads it only after success.
+  if (p.amax) *p.amax = ForwardAmax{total.max_abs_o, total.max_abs_scaled_logit};
   FP8ATTN_REQUIRE(total.nonfinite == 0, FP8ATTN_STATUS_NUMERICS,
                   std::to_string(total.nonfinite) +
                       " output values are NaN or infinite although every input is finite: the descales or the "

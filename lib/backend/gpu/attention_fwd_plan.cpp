@@ -75,6 +75,9 @@ void check_attention_fwd_supported(const AttentionConfig& c) {
   require(c.fp8(), FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
           "the Hopper attention kernel takes E4M3 inputs; BF16 attention runs on the CPU backend");
   require(c.head_dim == c.head_dim_v, FP8ATTN_STATUS_UNSUPPORTED_HEAD_DIM, "head_dim_v must equal head_dim");
+  require(c.output_dtype != FP8ATTN_DTYPE_E4M3, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
+          "E4M3 output: the Hopper attention kernel's epilogue stores BF16 or F32 only (no output scale, no amax "
+          "of O yet); E4M3 output runs on the CPU backend");
   require(c.pv_promote_interval <= 1 || c.head_dim == 64, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
           "pv_promote_interval " + std::to_string(c.pv_promote_interval) + " at head_dim " + std::to_string(c.head_dim) +
               ": the Hopper kernel keeps a second O tile across blocks only at head_dim 64 (registers); use 0 or 1, "

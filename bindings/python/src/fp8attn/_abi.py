@@ -67,7 +67,8 @@ class AttentionArgs(ctypes.Structure):
                 ("out", Tensor), ("lse", Tensor), ("cu_seqlens_q", Tensor), ("cu_seqlens_k", Tensor),
                 ("q_descale", Tensor), ("k_descale", Tensor), ("v_descale", Tensor),
                 ("telemetry", POINTER(Telemetry)), ("q_block_descale", Tensor), ("k_block_descale", Tensor),
-                ("v_block_descale", Tensor)]
+                ("v_block_descale", Tensor), ("out_scale", POINTER(c_float)), ("amax_o", POINTER(c_float)),
+                ("scale_state", c_void_p), ("scale_state_layer", c_int32)]
 
 
 class AttentionBwdArgs(ctypes.Structure):
@@ -157,6 +158,7 @@ PROTOTYPES = {
     "fp8attn_scale_state_destroy": (None, [_P]),
     "fp8attn_scale_state_report_amax": (_i32, [_P, _i32, _i32, c_float, _E]),
     "fp8attn_scale_state_report_amax_batch": (_i32, [_P, POINTER(c_float), _sz, _E]),
+    "fp8attn_scale_state_report_amax_device": (_i32, [_P, c_int32, POINTER(c_float), _P, _E]),
     "fp8attn_scale_state_step": (_i32, [_P, _E]),
     "fp8attn_scale_state_get_scale": (_i32, [_P, _i32, _i32, POINTER(c_float), POINTER(c_float), _E]),
     "fp8attn_scale_state_set_qk_weights": (_i32, [_P, _i32, _T, _T, _i32, _i32, _i32, _E]),

@@ -203,6 +203,10 @@ pub struct fp8attn_attention_args {
     pub q_block_descale: fp8attn_tensor,
     pub k_block_descale: fp8attn_tensor,
     pub v_block_descale: fp8attn_tensor,
+    pub out_scale: *const f32,
+    pub amax_o: *mut f32,
+    pub scale_state: fp8attn_scale_state,
+    pub scale_state_layer: i32,
 }
 
 #[repr(C)]
@@ -335,6 +339,8 @@ extern "C" {
                                            err: E) -> i32;
     pub fn fp8attn_scale_state_report_amax_batch(state: fp8attn_scale_state, amax: *const f32, count: usize,
                                                  err: E) -> i32;
+    pub fn fp8attn_scale_state_report_amax_device(state: fp8attn_scale_state, layer: i32, device_amax: *const f32,
+                                                  stream: cuda_stream, err: E) -> i32;
     pub fn fp8attn_scale_state_step(state: fp8attn_scale_state, err: E) -> i32;
     pub fn fp8attn_scale_state_get_scale(state: fp8attn_scale_state, layer: i32, tensor: i32, scale: *mut f32,
                                          scale_inv: *mut f32, err: E) -> i32;

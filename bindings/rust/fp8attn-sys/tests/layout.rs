@@ -30,7 +30,8 @@ fn struct_layouts_match_the_c_probe() {
         stabilized_shift_cap_log2, sink_tokens, accumulator_model, accumulator_mantissa_bits });
     layout!(rust, fp8attn_telemetry { struct_size, p_positive, p_underflow, max_abs_scaled_logit });
     layout!(rust, fp8attn_attention_args { struct_size, next, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k,
-        q_descale, k_descale, v_descale, telemetry, q_block_descale, k_block_descale, v_block_descale });
+        q_descale, k_descale, v_descale, telemetry, q_block_descale, k_block_descale, v_block_descale, out_scale,
+        amax_o, scale_state, scale_state_layer });
     layout!(rust, fp8attn_attention_bwd_args { struct_size, next, q, k, v, out, dout, lse, dq, dk, dv, cu_seqlens_q,
         cu_seqlens_k, deterministic });
     layout!(rust, fp8attn_sink_model { struct_size, next, sink_strength, k_sink, p_scale, kv_order, block_n,

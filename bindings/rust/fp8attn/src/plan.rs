@@ -185,6 +185,11 @@ impl Plan {
             q_block_descale: opt(&args.block_descales[0]),
             k_block_descale: opt(&args.block_descales[1]),
             v_block_descale: opt(&args.block_descales[2]),
+            // NOTE: E4M3 output, amax_o and the scale state (issue 12) are not in the safe API yet.
+            out_scale: core::ptr::null(),
+            amax_o: core::ptr::null_mut(),
+            scale_state: core::ptr::null_mut(),
+            scale_state_layer: 0,
         };
         let (ptr, len) = (workspace.as_mut_ptr(), workspace.len());
         check(|e| unsafe { sys::fp8attn_attention_forward(self.raw, &raw, ptr, len, core::ptr::null_mut(), e) })?;
