@@ -38,7 +38,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 
 echo "== 3/5 ThreadSanitizer (concurrency tests)"
 # NOTE: only the test executables that carry the tsan label are built here.
-FP8ATTN_BUILD_TARGETS="test_concurrent_forward test_scale_state_threads test_emu_runtime test_gemm_emulated test_fp8_fwd_emu_concurrent" \
+FP8ATTN_BUILD_TARGETS="test_concurrent_forward test_scale_state_threads test_training_state_threads test_emu_runtime test_gemm_emulated test_fp8_fwd_emu_concurrent" \
   bash scripts/build.sh build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFP8ATTN_SANITIZE=thread \
   -DFP8ATTN_BUILD_TOOLS=OFF -DFP8ATTN_BUILD_CUDA=OFF
 TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure --no-tests=error -j"$jobs" -L tsan
