@@ -79,21 +79,38 @@ FP8ATTN_ARCH_FN void pass_turn(const FwdConsumerRole& role) {
   if (Cfg::kFault != FwdFault::DropTurnBarrier || role.consumer != 0) arch::named_barrier_arrive(role.next_turn, 256);
 }
 
-/// Waits for the stage's Vᵀ and issues acc += P·V (one commit group, not waited for).
+/// The stage's B operand of P·V: Vᵀ for E4M3 (transposed by the producer or loaded so), V as
+/// loaded for BF16 (read N-major). vt_full signals it in both cases.
+template <class Cfg>
+FP8ATTN_ARCH_FN const uint8_t* pv_operand(const FwdSharedStorage<Cfg>& smem, int stage) {
+  if constexpr (Cfg::kBf16) return smem.v[stage];
+  else return smem.vt[stage];
+}
+
+/// Waits for the stage's V operand and issues acc += P·V (one commit group, not waited for).
 template <class Cfg, int N>
-FP8ATTN_ARCH_FN void issue_pv(arch::WgmmaAccF32<N>& acc, const arch::WgmmaAFragment (&pf)[Cfg::kBlockN / 32],
+FP8ATTN_ARCH_FN void issue_pv(arch::WgmmaAccF32<N>& acc, const arch::WgmmaAFragment (&pf)[Cfg::kPFragments],
                               FwdSharedStorage<Cfg>& smem, const PipelineState<Cfg::kStages>& kv, bool v_transposed) {
   arch::mbarrier_wait_parity(&smem.vt_full[kv.stage], kv.phase);
   arch::wgmma_fence();
-  mma_pv<Cfg>(acc, pf, smem.vt[kv.stage], 0, true, v_transposed);
+  mma_pv<Cfg>(acc, pf, pv_operand(smem, kv.stage), 0, true, v_transposed);
   arch::wgmma_commit_group();
 }
 
-/// P's A fragments from the E4M3 words of the softmax (byte permutes and shuffles).
+/// P's A fragments from the words of the softmax: E4M3 by byte permutes and shuffles; BF16 words
+/// are the fragments already (fwd_softmax.hpp), so this is a register copy that ptxas elides.
 template <class Cfg>
-FP8ATTN_ARCH_FN void make_p(arch::WgmmaAFragment (&pf)[Cfg::kBlockN / 32], const uint32_t (&words)[Cfg::kBlockN / 8]) {
+FP8ATTN_ARCH_FN void make_p(arch::WgmmaAFragment (&pf)[Cfg::kPFragments], const uint32_t (&words)[Cfg::kPWords]) {
+  static_assert(Cfg::kPWords == kSoftmaxWords<Cfg::kBlockN, Cfg::kBf16>, "the softmax's words are P's");
   FP8ATTN_UNROLL
-  for (int kb = 0; kb < Cfg::kBlockN / 32; ++kb) pf[kb] = p_fragment<Cfg::kBlockN>(words, kb);
+  for (int kb = 0; kb < Cfg::kPFragments; ++kb) {
+    if constexpr (Cfg::kBf16) {
+      FP8ATTN_UNROLL
+      for (int r = 0; r < 4; ++r) pf[kb].reg[r] = words[4 * kb + r];
+    } else {
+      pf[kb] = p_fragment<Cfg::kBlockN>(words, kb);
+    }
+  }
 }
 
 /// O ← r·O per row (and the fresh tile with EveryN, whose P·V has not reached O yet).
@@ -126,8 +143,8 @@ FP8ATTN_ARCH_FN void run_blocks_overlapped(const AttentionFwdParams& p, FwdShare
   if (blocks == 0) return;
   arch::WgmmaAccF32<Cfg::kBlockN> s;
   float rescale[2];
-  uint32_t words[Cfg::kBlockN / 8];
-  arch::WgmmaAFragment pf[Cfg::kBlockN / 32];
+  uint32_t words[Cfg::kPWords];
+  arch::WgmmaAFragment pf[Cfg::kPFragments];
 
   // Block 0: Q·Kᵀ and the softmax alone; its P·V goes out with the next block's Q·Kᵀ.
   begin_block(sb, p, tile, sched, 0, ta);
@@ -135,7 +152,7 @@ FP8ATTN_ARCH_FN void run_blocks_overlapped(const AttentionFwdParams& p, FwdShare
   pass_turn<Cfg>(role);
   arch::wgmma_wait_group<0>();
   arch::wgmma_fence_operand(s);
-  softmax_block<Cfg::kBlockN, Cfg::kTelemetry>(s, sb, p, rows, rescale, words, tel);
+  softmax_block<Cfg::kBlockN, Cfg::kTelemetry, Cfg::kBf16>(s, sb, p, rows, rescale, words, tel);
   rescale_o<Cfg>(o, fresh, rescale);
   make_p<Cfg>(pf, words);
 
@@ -149,7 +166,7 @@ FP8ATTN_ARCH_FN void run_blocks_overlapped(const AttentionFwdParams& p, FwdShare
     pass_turn<Cfg>(role);
     arch::wgmma_wait_group<1>();  // Q·Kᵀ of this block is done; P·V of the last one may run on
     arch::wgmma_fence_operand(s);
-    softmax_block<Cfg::kBlockN, Cfg::kTelemetry>(s, sb, p, rows, rescale, words, tel);
+    softmax_block<Cfg::kBlockN, Cfg::kTelemetry, Cfg::kBf16>(s, sb, p, rows, rescale, words, tel);
     // The planted bug: P of this block written into the registers P·V of the last one still reads.
     if constexpr (Cfg::kFault == FwdFault::RewritePBeforeWait) pf[0] = p_fragment<Cfg::kBlockN>(words, 0);
     arch::wgmma_wait_group<0>();
@@ -202,9 +219,9 @@ FP8ATTN_ARCH_FN void run_blocks_serial(const AttentionFwdParams& p, FwdSharedSto
     arch::wgmma_fence_operand(s);
 
     float rescale[2];
-    uint32_t words[Cfg::kBlockN / 8];
-    softmax_block<Cfg::kBlockN, Cfg::kTelemetry>(s, sb, p, rows, rescale, words, tel);
-    arch::WgmmaAFragment pf[Cfg::kBlockN / 32];
+    uint32_t words[Cfg::kPWords];
+    softmax_block<Cfg::kBlockN, Cfg::kTelemetry, Cfg::kBf16>(s, sb, p, rows, rescale, words, tel);
+    arch::WgmmaAFragment pf[Cfg::kPFragments];
     make_p<Cfg>(pf, words);
     rescale_o<Cfg>(o, fresh, rescale);
 
@@ -223,7 +240,7 @@ FP8ATTN_ARCH_FN void run_blocks_serial(const AttentionFwdParams& p, FwdSharedSto
         arch::WgmmaAccF32<Cfg::kPvSplitN> part;
         fill(part, 0.0f);  // NOTE: starts the registers' live range here for ptxas (scale-d is 0)
         arch::wgmma_fence();
-        mma_pv<Cfg>(part, pf, smem.vt[kv.stage], n0, false, p.v_transposed);
+        mma_pv<Cfg>(part, pf, pv_operand(smem, kv.stage), n0, false, p.v_transposed);
         arch::wgmma_commit_group();
         if constexpr (Cfg::kFault == FwdFault::RewritePBeforeWait) pf[0] = p_fragment<Cfg::kBlockN>(words, 1);
         arch::wgmma_wait_group<0>();
