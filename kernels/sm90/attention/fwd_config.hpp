@@ -64,10 +64,11 @@ struct FwdConfig {
   static constexpr uint32_t kAtomBytes = 8 * kChunkBytes;  // SBO: 8 rows of one swizzle span
   /// Q·Kᵀ wgmmas per block: each covers 32 bytes of K (32 E4M3 or 16 BF16 elements).
   static constexpr int kQkSteps = static_cast<int>(kRowBytes / 32);
-  /// P as A fragments, one per P·V wgmma, and the 32-bit words of P the softmax packs them from
-  /// (E4M3: 4 per word, regrouped by shuffles; BF16: 2 per word, already the A layout).
+  /// P as A fragments, one per P·V wgmma, and the 32-bit words of E4M3 P the softmax packs them
+  /// from (4 per word, regrouped by shuffles); BF16 P is cast from FP32 P̃ straight into the
+  /// fragments (fwd_softmax.hpp, cast_p_bf16), so its words are a one-word placeholder.
   static constexpr int kPFragments = kBlockN / kMmaK;
-  static constexpr int kPWords = kBf16 ? kBlockN / 4 : kBlockN / 8;
+  static constexpr int kPWords = kBf16 ? 1 : kBlockN / 8;
 
   // Vᵀ ([head_dim][BlockN], keys contiguous) in the canonical no-swizzle K-major layout: 8x16 B
   // core matrices, adjacent along K (LBO 128 B), 8-row groups BlockN·8 B apart (SBO).
@@ -84,7 +85,12 @@ struct FwdConfig {
   /// NOTE: at head_dim 128 the overlapped consumers hold S (112 registers at BlockN 224), O (64)
   /// and the previous block's P (28) through the softmax, within 240 only because the mask is two
   /// bounds per row and telemetry keeps only the tile's counts in registers (fwd_softmax.hpp).
-  static constexpr bool kIntraWgOverlap = kPromotion != PvPromotion::EveryBlock;
+  /// NOTE: the BF16 kernels overlap too, except head_dim 64 (three consumers of 160 registers) and
+  /// head_dim 256 with telemetry, which spilled with the previous block's P live through the
+  /// softmax (ptxas -warn-spills: 20 to 32 bytes at 64, 8 at 256); pingpong still overlaps one
+  /// consumer's softmax with another's wgmmas there.
+  static constexpr bool kIntraWgOverlap =
+      kPromotion != PvPromotion::EveryBlock && !(kBf16 && (kHeadDim == 64 || (kHeadDim == 256 && kTelemetry)));
 
   /// Columns of O per P·V wgmma when the fresh tile lives only during P·V (EveryBlock).
   /// NOTE: 64 columns (32 registers): with 128, head_dim 128 spilled next to O and P.

@@ -97,19 +97,18 @@ FP8ATTN_ARCH_FN void issue_pv(arch::WgmmaAccF32<N>& acc, const arch::WgmmaAFragm
   arch::wgmma_commit_group();
 }
 
-/// P's A fragments from the words of the softmax: E4M3 by byte permutes and shuffles; BF16 words
-/// are the fragments already (fwd_softmax.hpp), so this is a register copy that ptxas elides.
+/// P's A fragments: E4M3 from the softmax's words by byte permutes and shuffles; BF16 by the cvt
+/// of the FP32 P̃ left in `s` (cast_p_bf16, which also counts its telemetry). Called once no P·V
+/// reads `pf` any more.
 template <class Cfg>
-FP8ATTN_ARCH_FN void make_p(arch::WgmmaAFragment (&pf)[Cfg::kPFragments], const uint32_t (&words)[Cfg::kPWords]) {
+FP8ATTN_ARCH_FN void make_p(arch::WgmmaAFragment (&pf)[Cfg::kPFragments], const uint32_t (&words)[Cfg::kPWords],
+                            const arch::WgmmaAccF32<Cfg::kBlockN>& s, const FwdBlockSoftmax& sb, FwdThreadTelemetry& tel) {
   static_assert(Cfg::kPWords == kSoftmaxWords<Cfg::kBlockN, Cfg::kBf16>, "the softmax's words are P's");
-  FP8ATTN_UNROLL
-  for (int kb = 0; kb < Cfg::kPFragments; ++kb) {
-    if constexpr (Cfg::kBf16) {
-      FP8ATTN_UNROLL
-      for (int r = 0; r < 4; ++r) pf[kb].reg[r] = words[4 * kb + r];
-    } else {
-      pf[kb] = p_fragment<Cfg::kBlockN>(words, kb);
-    }
+  if constexpr (Cfg::kBf16) {
+    cast_p_bf16<Cfg::kBlockN, Cfg::kTelemetry>(s, sb, pf, tel);
+  } else {
+    FP8ATTN_UNROLL
+    for (int kb = 0; kb < Cfg::kPFragments; ++kb) pf[kb] = p_fragment<Cfg::kBlockN>(words, kb);
   }
 }
 
@@ -154,7 +153,7 @@ FP8ATTN_ARCH_FN void run_blocks_overlapped(const AttentionFwdParams& p, FwdShare
   arch::wgmma_fence_operand(s);
   softmax_block<Cfg::kBlockN, Cfg::kTelemetry, Cfg::kBf16>(s, sb, p, rows, rescale, words, tel);
   rescale_o<Cfg>(o, fresh, rescale);
-  make_p<Cfg>(pf, words);
+  make_p<Cfg>(pf, words, s, sb, tel);
 
   for (int32_t step = 1; step < blocks; ++step) {
     const PipelineState<Cfg::kStages> prev = kv;  // the stage of block step − 1, whose P·V is due
@@ -180,7 +179,7 @@ FP8ATTN_ARCH_FN void run_blocks_overlapped(const AttentionFwdParams& p, FwdShare
       }
     }
     rescale_o<Cfg>(o, fresh, rescale);
-    make_p<Cfg>(pf, words);  // after the wait: P·V of block step − 1 no longer reads pf
+    make_p<Cfg>(pf, words, s, sb, tel);  // after the wait: P·V of block step − 1 no longer reads pf
   }
 
   // The last block's P·V, and its promotion (the last block always closes an interval).
@@ -222,7 +221,7 @@ FP8ATTN_ARCH_FN void run_blocks_serial(const AttentionFwdParams& p, FwdSharedSto
     uint32_t words[Cfg::kPWords];
     softmax_block<Cfg::kBlockN, Cfg::kTelemetry, Cfg::kBf16>(s, sb, p, rows, rescale, words, tel);
     arch::WgmmaAFragment pf[Cfg::kPFragments];
-    make_p<Cfg>(pf, words);
+    make_p<Cfg>(pf, words, s, sb, tel);
     rescale_o<Cfg>(o, fresh, rescale);
 
     if constexpr (Cfg::kPromotion == PvPromotion::Off) {
