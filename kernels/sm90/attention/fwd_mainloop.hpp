@@ -6,8 +6,8 @@
 // - overlapped (FlashAttention-3's intra-warpgroup overlap): issue Q·Kᵀ of block j and P·V of
 //   block j − 1, wait for Q·Kᵀ, run the softmax of block j while P·V runs, wait for P·V, rescale
 //   O, and only then convert block j's P̃ into the A registers that P·V of block j − 1 read;
-// - serial (EveryBlock promotion, fwd_config.hpp): Q·Kᵀ, softmax, P·V and promotion of one block
-//   at a time.
+// - serial (EveryBlock promotion, and BF16 at head_dim 64 and at 256 with telemetry:
+//   fwd_config.hpp): Q·Kᵀ, softmax, P·V and promotion of one block at a time.
 // NOTE: both apply to O, per block j, O ← r_j·O, then O += P_j·V_j on the tensor cores, then the
 // promotion: the overlapped order only moves "O += P_j·V_j" past the softmax of block j + 1,
 // which reads neither O nor P_j, so the engine's bits are unchanged.
@@ -195,10 +195,10 @@ FP8ATTN_ARCH_FN void run_blocks_overlapped(const AttentionFwdParams& p, FwdShare
   kv.advance();
 }
 
-/// The blocks of one tile, one at a time: Q·Kᵀ, softmax, P·V (Off runs here only where a test
-/// config forces the serial order, tests/kernels/test_fp8_fwd_emu_checks.cpp). With EveryBlock
-/// promotion, per
-/// 64-column part of O, a fresh tile that lives only during its P·V is added into O at once.
+/// The blocks of one tile, one at a time: Q·Kᵀ, softmax, P·V (Off runs here for the BF16 kernels
+/// that fwd_config.hpp does not overlap, and where a test config forces the serial order,
+/// tests/kernels/test_fp8_fwd_emu_checks.cpp). With EveryBlock promotion, per 64-column part of
+/// O, a fresh tile that lives only during its P·V is added into O at once.
 /// NOTE: EveryBlock is not overlapped: its fresh parts would have to live across the next
 /// block's softmax, next to S, O and P (head_dim 128: 112 + 64 + 64 + 28 registers, over 240).
 template <class Cfg, int F>
