@@ -43,7 +43,7 @@ FP8ATTN_ARCH_FN uint64_t vt_descriptor(const uint8_t* vt, int n0, int kb, bool t
 }
 
 /// The descriptor of BF16 V (as loaded: [chunk][key][64 dims], 128B swizzle) for dims [n0, ..)
-/// and keys [16·kb, 16·kb + 16), read N-major (PTX_FACTS.md §3b, MN-major 128B: 64 dims per
+/// (n0 a multiple of 64: the BF16 kernels use 0) and keys [16·kb, 16·kb + 16), read N-major (PTX_FACTS.md §3b, MN-major 128B: 64 dims per
 /// swizzle row, the next 64 dims one chunk further (LBO), the next 8 keys 8 rows further (SBO)).
 template <class Cfg>
 FP8ATTN_ARCH_FN uint64_t v_descriptor_bf16(const uint8_t* v, int n0, int kb) {
