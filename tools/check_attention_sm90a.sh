@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Static checks on the sm_90a build of the FP8 attention forward
+# Static checks on the sm_90a build of the attention forward, E4M3 and BF16
 # (kernels/sm90/attention/attention_fwd_sm90a.cu), for every kernel of its instantiation table:
 #   1. ptxas -v -warn-spills -warn-lmem-usage: no spills, no stack frame, no local memory, no
-#      C7510/C7511/C7515 (wgmma serialized), no C7508 (setmaxnreg ignored);
-#   2. SASS: QGMMA and UTMALDG present; the consumers' setmaxnreg ≤ 240 registers;
+#      C7510..C7515 (wgmma serialized; C7513, an input register defined inside a wgmma pipeline
+#      stage, is what a BF16 P cast before the P·V wait produced), no C7508 (setmaxnreg ignored);
+#   2. SASS: the kernel's MMA present (QGMMA for E4M3, HGMMA for BF16) and the other absent, and
+#      UTMALDG; the consumers' setmaxnreg is the config's budget, ≤ 240 registers;
 #   3. dynamic shared memory ≤ 227 KB (from the kernels' own storage types);
-#   4. a table per kernel: registers, shared memory, and the counts of QGMMA, MUFU.EX2, SHFL and
+#   4. a table per kernel: registers, shared memory, and the counts of its GMMA, MUFU.EX2, SHFL and
 #      BAR in the consumers' main loop (first WARPGROUP.ARRIVE to last WARPGROUP.DEPBAR).
 # Exit 0 when every check passes, 1 when one fails, 77 when nvcc is not available.
 # Usage: tools/check_attention_sm90a.sh [work_dir]
@@ -44,7 +46,7 @@ if grep -qE "[1-9][0-9]* bytes spill|[1-9][0-9]* bytes stack frame|lmem" "$log";
 else
   pass "no spills, no stack frame, no local memory in any kernel"
 fi
-if grep -qE "C751[015]" "$log"; then fail "ptxas serialized wgmma:"; grep -E "C751[015]" "$log"; else pass "no C7510/C7511/C7515 (wgmma not serialized)"; fi
+if grep -qE "C751[0-5]" "$log"; then fail "ptxas serialized wgmma:"; grep -E "C751[0-5]" "$log"; else pass "no C7510..C7515 (wgmma not serialized)"; fi
 if grep -q "C7508" "$log"; then fail "ptxas ignored setmaxnreg (C7508)"; else pass "no C7508 (setmaxnreg honoured)"; fi
 
 find_cuobjdump
@@ -57,10 +59,10 @@ if ! PATH="$(dirname "$cuobjdump"):$PATH" "$cuobjdump" --dump-sass "$cubin" >"$s
   cat "$work/cuobjdump.err"; fail "cuobjdump --dump-sass failed"; exit 1
 fi
 
-printf "\n| kernel (head_dim, promotion, telemetry) | threads | ptxas regs | consumer regs | smem (B) | QGMMA | MUFU.EX2 | SHFL | BAR |\n"
+printf "\n| kernel (input, head_dim, promotion, telemetry) | threads | ptxas regs | consumer regs | smem (B) | GMMA | MUFU.EX2 | SHFL | BAR |\n"
 printf "|---|---|---|---|---|---|---|---|---|\n"
 bad=0
-while read -r name threads smem producer consumer; do
+while read -r name threads smem producer consumer mma; do
   body="$work/$name.sass"
   awk -v pat="$name" '/Function :/ { on = index($0, pat) > 0; next } on' "$sass" >"$body"
   loop="$work/$name.loop.sass"
@@ -73,16 +75,19 @@ while read -r name threads smem producer consumer; do
   maxreg=$((maxreg))
   hd=$(echo "$name" | sed -E 's/FwdConfigILi([0-9]+).*/\1/')
   promo=$(echo "$name" | sed -E 's/.*PvPromotionE([0-9]).*/\1/')
-  tel=$(echo "$name" | sed -E 's/.*ELb([01])$/\1/')
-  printf "| %s, %s, %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" "$hd" "$(echo off every-block every-N | cut -d' ' -f$((promo + 1)))" \
-    "$tel" "$threads" "$regs" "$maxreg" "$smem" "$(count QGMMA "$loop")" "$(count MUFU.EX2 "$loop")" "$(count SHFL "$loop")" \
-    "$(count 'BAR\.' "$loop")"
-  [ "$(count QGMMA "$body")" -gt 0 ] && [ "$(count UTMALDG "$body")" -gt 0 ] || { echo "   $name: no QGMMA or UTMALDG"; bad=1; }
-  [ "$maxreg" -gt 0 ] && [ "$maxreg" -le 240 ] || { echo "   $name: consumer setmaxnreg $maxreg not in (0, 240]"; bad=1; }
+  tel=$(echo "$name" | sed -E 's/.*ELb([01])E.*/\1/')
+  other=QGMMA; [ "$mma" = QGMMA ] && other=HGMMA
+  input=E4M3; [ "$mma" = HGMMA ] && input=BF16
+  printf "| %s, %s, %s, %s | %s | %s | %s | %s | %s %s | %s | %s | %s |\n" "$input" "$hd" \
+    "$(echo off every-block every-N | cut -d' ' -f$((promo + 1)))" "$tel" "$threads" "$regs" "$maxreg" "$smem" \
+    "$(count "$mma" "$loop")" "$mma" "$(count MUFU.EX2 "$loop")" "$(count SHFL "$loop")" "$(count 'BAR\.' "$loop")"
+  [ "$(count "$mma" "$body")" -gt 0 ] && [ "$(count UTMALDG "$body")" -gt 0 ] || { echo "   $name: no $mma or UTMALDG"; bad=1; }
+  [ "$(count "$other" "$body")" -eq 0 ] || { echo "   $name: $other in a $input kernel"; bad=1; }
+  [ "$maxreg" -eq "$consumer" ] && [ "$maxreg" -le 240 ] || { echo "   $name: consumer setmaxnreg $maxreg, config $consumer (≤ 240)"; bad=1; }
   [ "$smem" -le $((227 * 1024)) ] || { echo "   $name: $smem bytes of shared memory"; bad=1; }
 done <"$shapes"
 echo
-if [ "$bad" -eq 0 ]; then pass "every kernel: QGMMA and UTMALDG in SASS, consumers ≤ 240 registers, shared memory ≤ 227 KB"; else fail "see above"; fi
+if [ "$bad" -eq 0 ]; then pass "every kernel: its GMMA (QGMMA for E4M3, HGMMA for BF16) and UTMALDG in SASS, consumers at their budget ≤ 240 registers, shared memory ≤ 227 KB"; else fail "see above"; fi
 
 if [ "$failures" -eq 0 ]; then echo "== all attention sm_90a static checks passed"; exit 0; fi
 echo "== $failures check(s) failed"

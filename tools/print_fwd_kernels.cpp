@@ -8,16 +8,19 @@
 
 int main() {
   using namespace fp8attn::sm90;
-  for (int hd : {64, 128, 256})
-    for (PvPromotion promotion : {PvPromotion::Off, PvPromotion::EveryBlock, PvPromotion::EveryN})
-      for (bool telemetry : {false, true}) {
-        const FwdKernelKey key{hd, promotion, telemetry};
-        with_fwd_config(key, [&](auto cfg) {
-          using Cfg = decltype(cfg);
-          // The Itanium mangling of FwdConfig<hd, promotion, telemetry>, as it appears in SASS.
-          std::printf("FwdConfigILi%dELNS0_11PvPromotionE%dELb%d %d %zu %u %u\n", hd, static_cast<int>(promotion),
-                      telemetry ? 1 : 0, Cfg::kThreads, attention_fwd_smem_bytes<Cfg>(), Cfg::kProducerRegisters,
-                      Cfg::kConsumerRegisters);
-        });
-      }
+  for (FwdInput input : {FwdInput::E4M3, FwdInput::BF16})
+    for (int hd : {64, 128, 256})
+      for (PvPromotion promotion : {PvPromotion::Off, PvPromotion::EveryBlock, PvPromotion::EveryN})
+        for (bool telemetry : {false, true}) {
+          const FwdKernelKey key{hd, promotion, telemetry, input};
+          with_fwd_config(key, [&](auto cfg) {
+            using Cfg = decltype(cfg);
+            // The Itanium mangling of FwdConfig<hd, promotion, telemetry, input>, as it appears in
+            // SASS, then the MMA the kernel must use: QGMMA for E4M3, HGMMA for BF16.
+            std::printf("FwdConfigILi%dELNS0_11PvPromotionE%dELb%dELNS0_8FwdInputE%dE %d %zu %u %u %s\n", hd,
+                        static_cast<int>(promotion), telemetry ? 1 : 0, static_cast<int>(input), Cfg::kThreads,
+                        attention_fwd_smem_bytes<Cfg>(), Cfg::kProducerRegisters, Cfg::kConsumerRegisters,
+                        Cfg::kBf16 ? "HGMMA" : "QGMMA");
+          });
+        }
 }

@@ -1,5 +1,5 @@
-// The sm_90a build of the FP8 attention kernel on a GPU, launched through the same host plan as
-// the emulator (lib/backend/gpu), against the CPU engine. Not bit for bit: ex2.approx, logf and
+// The sm_90a build of the attention forward kernels (E4M3 and BF16) on a GPU, launched through the
+// same host plan as the emulator (lib/backend/gpu), against the CPU engine. Not bit for bit: ex2.approx, logf and
 // the tensor core's accumulator are only modelled on the CPU, so the outputs must agree within a
 // relative L2 of 1e-2 and the telemetry counts within 1% (bounds not yet checked on hardware).
 // Skips without an sm_90 device.
@@ -30,13 +30,17 @@ fp8attn_tensor on_device(fp8attn_tensor t, void* data) {
   return t;
 }
 
-void expect_gpu_close_to_engine(const AttentionShape& s, bool causal) {
+void expect_gpu_close_to_engine(const AttentionShape& s, bool causal, int32_t dtype = FP8ATTN_DTYPE_E4M3,
+                                bool stabilized = false) {
   std::string why;
   if (!hopper_present(&why)) GTEST_SKIP() << "needs an sm_90 GPU: " << why;
   const uint64_t seed = fresh_seed();
-  const QuantizedInputs in = quantize(normal_inputs(s, seed), FP8ATTN_DTYPE_E4M3, ScaleGranularity::PerHead);
-  fp8attn_attention_desc d = make_desc(s, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_F32);
+  // BF16 inputs have unit descales (quantize fills them with 1).
+  const QuantizedInputs in = quantize(normal_inputs(s, seed), dtype,
+                                      dtype == FP8ATTN_DTYPE_BF16 ? ScaleGranularity::Unit : ScaleGranularity::PerHead);
+  fp8attn_attention_desc d = make_desc(s, dtype, FP8ATTN_DTYPE_F32);
   d.causal = causal;
+  if (stabilized) d.softmax_variant = FP8ATTN_SOFTMAX_STABILIZED;
   d.telemetry = 1;
   const ForwardResult engine = run_forward(d, s, in);
   ASSERT_EQ(engine.status, FP8ATTN_OK);
@@ -54,9 +58,9 @@ void expect_gpu_close_to_engine(const AttentionShape& s, bool causal) {
 
   fp8attn_attention_args a{};
   a.struct_size = sizeof a;
-  a.q = on_device(dense_host_tensor(nullptr, FP8ATTN_DTYPE_E4M3, {s.batch, s.seqlen_q, s.heads_q, s.head_dim}), q);
-  a.k = on_device(dense_host_tensor(nullptr, FP8ATTN_DTYPE_E4M3, {s.batch, s.seqlen_k, s.heads_kv, s.head_dim}), k);
-  a.v = on_device(dense_host_tensor(nullptr, FP8ATTN_DTYPE_E4M3, {s.batch, s.seqlen_k, s.heads_kv, s.head_dim}), v);
+  a.q = on_device(dense_host_tensor(nullptr, dtype, {s.batch, s.seqlen_q, s.heads_q, s.head_dim}), q);
+  a.k = on_device(dense_host_tensor(nullptr, dtype, {s.batch, s.seqlen_k, s.heads_kv, s.head_dim}), k);
+  a.v = on_device(dense_host_tensor(nullptr, dtype, {s.batch, s.seqlen_k, s.heads_kv, s.head_dim}), v);
   a.out = on_device(dense_host_tensor(nullptr, FP8ATTN_DTYPE_F32, {s.batch, s.seqlen_q, s.heads_q, s.head_dim}), out);
   a.q_descale = on_device(dense_host_tensor(nullptr, FP8ATTN_DTYPE_F32, {s.batch, s.heads_kv}), qd);
   a.k_descale = on_device(dense_host_tensor(nullptr, FP8ATTN_DTYPE_F32, {s.batch, s.heads_kv}), kd);
@@ -96,6 +100,17 @@ void expect_gpu_close_to_engine(const AttentionShape& s, bool causal) {
 TEST(Fp8FwdCuda, HeadDim128CloseToTheEngine) { expect_gpu_close_to_engine({2, 700, 900, 4, 2, 128}, false); }
 TEST(Fp8FwdCuda, HeadDim64CausalCloseToTheEngine) { expect_gpu_close_to_engine({1, 500, 500, 4, 1, 64}, true); }
 TEST(Fp8FwdCuda, HeadDim256CloseToTheEngine) { expect_gpu_close_to_engine({1, 300, 400, 2, 2, 256}, false); }
+
+// The BF16 forward kernels (HGMMA), standard and stabilized softmax, at every head dim.
+TEST(Bf16FwdCuda, HeadDim64CausalCloseToTheEngine) {
+  expect_gpu_close_to_engine({1, 500, 500, 4, 1, 64}, true, FP8ATTN_DTYPE_BF16);
+}
+TEST(Bf16FwdCuda, HeadDim128StabilizedCloseToTheEngine) {
+  expect_gpu_close_to_engine({2, 700, 900, 4, 2, 128}, false, FP8ATTN_DTYPE_BF16, true);
+}
+TEST(Bf16FwdCuda, HeadDim256CloseToTheEngine) {
+  expect_gpu_close_to_engine({1, 300, 400, 2, 2, 256}, true, FP8ATTN_DTYPE_BF16);
+}
 
 }  // namespace
 }  // namespace fp8attn::testing

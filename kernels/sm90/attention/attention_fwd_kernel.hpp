@@ -1,6 +1,7 @@
-// The FP8 attention forward kernel for sm_90a, in FlashAttention-3's structure: warpgroup 0 is
-// the producer (TMA loads, Vᵀ), warpgroups 1.. are consumers of 64 query rows each (wgmma,
-// softmax, epilogue), over a persistent tile scheduler. The same text compiles with nvcc for
+// The attention forward kernel for sm_90a, E4M3 (QGMMA) or BF16 (HGMMA) inputs by its config, in
+// FlashAttention-3's structure: warpgroup 0 is the producer (TMA loads, Vᵀ for E4M3), warpgroups
+// 1.. are consumers of 64 query rows each (wgmma, softmax, epilogue), over a persistent tile
+// scheduler. The same text compiles with nvcc for
 // sm_90a and runs on the SIMT emulator (kernels/emu), where it is bit-equal to the CPU engine.
 #pragma once
 

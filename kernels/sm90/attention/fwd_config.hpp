@@ -1,6 +1,6 @@
-// Compile-time configuration of the FP8 attention forward kernel for one head dimension: tile
-// sizes from the shared tile_config.hpp (so the CPU engine visits the same tiles), the warp
-// roles, register budgets and the typed shared storage.
+// Compile-time configuration of the attention forward kernel for one head dimension and input
+// type (E4M3 on QGMMA, BF16 on HGMMA): tile sizes from the shared tile_config.hpp (so the CPU
+// engine visits the same tiles), the warp roles, register budgets and the typed shared storage.
 #pragma once
 
 #include <cstddef>
@@ -28,28 +28,47 @@ enum class FwdFault : int {
   RewritePBeforeWait,  ///< P's A registers are rewritten before the P·V wgmma's wait
 };
 
-template <int kHeadDimT, PvPromotion kPromotionT, bool kTelemetryT>
+/// Input element type of a kernel: Q, K, V and the cast of P share it.
+enum class FwdInput : int { E4M3 = 0, BF16 = 1 };
+
+template <int kHeadDimT, PvPromotion kPromotionT, bool kTelemetryT, FwdInput kInputT = FwdInput::E4M3>
 struct FwdConfig {
   static constexpr FwdFault kFault = FwdFault::None;
   static constexpr int kHeadDim = kHeadDimT;
   static constexpr PvPromotion kPromotion = kPromotionT;
   static constexpr bool kTelemetry = kTelemetryT;  ///< off costs nothing: the code is not compiled
-  static constexpr AttentionTile kTile = attention_tile(kHeadDim, true);
+  static constexpr FwdInput kInput = kInputT;
+  static constexpr bool kBf16 = kInput == FwdInput::BF16;
+  static constexpr uint32_t kElementBytes = kBf16 ? 2 : 1;
+  static constexpr AttentionTile kTile = attention_tile(kHeadDim, !kBf16);
   static constexpr int kBlockM = kTile.block_m;
   static constexpr int kBlockN = kTile.block_n;
   static constexpr int kConsumers = kTile.consumer_warpgroups;
   static constexpr int kStages = kTile.stages;
   static constexpr int kThreads = 128 * (1 + kConsumers);  // warpgroup 0 is the producer
+  static constexpr int kMmaK = kTile.mma_k_pv;  ///< keys per P·V wgmma: 32 (E4M3) or 16 (BF16)
+  static_assert(kTile.mma_k_qk == kMmaK, "one wgmma K for both products");
   static_assert(kBlockM == 64 * kConsumers, "each consumer warpgroup owns 64 query rows");
-  static_assert(kBlockN % 32 == 0 && kBlockN <= 256, "BlockN is the N of Q·Kᵀ and the K of P·V");
+  static_assert(kBlockN % kMmaK == 0 && kBlockN <= 256, "BlockN is the N of Q·Kᵀ and the K of P·V");
   static_assert(kHeadDim % 32 == 0 && kHeadDim <= 256, "head_dim is the K of Q·Kᵀ and the N of P·V");
+  static_assert(!kBf16 || kPromotion == PvPromotion::Off,
+                "BF16 HGMMA accumulates in full FP32: two-level accumulation is for FP8's accumulator");
 
-  // Q and K tiles are K-major with rows of one swizzle span: 64 B rows (64B swizzle) at
-  // head_dim 64, else 128 B rows (128B swizzle) in head_dim / 128 chunks, as TMA boxes allow.
-  static constexpr uint32_t kChunkBytes = kHeadDim == 64 ? 64 : 128;
-  static constexpr arch::Swizzle kSwizzle = kHeadDim == 64 ? arch::Swizzle::B64 : arch::Swizzle::B128;
-  static constexpr int kChunks = kHeadDim / static_cast<int>(kChunkBytes);
+  // Q and K tiles are K-major with rows of one swizzle span: 64 B rows (64B swizzle) for E4M3 at
+  // head_dim 64, else 128 B rows (128B swizzle) in row_bytes / 128 chunks, as TMA boxes allow.
+  static constexpr uint32_t kRowBytes = kHeadDim * kElementBytes;
+  static constexpr uint32_t kChunkBytes = kRowBytes == 64 ? 64 : 128;
+  static constexpr int32_t kChunkElements = static_cast<int32_t>(kChunkBytes / kElementBytes);
+  static constexpr arch::Swizzle kSwizzle = kRowBytes == 64 ? arch::Swizzle::B64 : arch::Swizzle::B128;
+  static constexpr int kChunks = static_cast<int>(kRowBytes / kChunkBytes);
   static constexpr uint32_t kAtomBytes = 8 * kChunkBytes;  // SBO: 8 rows of one swizzle span
+  /// Q·Kᵀ wgmmas per block: each covers 32 bytes of K (32 E4M3 or 16 BF16 elements).
+  static constexpr int kQkSteps = static_cast<int>(kRowBytes / 32);
+  /// P as A fragments, one per P·V wgmma, and the 32-bit words of E4M3 P the softmax packs them
+  /// from (4 per word, regrouped by shuffles); BF16 P is cast from FP32 P̃ straight into the
+  /// fragments (fwd_softmax.hpp, cast_p_bf16), so its words are a one-word placeholder.
+  static constexpr int kPFragments = kBlockN / kMmaK;
+  static constexpr int kPWords = kBf16 ? 1 : kBlockN / 8;
 
   // Vᵀ ([head_dim][BlockN], keys contiguous) in the canonical no-swizzle K-major layout: 8x16 B
   // core matrices, adjacent along K (LBO 128 B), 8-row groups BlockN·8 B apart (SBO).
@@ -66,7 +85,12 @@ struct FwdConfig {
   /// NOTE: at head_dim 128 the overlapped consumers hold S (112 registers at BlockN 224), O (64)
   /// and the previous block's P (28) through the softmax, within 240 only because the mask is two
   /// bounds per row and telemetry keeps only the tile's counts in registers (fwd_softmax.hpp).
-  static constexpr bool kIntraWgOverlap = kPromotion != PvPromotion::EveryBlock;
+  /// NOTE: the BF16 kernels overlap too, except head_dim 64 (three consumers of 160 registers) and
+  /// head_dim 256 with telemetry, which spilled with the previous block's P live through the
+  /// softmax (ptxas -warn-spills: 20 to 32 bytes at 64, 8 at 256); pingpong still overlaps one
+  /// consumer's softmax with another's wgmmas there.
+  static constexpr bool kIntraWgOverlap =
+      kPromotion != PvPromotion::EveryBlock && !(kBf16 && (kHeadDim == 64 || (kHeadDim == 256 && kTelemetry)));
 
   /// Columns of O per P·V wgmma when the fresh tile lives only during P·V (EveryBlock).
   /// NOTE: 64 columns (32 registers): with 128, head_dim 128 spilled next to O and P.
@@ -76,15 +100,22 @@ struct FwdConfig {
   // overlapped consumers need the 240 (head_dim 128: S 112 + O 64 + P of the previous block 28
   // registers during the softmax); the producer, which also computes the tile schedule and
   // transposes V, does not spill at 32 (ptxas -warn-spills), and 32 + 2 x 240 fill the 64K file.
-  static_assert(kConsumers == 2, "the register budget below is for two consumer warpgroups");
+  // NOTE: with three consumers (BF16 head_dim 64, BlockM 192) FlashAttention-3's budget is 160, and
+  // 32 + 3 x 160 fill the file; S 64 + O 32 + P 32 registers fit without spills only in the serial
+  // schedule (kIntraWgOverlap below).
+  static_assert(kConsumers == 2 || kConsumers == 3, "register budgets for two or three consumer warpgroups");
   static constexpr uint32_t kProducerRegisters = 32;
-  static constexpr uint32_t kConsumerRegisters = 240;
+  static constexpr uint32_t kConsumerRegisters = kConsumers == 2 ? 240 : 160;
   static_assert(128 * kProducerRegisters + 128 * kConsumers * kConsumerRegisters <= 65536, "register file");
   static_assert(kConsumerRegisters <= 240, "the issue's budget: at most 240 registers per consumer thread");
 
   static constexpr uint32_t kQChunkBytes = kBlockM * kChunkBytes;
   static constexpr uint32_t kKChunkBytes = kBlockN * kChunkBytes;
-  static constexpr uint32_t kVBytes = kBlockN * kHeadDim;
+  static constexpr uint32_t kVBytes = kBlockN * kRowBytes;
+  /// NOTE: BF16 wgmma reads B N-major through the descriptor's transpose bit (PTX ISA 9.0
+  /// §9.7.15.5.2, PTX_FACTS.md §3c), so BF16 V is loaded like K (128 B chunks of head_dim, 128B
+  /// swizzle) and used as it is: no Vᵀ buffer (a 16-byte placeholder keeps one storage type).
+  static constexpr uint32_t kVtBytes = kBf16 ? 16 : kVBytes;
 };
 
 /// Shared memory of one CTA. Swizzled tiles start on their 1024-byte period (their sizes keep
@@ -93,8 +124,8 @@ template <class Cfg>
 struct FwdSharedStorage {
   alignas(1024) uint8_t q[Cfg::kChunks][Cfg::kQChunkBytes];
   alignas(1024) uint8_t k[Cfg::kStages][Cfg::kChunks][Cfg::kKChunkBytes];
-  alignas(1024) uint8_t v[Cfg::kStages][Cfg::kVBytes];   // V rows as loaded (MN-major for P·V)
-  alignas(1024) uint8_t vt[Cfg::kStages][Cfg::kVBytes];  // Vᵀ, written by the producer warpgroup
+  alignas(1024) uint8_t v[Cfg::kStages][Cfg::kVBytes];   // V rows as loaded (BF16: in K's chunks, N-major B of P·V)
+  alignas(1024) uint8_t vt[Cfg::kStages][Cfg::kVtBytes];  // Vᵀ, written by the producer (E4M3 only)
   uint64_t q_full, q_empty;
   uint64_t k_full[Cfg::kStages], v_full[Cfg::kStages], vt_full[Cfg::kStages], kv_empty[Cfg::kStages];
 };

@@ -14,22 +14,31 @@ struct FwdKernelKey {
   int head_dim;             ///< 64, 128 or 256
   PvPromotion promotion;    ///< Off, EveryBlock (interval 1 or per-block V descales), EveryN
   bool telemetry;           ///< the P̃ counters and the max |logit|
+  FwdInput input = FwdInput::E4M3;  ///< E4M3 (QGMMA) or BF16 (HGMMA)
 };
 
 /// True when the table below has a kernel for `key`.
 constexpr bool fwd_kernel_exists(const FwdKernelKey& key) {
   const bool dim = key.head_dim == 64 || key.head_dim == 128 || key.head_dim == 256;
+  if (key.input == FwdInput::BF16) return dim && key.promotion == PvPromotion::Off;
   return dim && (key.promotion != PvPromotion::EveryN || key.head_dim == 64);
 }
 
 /// Calls f(Cfg{}) with the configuration of `key`; returns false when no kernel has that key.
-/// NOTE: 3 head dims × {Off, EveryBlock} × telemetry, plus EveryN at head_dim 64: 14 kernels, each
-/// compiled once per build; output dtype, masks, varlen and descales are runtime parameters.
+/// NOTE: E4M3: 3 head dims × {Off, EveryBlock} × telemetry, plus EveryN at head_dim 64: 14
+/// kernels; BF16: 3 head dims × telemetry, promotion Off only (its accumulator is full FP32, so
+/// the plan refuses promotion): 6 kernels. Each is compiled once per build; output dtype, masks,
+/// varlen, descales and the softmax variant are runtime parameters.
 template <class F>
 bool with_fwd_config(const FwdKernelKey& key, F&& f) {
   if (!fwd_kernel_exists(key)) return false;
   auto by_flags = [&](auto head_dim) {
     constexpr int kHd = decltype(head_dim)::value;
+    if (key.input == FwdInput::BF16) {
+      if (key.telemetry) f(FwdConfig<kHd, PvPromotion::Off, true, FwdInput::BF16>{});
+      else f(FwdConfig<kHd, PvPromotion::Off, false, FwdInput::BF16>{});
+      return true;
+    }
     auto with_promotion = [&](auto promotion) {
       constexpr PvPromotion kP = decltype(promotion)::value;
       if (key.telemetry) f(FwdConfig<kHd, kP, true>{});

@@ -6,8 +6,8 @@
 // - overlapped (FlashAttention-3's intra-warpgroup overlap): issue Q·Kᵀ of block j and P·V of
 //   block j − 1, wait for Q·Kᵀ, run the softmax of block j while P·V runs, wait for P·V, rescale
 //   O, and only then convert block j's P̃ into the A registers that P·V of block j − 1 read;
-// - serial (EveryBlock promotion, fwd_config.hpp): Q·Kᵀ, softmax, P·V and promotion of one block
-//   at a time.
+// - serial (EveryBlock promotion, and BF16 at head_dim 64 and at 256 with telemetry:
+//   fwd_config.hpp): Q·Kᵀ, softmax, P·V and promotion of one block at a time.
 // NOTE: both apply to O, per block j, O ← r_j·O, then O += P_j·V_j on the tensor cores, then the
 // promotion: the overlapped order only moves "O += P_j·V_j" past the softmax of block j + 1,
 // which reads neither O nor P_j, so the engine's bits are unchanged.
@@ -79,21 +79,37 @@ FP8ATTN_ARCH_FN void pass_turn(const FwdConsumerRole& role) {
   if (Cfg::kFault != FwdFault::DropTurnBarrier || role.consumer != 0) arch::named_barrier_arrive(role.next_turn, 256);
 }
 
-/// Waits for the stage's Vᵀ and issues acc += P·V (one commit group, not waited for).
+/// The stage's B operand of P·V: Vᵀ for E4M3 (transposed by the producer or loaded so), V as
+/// loaded for BF16 (read N-major). vt_full signals it in both cases.
+template <class Cfg>
+FP8ATTN_ARCH_FN const uint8_t* pv_operand(const FwdSharedStorage<Cfg>& smem, int stage) {
+  if constexpr (Cfg::kBf16) return smem.v[stage];
+  else return smem.vt[stage];
+}
+
+/// Waits for the stage's V operand and issues acc += P·V (one commit group, not waited for).
 template <class Cfg, int N>
-FP8ATTN_ARCH_FN void issue_pv(arch::WgmmaAccF32<N>& acc, const arch::WgmmaAFragment (&pf)[Cfg::kBlockN / 32],
+FP8ATTN_ARCH_FN void issue_pv(arch::WgmmaAccF32<N>& acc, const arch::WgmmaAFragment (&pf)[Cfg::kPFragments],
                               FwdSharedStorage<Cfg>& smem, const PipelineState<Cfg::kStages>& kv, bool v_transposed) {
   arch::mbarrier_wait_parity(&smem.vt_full[kv.stage], kv.phase);
   arch::wgmma_fence();
-  mma_pv<Cfg>(acc, pf, smem.vt[kv.stage], 0, true, v_transposed);
+  mma_pv<Cfg>(acc, pf, pv_operand(smem, kv.stage), 0, true, v_transposed);
   arch::wgmma_commit_group();
 }
 
-/// P's A fragments from the E4M3 words of the softmax (byte permutes and shuffles).
+/// P's A fragments: E4M3 from the softmax's words by byte permutes and shuffles; BF16 by the cvt
+/// of the FP32 P̃ left in `s` (cast_p_bf16, which also counts its telemetry). Called once no P·V
+/// reads `pf` any more.
 template <class Cfg>
-FP8ATTN_ARCH_FN void make_p(arch::WgmmaAFragment (&pf)[Cfg::kBlockN / 32], const uint32_t (&words)[Cfg::kBlockN / 8]) {
-  FP8ATTN_UNROLL
-  for (int kb = 0; kb < Cfg::kBlockN / 32; ++kb) pf[kb] = p_fragment<Cfg::kBlockN>(words, kb);
+FP8ATTN_ARCH_FN void make_p(arch::WgmmaAFragment (&pf)[Cfg::kPFragments], const uint32_t (&words)[Cfg::kPWords],
+                            const arch::WgmmaAccF32<Cfg::kBlockN>& s, const FwdBlockSoftmax& sb, FwdThreadTelemetry& tel) {
+  static_assert(Cfg::kPWords == kSoftmaxWords<Cfg::kBlockN, Cfg::kBf16>, "the softmax's words are P's");
+  if constexpr (Cfg::kBf16) {
+    cast_p_bf16<Cfg::kBlockN, Cfg::kTelemetry>(s, sb, pf, tel);
+  } else {
+    FP8ATTN_UNROLL
+    for (int kb = 0; kb < Cfg::kPFragments; ++kb) pf[kb] = p_fragment<Cfg::kBlockN>(words, kb);
+  }
 }
 
 /// O ← r·O per row (and the fresh tile with EveryN, whose P·V has not reached O yet).
@@ -126,8 +142,8 @@ FP8ATTN_ARCH_FN void run_blocks_overlapped(const AttentionFwdParams& p, FwdShare
   if (blocks == 0) return;
   arch::WgmmaAccF32<Cfg::kBlockN> s;
   float rescale[2];
-  uint32_t words[Cfg::kBlockN / 8];
-  arch::WgmmaAFragment pf[Cfg::kBlockN / 32];
+  uint32_t words[Cfg::kPWords];
+  arch::WgmmaAFragment pf[Cfg::kPFragments];
 
   // Block 0: Q·Kᵀ and the softmax alone; its P·V goes out with the next block's Q·Kᵀ.
   begin_block(sb, p, tile, sched, 0, ta);
@@ -135,9 +151,9 @@ FP8ATTN_ARCH_FN void run_blocks_overlapped(const AttentionFwdParams& p, FwdShare
   pass_turn<Cfg>(role);
   arch::wgmma_wait_group<0>();
   arch::wgmma_fence_operand(s);
-  softmax_block<Cfg::kBlockN, Cfg::kTelemetry>(s, sb, p, rows, rescale, words, tel);
+  softmax_block<Cfg::kBlockN, Cfg::kTelemetry, Cfg::kBf16>(s, sb, p, rows, rescale, words, tel);
   rescale_o<Cfg>(o, fresh, rescale);
-  make_p<Cfg>(pf, words);
+  make_p<Cfg>(pf, words, s, sb, tel);
 
   for (int32_t step = 1; step < blocks; ++step) {
     const PipelineState<Cfg::kStages> prev = kv;  // the stage of block step − 1, whose P·V is due
@@ -149,7 +165,7 @@ FP8ATTN_ARCH_FN void run_blocks_overlapped(const AttentionFwdParams& p, FwdShare
     pass_turn<Cfg>(role);
     arch::wgmma_wait_group<1>();  // Q·Kᵀ of this block is done; P·V of the last one may run on
     arch::wgmma_fence_operand(s);
-    softmax_block<Cfg::kBlockN, Cfg::kTelemetry>(s, sb, p, rows, rescale, words, tel);
+    softmax_block<Cfg::kBlockN, Cfg::kTelemetry, Cfg::kBf16>(s, sb, p, rows, rescale, words, tel);
     // The planted bug: P of this block written into the registers P·V of the last one still reads.
     if constexpr (Cfg::kFault == FwdFault::RewritePBeforeWait) pf[0] = p_fragment<Cfg::kBlockN>(words, 0);
     arch::wgmma_wait_group<0>();
@@ -163,7 +179,7 @@ FP8ATTN_ARCH_FN void run_blocks_overlapped(const AttentionFwdParams& p, FwdShare
       }
     }
     rescale_o<Cfg>(o, fresh, rescale);
-    make_p<Cfg>(pf, words);  // after the wait: P·V of block step − 1 no longer reads pf
+    make_p<Cfg>(pf, words, s, sb, tel);  // after the wait: P·V of block step − 1 no longer reads pf
   }
 
   // The last block's P·V, and its promotion (the last block always closes an interval).
@@ -179,10 +195,10 @@ FP8ATTN_ARCH_FN void run_blocks_overlapped(const AttentionFwdParams& p, FwdShare
   kv.advance();
 }
 
-/// The blocks of one tile, one at a time: Q·Kᵀ, softmax, P·V (Off runs here only where a test
-/// config forces the serial order, tests/kernels/test_fp8_fwd_emu_checks.cpp). With EveryBlock
-/// promotion, per
-/// 64-column part of O, a fresh tile that lives only during its P·V is added into O at once.
+/// The blocks of one tile, one at a time: Q·Kᵀ, softmax, P·V (Off runs here for the BF16 kernels
+/// that fwd_config.hpp does not overlap, and where a test config forces the serial order,
+/// tests/kernels/test_fp8_fwd_emu_checks.cpp). With EveryBlock promotion, per 64-column part of
+/// O, a fresh tile that lives only during its P·V is added into O at once.
 /// NOTE: EveryBlock is not overlapped: its fresh parts would have to live across the next
 /// block's softmax, next to S, O and P (head_dim 128: 112 + 64 + 64 + 28 registers, over 240).
 template <class Cfg, int F>
@@ -202,10 +218,10 @@ FP8ATTN_ARCH_FN void run_blocks_serial(const AttentionFwdParams& p, FwdSharedSto
     arch::wgmma_fence_operand(s);
 
     float rescale[2];
-    uint32_t words[Cfg::kBlockN / 8];
-    softmax_block<Cfg::kBlockN, Cfg::kTelemetry>(s, sb, p, rows, rescale, words, tel);
-    arch::WgmmaAFragment pf[Cfg::kBlockN / 32];
-    make_p<Cfg>(pf, words);
+    uint32_t words[Cfg::kPWords];
+    softmax_block<Cfg::kBlockN, Cfg::kTelemetry, Cfg::kBf16>(s, sb, p, rows, rescale, words, tel);
+    arch::WgmmaAFragment pf[Cfg::kPFragments];
+    make_p<Cfg>(pf, words, s, sb, tel);
     rescale_o<Cfg>(o, fresh, rescale);
 
     if constexpr (Cfg::kPromotion == PvPromotion::Off) {
@@ -223,7 +239,7 @@ FP8ATTN_ARCH_FN void run_blocks_serial(const AttentionFwdParams& p, FwdSharedSto
         arch::WgmmaAccF32<Cfg::kPvSplitN> part;
         fill(part, 0.0f);  // NOTE: starts the registers' live range here for ptxas (scale-d is 0)
         arch::wgmma_fence();
-        mma_pv<Cfg>(part, pf, smem.vt[kv.stage], n0, false, p.v_transposed);
+        mma_pv<Cfg>(part, pf, pv_operand(smem, kv.stage), n0, false, p.v_transposed);
         arch::wgmma_commit_group();
         if constexpr (Cfg::kFault == FwdFault::RewritePBeforeWait) pf[0] = p_fragment<Cfg::kBlockN>(words, 1);
         arch::wgmma_wait_group<0>();

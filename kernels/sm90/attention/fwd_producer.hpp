@@ -1,7 +1,8 @@
 // The producer warpgroup of the attention forward: one thread issues the TMA loads of Q (once
-// per tile) and of each KV block's K and V into a multi-stage mbarrier pipeline; all 128 threads
-// then transpose the block's V into Vᵀ, because an FP8 wgmma's B operand must be K-major
-// (PTX ISA 9.0 §9.7.15.5.2: no transpose for FP8) and P·V runs over the block's keys.
+// per tile) and of each KV block's K and V into a multi-stage mbarrier pipeline. For E4M3 all 128
+// threads then transpose the block's V into Vᵀ, because an FP8 wgmma's B operand must be K-major
+// (PTX ISA 9.0 §9.7.15.5.2: no transpose for FP8) and P·V runs over the block's keys; BF16 V is
+// loaded like K and read N-major by the wgmma, so nothing is transposed.
 #pragma once
 
 #include <cstdint>
@@ -75,7 +76,7 @@ FP8ATTN_ARCH_FN void run_producer(const AttentionFwdParams& p, FwdSharedStorage<
       arch::mbarrier_arrive_expect_tx(&smem.q_full, Cfg::kChunks * Cfg::kQChunkBytes);
       for (int c = 0; c < Cfg::kChunks; ++c)
         arch::tma_load<4>(smem.q[c], p.tma_q, &smem.q_full,
-                          {c * static_cast<int32_t>(Cfg::kChunkBytes), tile.head,
+                          {c * Cfg::kChunkElements, tile.head,
                            static_cast<int32_t>(tile.q_offset + tile.row0), b});
     }
     q_empty_phase ^= 1u;
@@ -90,8 +91,14 @@ FP8ATTN_ARCH_FN void run_producer(const AttentionFwdParams& p, FwdSharedStorage<
         arch::mbarrier_arrive_expect_tx(&smem.k_full[kv.stage], Cfg::kChunks * Cfg::kKChunkBytes);
         for (int c = 0; c < Cfg::kChunks; ++c)
           arch::tma_load<4>(smem.k[kv.stage][c], p.tma_k, &smem.k_full[kv.stage],
-                            {c * static_cast<int32_t>(Cfg::kChunkBytes), tile.head_kv, key, b});
-        if (p.v_transposed) {
+                            {c * Cfg::kChunkElements, tile.head_kv, key, b});
+        if constexpr (Cfg::kBf16) {
+          // BF16 V in K's layout (chunks of 64 dims, 128B swizzle), ready for P·V once loaded.
+          arch::mbarrier_arrive_expect_tx(&smem.vt_full[kv.stage], Cfg::kVBytes);
+          for (int c = 0; c < Cfg::kChunks; ++c)
+            arch::tma_load<4>(smem.v[kv.stage] + c * Cfg::kKChunkBytes, p.tma_v, &smem.vt_full[kv.stage],
+                              {c * Cfg::kChunkElements, tile.head_kv, key, b});
+        } else if (p.v_transposed) {
           // tma_v is {key, dim, head, batch}: one box of 32 keys x head_dim per slab.
           arch::mbarrier_arrive_expect_tx(&smem.vt_full[kv.stage], Cfg::kVBytes);
           for (int slab = 0; slab < Cfg::kBlockN / 32; ++slab)
@@ -102,10 +109,12 @@ FP8ATTN_ARCH_FN void run_producer(const AttentionFwdParams& p, FwdSharedStorage<
           arch::tma_load<4>(smem.v[kv.stage], p.tma_v, &smem.v_full[kv.stage], {0, tile.head_kv, key, b});
         }
       }
-      if (p.v_transposed) continue;
-      // The V load of this stage follows the leader's wait on kv_empty, so Vᵀ of the stage is free.
-      arch::mbarrier_wait_parity(&smem.v_full[kv.stage], kv.phase ^ 1u);
-      transpose_v<Cfg>(smem.v[kv.stage], smem.vt[kv.stage], &smem.vt_full[kv.stage]);
+      if constexpr (!Cfg::kBf16) {
+        if (p.v_transposed) continue;
+        // The V load of this stage follows the leader's wait on kv_empty, so Vᵀ of the stage is free.
+        arch::mbarrier_wait_parity(&smem.v_full[kv.stage], kv.phase ^ 1u);
+        transpose_v<Cfg>(smem.v[kv.stage], smem.vt[kv.stage], &smem.vt_full[kv.stage]);
+      }
     }
   }
 }

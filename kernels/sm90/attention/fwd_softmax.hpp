@@ -1,5 +1,6 @@
-// The online softmax of one KV block on a consumer warpgroup's S fragment: mask, row max, exp2,
-// FP32 row sums per quad thread, and the E4M3 cast of P̃, in the order of the CPU engine
+// The online softmax of one KV block on a consumer warpgroup's S fragment: mask, row max (with
+// the stabilized variant's tie count and shift), exp2, FP32 row sums per quad thread, and the
+// E4M3 or BF16 cast of P̃, in the order of the CPU engine
 // (lib/attention/engine/query_tile.cpp). Every rounding step is a call into the shared
 // kernels/sm90/softmax_math.hpp.
 //
@@ -68,13 +69,20 @@ FP8ATTN_ARCH_FN int quad_add(int x) {
 
 }  // namespace softmax_detail
 
+/// Words of cast P̃ per thread: E4M3 packs two column pairs per word; BF16 P is not cast by the
+/// softmax (cast_p_bf16), so its words are a one-word placeholder.
+template <int kBlockN, bool kBf16>
+inline constexpr int kSoftmaxWords = kBf16 ? 1 : kBlockN / 8;
+
 /// Runs the softmax of one block on `s` (raw Q·Kᵀ in, FP32 P̃ out), updates `rows`, returns the
-/// rescale factor of each row in `rescale`, writes the E4M3 pairs of P̃ (cols 2q, 2q+1 of each
-/// 8-column group c, lowest column in the low byte) into `words`, two groups per word (word
-/// 2·(c/2) + h, group c in the half c%2), and counts telemetry.
-template <int kBlockN, bool kTelemetry>
+/// rescale factor of each row in `rescale`, and for E4M3 writes the cast pairs of P̃ (cols 2q,
+/// 2q+1 of each 8-column group c of row half h, pair pr = 2c + h, lowest column in the low byte)
+/// into `words`, two pairs per word (word 2·(c/2) + h, group c in the half c%2), and counts
+/// telemetry. BF16 leaves FP32 P̃ in `s` for cast_p_bf16.
+template <int kBlockN, bool kTelemetry, bool kBf16 = false>
 FP8ATTN_ARCH_FN void softmax_block(arch::WgmmaAccF32<kBlockN>& s, const FwdBlockSoftmax& b, const FwdArguments& p,
-                                   FwdRowState& rows, float (&rescale)[2], uint32_t (&words)[kBlockN / 8], FwdThreadTelemetry& tel) {
+                                   FwdRowState& rows, float (&rescale)[2], uint32_t (&words)[kSoftmaxWords<kBlockN, kBf16>],
+                                   FwdThreadTelemetry& tel) {
   constexpr int kRegs = kBlockN / 2;
   const int q = static_cast<int>(arch::thread_idx_in_warpgroup() % 4);
   float block_max[2] = {kNegInf, kNegInf};
@@ -145,17 +153,43 @@ FP8ATTN_ARCH_FN void softmax_block(arch::WgmmaAccF32<kBlockN>& s, const FwdBlock
     s[i] = p_tilde(s[i], b.scale_log2, subtrahend[h]);
     rows.partial[h] += s[i];
   }
+  if constexpr (kBf16) {
+    (void)words;  // BF16 P is cast after the P·V wait, by cast_p_bf16
+  } else {
+    FP8ATTN_UNROLL
+    for (int w = 0; w < kBlockN / 8; ++w) words[w] = 0;
+    FP8ATTN_UNROLL
+    for (int pr = 0; pr < kRegs / 2; ++pr) {  // pair pr = 2c + h
+      const uint32_t bytes = arch::cvt_e4m3x2(s[2 * pr], s[2 * pr + 1]);
+      words[((pr >> 2) << 1) | (pr & 1)] |= bytes << (((pr >> 1) & 1) * 16);
+      if constexpr (kTelemetry) {
+        const int h = pr & 1;
+        if (b.valid[h]) {
+          tel.tile_positive += (s[2 * pr] > 0.0f) + (s[2 * pr + 1] > 0.0f);
+          tel.tile_underflow += (s[2 * pr] > 0.0f && (bytes & 0xffu) == 0) + (s[2 * pr + 1] > 0.0f && (bytes >> 8) == 0);
+        }
+      }
+    }
+  }
+}
+
+/// BF16 P for P·V: pair pr of FP32 P̃ (see softmax_block) through cvt.rn.bf16x2 is register
+/// pr % 4 of fragment pr / 4, already the RS A layout (PTX_FACTS.md §2a); counts telemetry as
+/// the engine's row_cast_p<false> (a positive P̃ whose BF16 is +0 underflowed).
+/// NOTE: called after the wait for the previous block's P·V, as FlashAttention-3 converts P: with
+/// the cvt inside the softmax, ptxas gave the cvt's results the registers of the P that the
+/// in-flight P·V still read and serialized every wgmma of the kernel (C7513).
+template <int kBlockN, bool kTelemetry>
+FP8ATTN_ARCH_FN void cast_p_bf16(const arch::WgmmaAccF32<kBlockN>& s, const FwdBlockSoftmax& b,
+                                 arch::WgmmaAFragment (&pf)[kBlockN / 16], FwdThreadTelemetry& tel) {
   FP8ATTN_UNROLL
-  for (int w = 0; w < kBlockN / 8; ++w) words[w] = 0;
-  FP8ATTN_UNROLL
-  for (int pr = 0; pr < kRegs / 2; ++pr) {  // pair pr = 2c + h
-    const uint32_t bytes = arch::cvt_e4m3x2(s[2 * pr], s[2 * pr + 1]);
-    words[((pr >> 2) << 1) | (pr & 1)] |= bytes << (((pr >> 1) & 1) * 16);
+  for (int pr = 0; pr < kBlockN / 4; ++pr) {  // pair pr = 2c + h
+    const uint32_t halves = arch::cvt_bf16x2(s[2 * pr], s[2 * pr + 1]);
+    pf[pr >> 2].reg[pr & 3] = halves;
     if constexpr (kTelemetry) {
-      const int h = pr & 1;
-      if (b.valid[h]) {
+      if (b.valid[pr & 1]) {
         tel.tile_positive += (s[2 * pr] > 0.0f) + (s[2 * pr + 1] > 0.0f);
-        tel.tile_underflow += (s[2 * pr] > 0.0f && (bytes & 0xffu) == 0) + (s[2 * pr + 1] > 0.0f && (bytes >> 8) == 0);
+        tel.tile_underflow += (s[2 * pr] > 0.0f && (halves & 0xffffu) == 0) + (s[2 * pr + 1] > 0.0f && (halves >> 16) == 0);
       }
     }
   }

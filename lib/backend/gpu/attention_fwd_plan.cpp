@@ -14,17 +14,20 @@ constexpr size_t kTelemetryBytes = 256;  // FwdTelemetryCounters, padded to a ca
 sm90::DescaleView view(const Descale& d) { return {d.data, d.batch_stride, d.head_stride, 0}; }
 sm90::DescaleView view(const BlockDescale& d) { return {d.data, d.batch_stride, d.head_stride, d.block_stride}; }
 
-/// A [batch, seq, head, dim] FP8 tensor as a 4D TMA map {dim, head, seq, batch} with a box of
-/// `box_dim` x 1 head x `box_rows` rows. Packed tensors have one "batch". NOTE: the map's
+/// A [batch, seq, head, dim] FP8 or BF16 tensor as a 4D TMA map {dim, head, seq, batch} with a
+/// box of `box_dim` x 1 head x `box_rows` rows. Packed tensors have one "batch". NOTE: the map's
 /// strides must nest (each dimension's stride covers the ones below it: cuTensorMapEncodeTiled),
 /// which the usual [b, s, h, d] layouts with heads interleaved in a row do.
-/// A 4D byte tensor map over `dims` (innermost first, stride 1) with the strides of dims 1..3.
-arch::TensorMapSpec byte_map(const char* name, const void* data, const uint64_t (&dims)[4], const int64_t (&strides)[3],
-                             const uint32_t (&box)[4], arch::Swizzle swizzle) {
+/// A 4D tensor map over `dims` (innermost first, stride 1) with the strides of dims 1..3 in
+/// elements of `type` (FP8 travels as UInt8).
+arch::TensorMapSpec element_map(const char* name, const void* data, arch::TmaDataType type, const uint64_t (&dims)[4],
+                                const int64_t (&element_strides)[3], const uint32_t (&box)[4], arch::Swizzle swizzle) {
   require(reinterpret_cast<uintptr_t>(data) % 16 == 0, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
           std::string(name) + ": TMA needs a 16-byte aligned base address");
+  const int64_t e = arch::tma_element_bytes(type);
+  const int64_t strides[3] = {element_strides[0] * e, element_strides[1] * e, element_strides[2] * e};
   arch::TensorMapSpec s;
-  s.data_type = arch::TmaDataType::UInt8;
+  s.data_type = type;
   s.rank = 4;
   s.global_address = data;
   for (int i = 0; i < 4; ++i) s.global_dims[i] = std::max<uint64_t>(dims[i], 1);
@@ -33,7 +36,7 @@ arch::TensorMapSpec byte_map(const char* name, const void* data, const uint64_t 
     // (stride 0) or odd stride cannot be loaded and is refused rather than copied.
     // A dimension of extent 1 (one head, one packed "batch") is never stepped: its stride is set
     // to what nests over the dimensions below it.
-    const uint64_t nested = i == 0 ? s.global_dims[0] : s.global_strides_bytes[i - 1] * s.global_dims[i];
+    const uint64_t nested = i == 0 ? s.global_dims[0] * e : s.global_strides_bytes[i - 1] * s.global_dims[i];
     const int64_t bytes = s.global_dims[i + 1] == 1 ? static_cast<int64_t>((nested + 15) / 16 * 16) : strides[i];
     require(bytes > 0 && bytes % 16 == 0, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
             std::string(name) + ": TMA needs strides that are positive multiples of 16 bytes; stride " +
@@ -48,14 +51,15 @@ arch::TensorMapSpec byte_map(const char* name, const void* data, const uint64_t 
 }
 
 /// Rows of a [batch, seq, head, dim] tensor: map {dim, head, seq, batch}, box dim x 1 x rows.
-arch::TensorMapSpec tensor_map(const char* name, const SeqTensor& t, int64_t rows, int64_t heads, int64_t batch,
-                               int head_dim, uint32_t box_dim, uint32_t box_rows, arch::Swizzle swizzle) {
+arch::TensorMapSpec tensor_map(const char* name, const SeqTensor& t, arch::TmaDataType type, int64_t rows, int64_t heads,
+                               int64_t batch, int head_dim, uint32_t box_dim, uint32_t box_rows, arch::Swizzle swizzle) {
   require(t.dim_stride == 1, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
           std::string(name) + ": the Hopper kernel loads rows with TMA and needs a dim stride of 1 (or, for v, a "
               "seq stride of 1), got " + std::to_string(t.dim_stride));
   const uint64_t dims[4] = {static_cast<uint64_t>(head_dim), static_cast<uint64_t>(heads), static_cast<uint64_t>(rows),
                             static_cast<uint64_t>(batch)};
-  return byte_map(name, t.data, dims, {t.head_stride, t.seq_stride, t.batch_stride}, {box_dim, 1, box_rows, 1}, swizzle);
+  return element_map(name, t.data, type, dims, {t.head_stride, t.seq_stride, t.batch_stride}, {box_dim, 1, box_rows, 1},
+                     swizzle);
 }
 
 /// V with its keys contiguous (seq stride 1): map {seq, dim, head, batch}, one 32-key box per slab
@@ -63,7 +67,7 @@ arch::TensorMapSpec tensor_map(const char* name, const SeqTensor& t, int64_t row
 arch::TensorMapSpec vt_tensor_map(const SeqTensor& t, int64_t rows, int64_t heads, int64_t batch, int head_dim) {
   const uint64_t dims[4] = {static_cast<uint64_t>(rows), static_cast<uint64_t>(head_dim), static_cast<uint64_t>(heads),
                             static_cast<uint64_t>(batch)};
-  return byte_map("v (keys contiguous)", t.data, dims, {t.dim_stride, t.head_stride, t.batch_stride},
+  return element_map("v (keys contiguous)", t.data, arch::TmaDataType::UInt8, dims, {t.dim_stride, t.head_stride, t.batch_stride},
                   {32, static_cast<uint32_t>(head_dim), 1, 1}, arch::Swizzle::B32);
 }
 
@@ -71,13 +75,21 @@ arch::TensorMapSpec vt_tensor_map(const SeqTensor& t, int64_t rows, int64_t head
 
 size_t attention_fwd_workspace_bytes(const AttentionConfig& config) { return config.telemetry ? kTelemetryBytes : 0; }
 
+sm90::FwdInput attention_fwd_input(const AttentionConfig& c) {
+  return c.fp8() ? sm90::FwdInput::E4M3 : sm90::FwdInput::BF16;
+}
+
 void check_attention_fwd_supported(const AttentionConfig& c) {
-  require(c.fp8(), FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
-          "the Hopper attention kernel takes E4M3 inputs; BF16 attention runs on the CPU backend");
   require(c.head_dim == c.head_dim_v, FP8ATTN_STATUS_UNSUPPORTED_HEAD_DIM, "head_dim_v must equal head_dim");
   require(c.output_dtype != FP8ATTN_DTYPE_E4M3, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
           "E4M3 output: the Hopper attention kernel's epilogue stores BF16 or F32 only (no output scale, no amax "
           "of O yet); E4M3 output runs on the CPU backend");
+  // NOTE: BF16 HGMMA accumulates in full FP32 (mma_order.hpp), so the BF16 kernels have no
+  // two-level accumulation (fwd_instances.hpp); the engine would add a second tile, so refuse.
+  require(c.fp8() || c.pv_promote_interval == 0, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
+          "pv_promote_interval " + std::to_string(c.pv_promote_interval) +
+              " with BF16 inputs: the Hopper BF16 kernel accumulates P·V in FP32 and has no two-level accumulation; "
+              "use 0");
   require(c.pv_promote_interval <= 1 || c.head_dim == 64, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
           "pv_promote_interval " + std::to_string(c.pv_promote_interval) + " at head_dim " + std::to_string(c.head_dim) +
               ": the Hopper kernel keeps a second O tile across blocks only at head_dim 64 (registers); use 0 or 1, "
@@ -97,24 +109,37 @@ sm90::PvPromotion promotion_of(const AttentionConfig& c, const AttentionProblem&
 sm90::FwdLaunch plan_attention_fwd(const AttentionConfig& c, const AttentionProblem& p, void* workspace,
                                    int sm_count) {
   check_attention_fwd_supported(c);
+  const bool bf16 = !c.fp8();
+  require(!bf16 || !p.v_block_descale.present(), FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
+          "per-block V descales with BF16 inputs: the Hopper BF16 kernel has no per-block P·V promotion");
   sm90::FwdLaunch l;
-  l.key = {c.head_dim, promotion_of(c, p), c.telemetry};
+  l.key = {c.head_dim, promotion_of(c, p), c.telemetry, attention_fwd_input(c)};
   const sm90::FwdKernelShape shape = sm90::fwd_kernel_shape(l.key);
   require(shape.threads > 0, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
           "no Hopper kernel for head_dim " + std::to_string(c.head_dim) + " with this promotion");
   const int64_t batch = p.varlen ? 1 : p.batch;
   const int64_t rows_q = p.varlen ? p.total_q : p.padded_seqlen_q;
   const int64_t rows_k = p.varlen ? p.total_k : p.padded_seqlen_k;
-  const uint32_t chunk = c.head_dim == 64 ? 64 : 128;
-  const arch::Swizzle swizzle = c.head_dim == 64 ? arch::Swizzle::B64 : arch::Swizzle::B128;
-  l.q = tensor_map("q", p.q, rows_q, c.num_heads_q, batch, c.head_dim, chunk, c.tile.block_m, swizzle);
-  l.k = tensor_map("k", p.k, rows_k, c.num_heads_kv, batch, c.head_dim, chunk, c.tile.block_n, swizzle);
+  // Rows of one swizzle span (FwdConfig): 64 B for E4M3 at head_dim 64, else 128 B chunks.
+  const arch::TmaDataType type = bf16 ? arch::TmaDataType::BFloat16 : arch::TmaDataType::UInt8;
+  const uint32_t row_bytes = static_cast<uint32_t>(c.head_dim) * (bf16 ? 2u : 1u);
+  const uint32_t chunk_bytes = row_bytes == 64 ? 64 : 128;
+  const uint32_t chunk = chunk_bytes / (bf16 ? 2u : 1u);  // elements
+  const arch::Swizzle swizzle = chunk_bytes == 64 ? arch::Swizzle::B64 : arch::Swizzle::B128;
+  l.q = tensor_map("q", p.q, type, rows_q, c.num_heads_q, batch, c.head_dim, chunk, c.tile.block_m, swizzle);
+  l.k = tensor_map("k", p.k, type, rows_k, c.num_heads_kv, batch, c.head_dim, chunk, c.tile.block_n, swizzle);
   // NOTE: FP8 wgmma takes V's transpose; V given with its keys contiguous is loaded as it is,
-  // other V is loaded by rows and transposed in shared memory by the producer warpgroup.
+  // other V is loaded by rows and transposed in shared memory by the producer warpgroup. BF16
+  // wgmma reads V N-major as loaded, in K's chunks (fwd_config.hpp).
   const bool v_transposed = p.v.seq_stride == 1 && p.v.dim_stride != 1;
-  l.v = v_transposed ? vt_tensor_map(p.v, rows_k, c.num_heads_kv, batch, c.head_dim)
-                     : tensor_map("v", p.v, rows_k, c.num_heads_kv, batch, c.head_dim, c.head_dim, c.tile.block_n,
-                                  arch::Swizzle::None);
+  require(!bf16 || !v_transposed, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
+          "v with its keys contiguous and BF16 inputs: the Hopper BF16 kernel loads V rows (dim stride 1)");
+  if (bf16)
+    l.v = tensor_map("v", p.v, type, rows_k, c.num_heads_kv, batch, c.head_dim, chunk, c.tile.block_n, swizzle);
+  else
+    l.v = v_transposed ? vt_tensor_map(p.v, rows_k, c.num_heads_kv, batch, c.head_dim)
+                       : tensor_map("v", p.v, type, rows_k, c.num_heads_kv, batch, c.head_dim, c.head_dim,
+                                    c.tile.block_n, arch::Swizzle::None);
 
   sm90::FwdArguments& a = l.args;
   a.out = p.out.data;

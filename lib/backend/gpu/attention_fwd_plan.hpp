@@ -18,6 +18,9 @@ size_t attention_fwd_workspace_bytes(const AttentionConfig& config);
 /// Throws Error(UNSUPPORTED_ON_BACKEND or UNSUPPORTED_DTYPE) when the kernel cannot run `config`.
 void check_attention_fwd_supported(const AttentionConfig& config);
 
+/// The kernel input type of `config`: E4M3 (QGMMA) or BF16 (HGMMA).
+sm90::FwdInput attention_fwd_input(const AttentionConfig& config);
+
 /// The launch of one forward call. `workspace` holds attention_fwd_workspace_bytes(); `sm_count`
 /// bounds the persistent grid. Throws Error with a specific status when a tensor breaks a TMA
 /// rule (16-byte aligned base and strides, unit dim stride).

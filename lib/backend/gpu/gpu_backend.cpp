@@ -35,7 +35,7 @@ class GpuBackend final : public Backend {
   void check_attention(const AttentionConfig& config) const override {
     gpu::check_attention_fwd_supported(config);
     for (const auto promotion : {sm90::PvPromotion::Off, sm90::PvPromotion::EveryBlock, sm90::PvPromotion::EveryN}) {
-      const sm90::FwdKernelKey key{config.head_dim, promotion, config.telemetry};
+      const sm90::FwdKernelKey key{config.head_dim, promotion, config.telemetry, gpu::attention_fwd_input(config)};
       if (sm90::fwd_kernel_exists(key)) runtime_->prepare_attention_fwd(key);
     }
   }
