@@ -396,7 +396,12 @@ typedef struct fp8attn_attention_desc {
   int32_t kv_order;     /**< An ::fp8attn_kv_order; default ::FP8ATTN_KV_ORDER_REVERSE. */
   int32_t p_scale_log2; /**< log2 of the static P scale S_p, 0..8; default 8 (S_p = 256). E4M3 only;
                              BF16 inputs always use S_p = 1. */
-  int32_t pv_promote_interval; /**< Add the PV tile into O every N blocks; 0 = accumulate in O. */
+  int32_t pv_promote_interval; /**< Add the PV tile into O every N blocks; 0 = accumulate in O.
+                                    The Hopper kernel (CUDA and emulator backends) takes 0 or 1 for
+                                    E4M3 (any N at head_dim 64) and only 0 for BF16 inputs, whose
+                                    P·V accumulates in FP32; it also refuses per-block V descales
+                                    and V with keys contiguous for BF16 inputs. Refusals are
+                                    ::FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND; the CPU backend runs all. */
   int32_t softmax_variant;     /**< An ::fp8attn_softmax_variant; default standard. */
   float stabilized_beta;       /**< Shift factor β of the stabilized variant; default 2. */
   float stabilized_tie_tol;    /**< Tie tolerance τ in natural logit units; default 1e-3. */

@@ -21,7 +21,8 @@ namespace fp8attn::engine {
 // sums must fit the vector registers with room for a row of b and a broadcast of a, or the
 // compiler spills them and the products run at a third of their speed (issue 16: 4 × 64 on AVX2
 // spilled, and the engine ran at 0.2 of sgemm). AVX-512 (32 registers of 16 floats): 4 × 64,
-// 16 registers. AVX2 (16 registers of 8 floats): 4 × 16, 8 registers; measured faster than 4 × 24.
+// 16 registers. AVX2 (16 registers of 8 floats): 4 × 16, 8 registers (6 × 16 would fit in
+// principle, but GCC 12 then spills three of its twelve chunk registers in the k loop).
 inline constexpr int kRowBlock = 4;
 #if defined(__AVX512F__)
 inline constexpr int kColBlock = 64;
@@ -29,40 +30,56 @@ inline constexpr int kColBlock = 64;
 inline constexpr int kColBlock = 16;
 #endif
 
-/// For rows [r0, r0 + R) and columns [c0, c0 + C): acc[r][c] = mma_chunk_accumulate(acc[r][c],
-/// Σ_{k<depth} a[r][k]·b[k][c]) where a(r, k) and b(k) give row pointers; with `overwrite`
+/// For rows [0, R) and columns [c0, c0 + C) of one instruction of depth `depth`:
+/// acc[r][c] = mma_chunk_accumulate(acc[r][c], Σ_{k<depth} a[r][k]·b[k][c]); with `overwrite`
 /// (scale-d = 0) the accumulator's old value is not read and +0 stands in for it.
+/// a: R rows of stride lda starting at the instruction's first k; b: depth rows of stride ldb.
 /// R, C are compile-time so the chunk sums stay in registers.
 template <int R, int C>
-inline void chunk_block(const float* const* a_rows, int a_k0, const float* const* b_rows, int c0, int depth,
-                        float* const* acc_rows, bool overwrite, arch::MmaPrecisionModel model) {
+inline void chunk_block(const float* a, int64_t lda, const float* b, int64_t ldb, int c0, int depth, float* acc,
+                        int64_t ldacc, bool overwrite, arch::MmaPrecisionModel model) {
   float chunk[R][C];
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < C; ++c) chunk[r][c] = 0.0f;
-  for (int k = 0; k < depth; ++k) {
-    const float* b = b_rows[k] + c0;
-#pragma GCC unroll 4
+  const float* b_row = b + c0;
+  for (int k = 0; k < depth; ++k, b_row += ldb) {
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      const float a = a_rows[r][a_k0 + k];
+      const float a_rk = a[r * lda + k];
 #pragma GCC ivdep
-      for (int c = 0; c < C; ++c) chunk[r][c] = std::fma(a, b[c], chunk[r][c]);
+      for (int c = 0; c < C; ++c) chunk[r][c] = std::fma(a_rk, b_row[c], chunk[r][c]);
     }
   }
   for (int r = 0; r < R; ++r)
-    for (int c = 0; c < C; ++c)
-      acc_rows[r][c0 + c] = arch::mma_chunk_accumulate(overwrite ? 0.0f : acc_rows[r][c0 + c], chunk[r][c], model);
+    for (int c = 0; c < C; ++c) {
+      float& out = acc[r * ldacc + c0 + c];
+      out = arch::mma_chunk_accumulate(overwrite ? 0.0f : out, chunk[r][c], model);
+    }
 }
 
-/// The same for a runtime-sized remainder (rows < R or columns < C), same order.
-inline void chunk_block_tail(const float* const* a_rows, int rows, int a_k0, const float* const* b_rows, int c0,
-                             int cols, int depth, float* const* acc_rows, bool overwrite,
-                             arch::MmaPrecisionModel model) {
-  for (int r = 0; r < rows; ++r)
+/// The same for the columns [c0, c0 + cols) left over by the vector blocks, same order.
+template <int R>
+inline void chunk_block_tail(const float* a, int64_t lda, const float* b, int64_t ldb, int c0, int cols, int depth,
+                             float* acc, int64_t ldacc, bool overwrite, arch::MmaPrecisionModel model) {
+  for (int r = 0; r < R; ++r)
     for (int c = c0; c < c0 + cols; ++c) {
       float chunk = 0.0f;
-      for (int k = 0; k < depth; ++k) chunk = std::fma(a_rows[r][a_k0 + k], b_rows[k][c], chunk);
-      acc_rows[r][c] = arch::mma_chunk_accumulate(overwrite ? 0.0f : acc_rows[r][c], chunk, model);
+      for (int k = 0; k < depth; ++k) chunk = std::fma(a[r * lda + k], b[k * ldb + c], chunk);
+      float& out = acc[r * ldacc + c];
+      out = arch::mma_chunk_accumulate(overwrite ? 0.0f : out, chunk, model);
     }
+}
+
+/// One instruction's chunk for R rows and every column: C-wide blocks, then 16, 8, then scalar.
+template <int R>
+inline void chunk_rows(const float* a, int64_t lda, const float* b, int64_t ldb, int cols, int depth, float* acc,
+                       int64_t ldacc, bool overwrite, arch::MmaPrecisionModel model) {
+  int c0 = 0;
+  for (; c0 + kColBlock <= cols; c0 += kColBlock)
+    chunk_block<R, kColBlock>(a, lda, b, ldb, c0, depth, acc, ldacc, overwrite, model);
+  for (; c0 + 16 <= cols; c0 += 16) chunk_block<R, 16>(a, lda, b, ldb, c0, depth, acc, ldacc, overwrite, model);
+  for (; c0 + 8 <= cols; c0 += 8) chunk_block<R, 8>(a, lda, b, ldb, c0, depth, acc, ldacc, overwrite, model);
+  if (c0 < cols) chunk_block_tail<R>(a, lda, b, ldb, c0, cols - c0, depth, acc, ldacc, overwrite, model);
 }
 
 /// acc[r][c] ⊕= Σ_k a[r][k]·b[k][c] as instructions of depth `mma_k` over k ∈ [0, depth_total),
@@ -70,28 +87,21 @@ inline void chunk_block_tail(const float* const* a_rows, int rows, int a_k0, con
 /// a: rows × lda; b: depth_total × ldb; acc: rows × ldacc.
 inline void gemm_in_mma_order(const float* a, int lda, const float* b, int ldb, float* acc, int ldacc, int rows,
                               int cols, int depth_total, int mma_k, bool overwrite, arch::MmaPrecisionModel model) {
-  const float* b_rows[256];
   for (int k0 = 0; k0 < depth_total; k0 += mma_k) {
     const int depth = k0 + mma_k <= depth_total ? mma_k : depth_total - k0;
     const bool first = overwrite && k0 == 0;  // NOTE: no zero fill of acc: the first chunk stores 0 + chunk
-    for (int k = 0; k < depth; ++k) b_rows[k] = b + static_cast<int64_t>(k0 + k) * ldb;
-    for (int r0 = 0; r0 < rows; r0 += kRowBlock) {
-      const int rr = rows - r0 < kRowBlock ? rows - r0 : kRowBlock;
-      const float* a_rows[kRowBlock];
-      float* acc_rows[kRowBlock];
-      for (int r = 0; r < rr; ++r) {
-        a_rows[r] = a + static_cast<int64_t>(r0 + r) * lda;
-        acc_rows[r] = acc + static_cast<int64_t>(r0 + r) * ldacc;
-      }
-      int c0 = 0;
-      if (rr == kRowBlock) {
-        for (; c0 + kColBlock <= cols; c0 += kColBlock)
-          chunk_block<kRowBlock, kColBlock>(a_rows, k0, b_rows, c0, depth, acc_rows, first, model);
-        for (; c0 + 16 <= cols; c0 += 16) chunk_block<kRowBlock, 16>(a_rows, k0, b_rows, c0, depth, acc_rows, first, model);
-        for (; c0 + 8 <= cols; c0 += 8) chunk_block<kRowBlock, 8>(a_rows, k0, b_rows, c0, depth, acc_rows, first, model);
-      }
-      if (c0 < cols) chunk_block_tail(a_rows, rr, k0, b_rows, c0, cols - c0, depth, acc_rows, first, model);
-    }
+    const float* b_k0 = b + static_cast<int64_t>(k0) * ldb;
+    int r0 = 0;
+    // Rows in register blocks of kRowBlock, the remainder in pairs, then one.
+    for (; r0 + kRowBlock <= rows; r0 += kRowBlock)
+      chunk_rows<kRowBlock>(a + static_cast<int64_t>(r0) * lda + k0, lda, b_k0, ldb, cols, depth,
+                            acc + static_cast<int64_t>(r0) * ldacc, ldacc, first, model);
+    for (; r0 + 2 <= rows; r0 += 2)
+      chunk_rows<2>(a + static_cast<int64_t>(r0) * lda + k0, lda, b_k0, ldb, cols, depth,
+                    acc + static_cast<int64_t>(r0) * ldacc, ldacc, first, model);
+    if (r0 < rows)
+      chunk_rows<1>(a + static_cast<int64_t>(r0) * lda + k0, lda, b_k0, ldb, cols, depth,
+                    acc + static_cast<int64_t>(r0) * ldacc, ldacc, first, model);
   }
 }
 
