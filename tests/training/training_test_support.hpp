@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "fp8attn/fp8attn.h"
+#include "lib/workloads/host_tensor.hpp"
 #include "lib/numerics/float8.hpp"
 
 namespace fp8attn::training_test {
@@ -23,20 +24,7 @@ struct Shape {
 };
 
 inline fp8attn_tensor tensor(void* data, int32_t dtype, std::initializer_list<int64_t> shape) {
-  fp8attn_tensor t{};
-  t.struct_size = sizeof t;
-  t.data = data;
-  t.dtype = dtype;
-  t.device = FP8ATTN_DEVICE_HOST;
-  t.rank = static_cast<int32_t>(shape.size());
-  int i = 0;
-  for (int64_t e : shape) t.shape[i++] = e;
-  int64_t stride = 1;
-  for (int d = t.rank - 1; d >= 0; --d) {
-    t.stride[d] = stride;
-    stride *= t.shape[d];
-  }
-  return t;
+  return workloads::dense_host_tensor(data, dtype, std::vector<int64_t>(shape));
 }
 
 /// A per-tensor descale as a stride-0 F32 [batch, heads_kv] tensor.
