@@ -495,8 +495,9 @@ FP8ATTN_API void fp8attn_plan_destroy(fp8attn_plan plan);
  * @retval FP8ATTN_STATUS_BAD_SHAPE  a size that is not positive, or above ::FP8ATTN_MAX_BATCH or
  *                                   ::FP8ATTN_MAX_SEQLEN.
  * @retval FP8ATTN_STATUS_OUT_OF_MEMORY  the size does not fit in size_t.
- * The CPU workspace covers every buffer a forward call uses (per-worker tiles and a table of
- * batch + 1 work offsets): the call itself allocates no memory.
+ * The CPU workspace covers every buffer a forward call uses (per-worker tiles, each worker's
+ * decoded K and V blocks of one sequence and KV head, max_seqlen_k · (head_dim + head_dim_v)
+ * floats, and a table of batch + 1 work offsets): the call itself allocates no memory.
  *
  * @par Thread safety
  * Thread-safe.
