@@ -5,7 +5,8 @@
 #      cudaGetDriverEntryPointByVersion), cudart linked statically, cuBLASLt dynamically;
 #   2. exactly one exported symbol, fp8attn_cuda_backend_entry, versioned FP8ATTN_CUDA_1;
 #   3. every kernel: no local memory, at most 255 registers, static shared memory ≤ 48 KB;
-#   4. every attention kernel carries QGMMA and UTMALDG in its SASS; the library holds one
+#   4. every attention kernel carries its GMMA (QGMMA for E4M3 inputs, HGMMA for BF16) and UTMALDG
+#      in its SASS; the library holds one
 #      attention kernel per entry of the instantiation table (tools/print_fwd_kernels.cpp), the 6
 #      quantizer kernels and the 2 spectral kernels.
 # Exit 0 when every check passes, 1 when one fails, 77 without cuobjdump.
@@ -60,13 +61,15 @@ if [ "${maxshared:-999999}" -le 49152 ]; then pass "static shared memory ≤ 48 
 
 sass="$work/lib.sass"
 "$cuobjdump" --dump-sass "$lib" >"$sass" 2>/dev/null
-missing=$(awk '/Function :/ { if (name ~ /attention_fwd_kernel/ && !(q && u)) print name; name = $3; q = 0; u = 0; next }
-               /QGMMA/ { q = 1 } /UTMALDG/ { u = 1 }
-               END { if (name ~ /attention_fwd_kernel/ && !(q && u)) print name }' "$sass")
-if [ -z "$missing" ] && grep -q QGMMA "$sass" && grep -q UTMALDG "$sass"; then
-  pass "every attention kernel carries QGMMA and UTMALDG"
+# NOTE: the kernel's input type is in its name: FwdInput 0 is E4M3 (QGMMA), 1 is BF16 (HGMMA).
+missing=$(awk 'function check() { if (name ~ /attention_fwd_kernel/ && !((name ~ /FwdInputE1/ ? h : q) && u)) print name }
+               /Function :/ { check(); name = $3; q = 0; h = 0; u = 0; next }
+               /QGMMA/ { q = 1 } /HGMMA/ { h = 1 } /UTMALDG/ { u = 1 }
+               END { check() }' "$sass")
+if [ -z "$missing" ] && grep -q QGMMA "$sass" && grep -q HGMMA "$sass" && grep -q UTMALDG "$sass"; then
+  pass "every attention kernel carries its GMMA (QGMMA for E4M3, HGMMA for BF16) and UTMALDG"
 else
-  fail "attention kernels without QGMMA or UTMALDG: $missing"
+  fail "attention kernels without their GMMA or UTMALDG: $missing"
 fi
 [ "$failures" -eq 0 ] && echo "== all checks passed" || echo "== $failures check(s) failed"
 [ "$failures" -eq 0 ]
