@@ -70,7 +70,7 @@ int32_t fp8attn_attention_backward(fp8attn_plan plan, const fp8attn_attention_bw
                     "workspace has " + std::to_string(workspace_bytes) + " bytes; this backward needs " +
                         std::to_string(needed));
     FP8ATTN_REQUIRE(needed == 0 || workspace != nullptr, FP8ATTN_STATUS_NULL_POINTER, "workspace is NULL");
-    spdlog::logger& log = plan->context->log();
+    const fp8attn::Log& log = plan->context->log();
     log.debug("backward: backend {}, batch {} ({}), seqlen_q {} seqlen_k {} (max), heads_q={} heads_kv={} "
               "head_dim={}, tile {}x{}, deterministic={}, workspace {} bytes given, {} needed",
               fp8attn::backend_log_name(backend.kind()), problem.batch(), problem.fwd.varlen ? "varlen" : "padded",
@@ -78,7 +78,7 @@ int32_t fp8attn_attention_backward(fp8attn_plan plan, const fp8attn_attention_bw
               plan->config.num_heads_kv, plan->config.head_dim, plan->config.tile.block_m, plan->config.tile.block_n,
               problem.deterministic, workspace_bytes, needed);
     // NOTE: the clock is read only when TRACE is on, so the default path costs nothing.
-    const bool timed = log.should_log(spdlog::level::trace);
+    const bool timed = log.enabled(fp8attn::LogLevel::trace);
     const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     const fp8attn::NvtxRange range("fp8attn_attention_backward b{} sq{} sk{} hq{} hkv{} d{}{}", problem.batch(),
                                    problem.fwd.max_seqlen_q, problem.fwd.max_seqlen_k, plan->config.num_heads_q,

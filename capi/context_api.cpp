@@ -49,7 +49,7 @@ int32_t fp8attn_context_set_log_level(fp8attn_context ctx, int32_t level, fp8att
     fp8attn::require(ctx != nullptr, FP8ATTN_STATUS_BAD_HANDLE, "ctx is NULL");
     fp8attn::require(level >= FP8ATTN_LOG_DEFAULT && level <= FP8ATTN_LOG_OFF, FP8ATTN_STATUS_BAD_OPTION,
                      "level is not an fp8attn_log_level: " + std::to_string(level));
-    fp8attn::set_log_level(ctx->impl.log(), level);
+    ctx->impl.log().set_level(level);
   });
 }
 

@@ -115,14 +115,14 @@ int32_t fp8attn_attention_forward(fp8attn_plan plan, const fp8attn_attention_arg
     FP8ATTN_REQUIRE(workspace_bytes >= needed, FP8ATTN_STATUS_WORKSPACE_TOO_SMALL,
             "workspace has " + std::to_string(workspace_bytes) + " bytes; this problem needs " + std::to_string(needed));
     FP8ATTN_REQUIRE(needed == 0 || workspace != nullptr, FP8ATTN_STATUS_NULL_POINTER, "workspace is NULL");
-    spdlog::logger& log = plan->context->log();
+    const fp8attn::Log& log = plan->context->log();
     log.debug("forward: backend {}, batch {} ({}), seqlen_q {} seqlen_k {} (max), heads_q={} heads_kv={} "
               "head_dim={}, tile {}x{}, workspace {} bytes given, {} needed",
               fp8attn::backend_log_name(backend.kind()), problem.batch, problem.varlen ? "varlen" : "padded",
               problem.max_seqlen_q, problem.max_seqlen_k, plan->config.num_heads_q, plan->config.num_heads_kv,
               plan->config.head_dim, plan->config.tile.block_m, plan->config.tile.block_n, workspace_bytes, needed);
     // NOTE: the clock is read only when TRACE is on, so the default path costs nothing.
-    const bool timed = log.should_log(spdlog::level::trace);
+    const bool timed = log.enabled(fp8attn::LogLevel::trace);
     const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     const fp8attn::NvtxRange range("fp8attn_attention_forward b{} sq{} sk{} hq{} hkv{} d{}{}", problem.batch,
                                    problem.max_seqlen_q, problem.max_seqlen_k, plan->config.num_heads_q,

@@ -23,7 +23,9 @@ int resolve_threads(int32_t requested) {
 }  // namespace
 
 Context::Context(const fp8attn_context_options& o)
-    : logger_(make_logger(o.log_level, o.log_callback, o.log_user_data)), pool_(resolve_threads(o.num_threads)) {
+    : logger_(make_logger(o.log_level, o.log_callback, o.log_user_data)),
+      log_(logger_.get()),
+      pool_(resolve_threads(o.num_threads)) {
   switch (o.backend) {
     case FP8ATTN_BACKEND_CPU:
       backend_ = make_cpu_backend(*this);
@@ -41,22 +43,22 @@ Context::Context(const fp8attn_context_options& o)
     case FP8ATTN_BACKEND_AUTO:
       try {
         backend_ = load_cuda_backend(o.device_ordinal);
-        logger_->info("backend AUTO: using CUDA device {}", o.device_ordinal);
+        log_.info("backend AUTO: using CUDA device {}", o.device_ordinal);
       } catch (const Error& e) {
         // NOTE: WARN, the default level: a host that asked for AUTO on a GPU machine must hear
         // that it runs on the CPU without turning on more logging.
-        logger_->warn("backend AUTO: falling back to the CPU backend because the CUDA backend is not usable "
-                      "(status {}: {})",
-                      fp8attn_status_name(e.status()), e.what());
+        log_.warn("backend AUTO: falling back to the CPU backend because the CUDA backend is not usable "
+                  "(status {}: {})",
+                  fp8attn_status_name(e.status()), e.what());
         backend_ = make_cpu_backend(*this);
       }
       break;
     default:
       throw Error(FP8ATTN_STATUS_BAD_OPTION, "unknown backend " + std::to_string(o.backend));
   }
-  logger_->info("context: backend {}", backend_log_name(backend_->kind()));
-  logger_->debug("context created: backend {}, {} CPU threads, CPU engine ISA {}", backend_log_name(backend_->kind()),
-                 pool_.size(), engine::cpu_isa_name(engine::active_cpu_isa()));
+  log_.info("context: backend {}", backend_log_name(backend_->kind()));
+  log_.debug("context created: backend {}, {} CPU threads, CPU engine ISA {}", backend_log_name(backend_->kind()),
+             pool_.size(), engine::cpu_isa_name(engine::active_cpu_isa()));
 }
 
 Context::~Context() = default;

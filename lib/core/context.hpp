@@ -4,10 +4,9 @@
 
 #include <memory>
 
-#include <spdlog/spdlog.h>
-
 #include "fp8attn/fp8attn.h"
 #include "lib/backend/backend.hpp"
+#include "lib/core/log.hpp"
 #include "lib/core/thread_pool.hpp"
 
 namespace fp8attn {
@@ -24,13 +23,14 @@ class Context {
   Backend& backend() { return *backend_; }
   const Backend& backend() const { return *backend_; }
   ThreadPool& pool() { return pool_; }
-  spdlog::logger& log() { return *logger_; }
+  const Log& log() const { return log_; }
   int num_threads() const { return pool_.size(); }
   /// The device runtime's call counters (EMULATOR backend only; null otherwise).
   const DeviceRuntimeCounters* runtime_counters() const { return runtime_counters_.get(); }
 
  private:
   std::shared_ptr<spdlog::logger> logger_;
+  Log log_;
   ThreadPool pool_;
   std::unique_ptr<Backend> backend_;
   std::shared_ptr<DeviceRuntimeCounters> runtime_counters_;

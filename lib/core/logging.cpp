@@ -2,8 +2,10 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <iterator>
 #include <string>
 
+#include <spdlog/spdlog.h>
 #include <spdlog/details/null_mutex.h>
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
@@ -29,6 +31,16 @@ spdlog::level::level_enum to_spdlog_level(int32_t level) {
     case FP8ATTN_LOG_TRACE: return spdlog::level::trace;
     case FP8ATTN_LOG_OFF: return spdlog::level::off;
     default: return spdlog::level::warn;
+  }
+}
+
+spdlog::level::level_enum to_spdlog_level(LogLevel level) {
+  switch (level) {
+    case LogLevel::trace: return spdlog::level::trace;
+    case LogLevel::debug: return spdlog::level::debug;
+    case LogLevel::info: return spdlog::level::info;
+    case LogLevel::warn: return spdlog::level::warn;
+    default: return spdlog::level::err;
   }
 }
 
@@ -90,6 +102,20 @@ std::shared_ptr<spdlog::logger> make_logger(int32_t log_level, fp8attn_log_callb
   auto logger = std::make_shared<spdlog::logger>("fp8attn", sink);
   set_log_level(*logger, log_level);
   return logger;
+}
+
+bool Log::enabled(LogLevel level) const { return logger_ != nullptr && logger_->should_log(to_spdlog_level(level)); }
+
+void Log::set_level(int32_t log_level) const {
+  if (logger_ != nullptr) set_log_level(*logger_, log_level);
+}
+
+void Log::emit(LogLevel level, fmt::string_view format, fmt::format_args args) const {
+  if (!enabled(level)) return;
+  // NOTE: fmt's inline buffer: a message of the usual length makes no heap allocation here.
+  fmt::memory_buffer text;
+  fmt::vformat_to(std::back_inserter(text), format, args);
+  logger_->log(to_spdlog_level(level), spdlog::string_view_t(text.data(), text.size()));
 }
 
 }  // namespace fp8attn

@@ -17,11 +17,12 @@
 #include <memory>
 #include <string>
 
-#include <spdlog/spdlog.h>
-
 #include "fp8attn/fp8attn.h"
+#include "lib/core/log.hpp"
 
 namespace fp8attn {
+
+// NOTE: spdlog::logger is only declared here (lib/core/log.hpp); logging.cpp defines what needs it.
 
 /// Makes a logger at the given fp8attn_log_level that writes to `callback` (when not NULL) or
 /// to stderr. FP8ATTN_LOG_DEFAULT means the level in the environment variable FP8ATTN_LOG_LEVEL

@@ -8,11 +8,7 @@
 #include <cstddef>
 #include <utility>
 
-#include <spdlog/spdlog.h>  // fmt, as spdlog is configured for the build (external or bundled)
-
-#if defined(FP8ATTN_HAVE_NVTX3)
-#include <nvtx3/nvToolsExt.h>
-#endif
+#include <fmt/core.h>
 
 namespace fp8attn {
 
@@ -25,10 +21,7 @@ class NvtxRange {
   template <class... Args>
   explicit NvtxRange(fmt::format_string<Args...> format, Args&&... args) {
 #if defined(FP8ATTN_HAVE_NVTX3)
-    char name[192];
-    const auto end = fmt::format_to_n(name, sizeof name - 1, format, std::forward<Args>(args)...);
-    *end.out = '\0';
-    nvtxRangePushA(name);
+    push(format, fmt::make_format_args(args...));
 #else
     (void)format;
     ((void)args, ...);
@@ -36,11 +29,19 @@ class NvtxRange {
   }
   ~NvtxRange() {
 #if defined(FP8ATTN_HAVE_NVTX3)
-    nvtxRangePop();
+    pop();
 #endif
   }
   NvtxRange(const NvtxRange&) = delete;
   NvtxRange& operator=(const NvtxRange&) = delete;
+
+#if defined(FP8ATTN_HAVE_NVTX3)
+ private:
+  // NOTE: out of line (capi/nvtx_range.cpp), like the logger's formatting (lib/core/log.hpp): the
+  // formatting engine and NVTX's loader are compiled once, not in every entry point's file.
+  static void push(fmt::string_view format, fmt::format_args args);
+  static void pop();
+#endif
 };
 
 }  // namespace fp8attn
