@@ -49,9 +49,14 @@ func (e *Error) Unwrap() error {
 // ErrGoPointer: memory handed to the library was Go memory (see WrapHost).
 var ErrGoPointer = errors.New("fp8attn: Go memory cannot be passed to the library; use NewHostTensor")
 
-// Status codes used by the binding's own checks.
+// Status codes the binding's own checks and its tests use.
 const (
 	StatusInvalidArgument    = int32(C.FP8ATTN_STATUS_INVALID_ARGUMENT)
+	StatusNullPointer        = int32(C.FP8ATTN_STATUS_NULL_POINTER)
+	StatusBadOption          = int32(C.FP8ATTN_STATUS_BAD_OPTION)
+	StatusBadStream          = int32(C.FP8ATTN_STATUS_BAD_STREAM)
+	StatusUnsupported        = int32(C.FP8ATTN_STATUS_UNSUPPORTED)
+	StatusUnsupportedDtype   = int32(C.FP8ATTN_STATUS_UNSUPPORTED_DTYPE)
 	StatusBadShape           = int32(C.FP8ATTN_STATUS_BAD_SHAPE)
 	StatusBadStride          = int32(C.FP8ATTN_STATUS_BAD_STRIDE)
 	StatusBadScale           = int32(C.FP8ATTN_STATUS_BAD_SCALE)

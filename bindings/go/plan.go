@@ -85,6 +85,14 @@ func (p *Plan) Tile() (int32, int32, error) {
 }
 
 // ForwardArgs are one call's tensors; nil optional tensors are absent.
+//
+// Training options (the CPU backend only): OutScale is the output scale of an E4M3 output (out =
+// E4M3(O · OutScale), saturating); AmaxO, when set, receives max |O| (before the output scale and
+// the cast) after success; ScaleState and ScaleStateLayer make the call read the Q, K, V descales
+// and the E4M3 output scale from that layer of the state and report the amaxes of O and of the
+// scaled logits into it after success. The library refuses per-tensor descales or an OutScale
+// together with a state, and a nonzero layer without one. The binding copies OutScale into, and
+// AmaxO out of, C memory it owns for the call: cgo forbids Go pointers inside the args struct.
 type ForwardArgs struct {
 	Q, K, V, Out                 Tensor
 	LSE                          Tensor
@@ -92,6 +100,10 @@ type ForwardArgs struct {
 	MaxSeqlenQ, MaxSeqlenK       int64  // needed with the packed layout
 	Batch                        int64  // needed with the packed layout
 	QDescale, KDescale, VDescale Tensor
+	OutScale                     *float32
+	AmaxO                        *float32
+	ScaleState                   *ScaleState
+	ScaleStateLayer              int32
 }
 
 // Telemetry is the forward call's numerics (desc Telemetry(true)).
@@ -127,41 +139,73 @@ func (p *Plan) Forward(a *ForwardArgs) (*Telemetry, error) {
 		}
 		*f.dst = t
 	}
-	batch, sq, sk := a.Batch, a.MaxSeqlenQ, a.MaxSeqlenK
-	if a.CuSeqlensQ == nil {
-		if args.q.rank != 4 || args.k.rank != 4 {
-			return nil, bindingError(StatusBadShape, "padded q and k are [batch, seqlen, heads, head_dim]")
-		}
-		batch, sq, sk = int64(args.q.shape[0]), int64(args.q.shape[1]), int64(args.k.shape[1])
+	batch, sq, sk, err := problemSizes(&args.q, &args.k, a.CuSeqlensQ != nil, a.Batch, a.MaxSeqlenQ, a.MaxSeqlenK)
+	if err != nil {
+		return nil, err
 	}
 	var bytes C.size_t
 	if err := call("fp8attn_plan_workspace_size", func(e *C.fp8attn_error) C.int32_t {
-		return C.fp8attn_plan_workspace_size(p.raw, C.int64_t(max1(batch)), C.int64_t(max1(sq)), C.int64_t(max1(sk)),
-			&bytes, e)
+		return C.fp8attn_plan_workspace_size(p.raw, C.int64_t(batch), C.int64_t(sq), C.int64_t(sk), &bytes, e)
 	}); err != nil {
 		return nil, err
 	}
-	var ws unsafe.Pointer
-	if err := call("fp8attn_host_alloc", func(e *C.fp8attn_error) C.int32_t {
-		return C.fp8attn_host_alloc(bytes, 0, &ws, e)
-	}); err != nil {
+	ws, err := hostWorkspace(bytes)
+	if err != nil {
 		return nil, err
 	}
 	defer C.fp8attn_host_free(ws)
-	// The telemetry struct lives in C memory: a Go pointer inside args would break cgo's rules.
+	// The telemetry struct and the two scalars live in C memory: a Go pointer inside args would
+	// break cgo's rules.
 	tele := (*C.fp8attn_telemetry)(C.calloc(1, C.sizeof_fp8attn_telemetry))
 	defer C.free(unsafe.Pointer(tele))
 	tele.struct_size = C.size_t(C.sizeof_fp8attn_telemetry)
 	args.telemetry = tele
-	err := call("fp8attn_attention_forward", func(e *C.fp8attn_error) C.int32_t {
+	scalars := (*[2]C.float)(C.calloc(2, C.sizeof_float)) // out_scale, amax_o
+	defer C.free(unsafe.Pointer(scalars))
+	if a.OutScale != nil {
+		scalars[0] = C.float(*a.OutScale)
+		args.out_scale = &scalars[0]
+	}
+	if a.AmaxO != nil {
+		args.amax_o = &scalars[1]
+	}
+	if a.ScaleState != nil {
+		args.scale_state = a.ScaleState.raw
+	}
+	args.scale_state_layer = C.int32_t(a.ScaleStateLayer)
+	err = call("fp8attn_attention_forward", func(e *C.fp8attn_error) C.int32_t {
 		return C.fp8attn_attention_forward(p.raw, &args, ws, bytes, nil, e)
 	})
 	runtime.KeepAlive(a) // the HostTensors' finalizers must not run during the call
+	if err == nil && a.AmaxO != nil {
+		*a.AmaxO = float32(scalars[1])
+	}
 	if err != nil || !p.telemetry {
 		return nil, err
 	}
 	return &Telemetry{PPositive: uint64(tele.p_positive), PUnderflow: uint64(tele.p_underflow),
 		MaxAbsScaledLogit: float32(tele.max_abs_scaled_logit)}, nil
+}
+
+// problemSizes is (batch, max_seqlen_q, max_seqlen_k) for a workspace query, each at least 1:
+// from the padded q and k, or the caller's figures for the packed layout.
+func problemSizes(q, k *C.fp8attn_tensor, packed bool, batch, sq, sk int64) (int64, int64, int64, error) {
+	if !packed {
+		if q.rank != 4 || k.rank != 4 {
+			return 0, 0, 0, bindingError(StatusBadShape, "padded q and k are [batch, seqlen, heads, head_dim]")
+		}
+		batch, sq, sk = int64(q.shape[0]), int64(q.shape[1]), int64(k.shape[1])
+	}
+	return max1(batch), max1(sq), max1(sk), nil
+}
+
+// hostWorkspace is C memory from fp8attn_host_alloc; the caller frees it with fp8attn_host_free.
+func hostWorkspace(bytes C.size_t) (unsafe.Pointer, error) {
+	var ws unsafe.Pointer
+	err := call("fp8attn_host_alloc", func(e *C.fp8attn_error) C.int32_t {
+		return C.fp8attn_host_alloc(bytes, 0, &ws, e)
+	})
+	return ws, err
 }
 
 func max1(x int64) int64 {

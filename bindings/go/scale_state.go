@@ -6,6 +6,7 @@ package fp8attn
 import "C"
 
 import (
+	"runtime"
 	"sync/atomic"
 	"unsafe"
 )
@@ -17,11 +18,25 @@ const (
 	KindQ     TensorKind = C.FP8ATTN_TENSOR_Q
 	KindK     TensorKind = C.FP8ATTN_TENSOR_K
 	KindV     TensorKind = C.FP8ATTN_TENSOR_V
+	KindO     TensorKind = C.FP8ATTN_TENSOR_O
+	KindP     TensorKind = C.FP8ATTN_TENSOR_P
+	KindDO    TensorKind = C.FP8ATTN_TENSOR_DO
+	KindDP    TensorKind = C.FP8ATTN_TENSOR_DP
 	KindLogit TensorKind = C.FP8ATTN_TENSOR_LOGIT
+	// NumTensorKinds is the length of a layer's amax vector (ReportAmaxDevice).
+	NumTensorKinds = C.FP8ATTN_NUM_TENSOR_KINDS
 )
 
-// ScaleStateOptions: zeros are the library's defaults; Recipe is per TensorKind (0 default,
-// 1 delayed, 2 current, 3 geometry).
+// Recipes of ScaleStateOptions.Recipe (the header's fp8attn_scale_recipe).
+const (
+	RecipeDefault  int32 = C.FP8ATTN_RECIPE_DEFAULT
+	RecipeDelayed  int32 = C.FP8ATTN_RECIPE_DELAYED
+	RecipeCurrent  int32 = C.FP8ATTN_RECIPE_CURRENT
+	RecipeGeometry int32 = C.FP8ATTN_RECIPE_GEOMETRY
+)
+
+// ScaleStateOptions: zeros are the library's defaults; Recipe is per TensorKind (RecipeDefault,
+// RecipeDelayed, RecipeCurrent, RecipeGeometry).
 type ScaleStateOptions struct {
 	NumLayers      int32
 	Recipe         [8]int32
@@ -64,6 +79,32 @@ func (s *ScaleState) ReportAmax(layer int32, kind TensorKind, amax float32) erro
 	return call("fp8attn_scale_state_report_amax", func(e *C.fp8attn_error) C.int32_t {
 		return C.fp8attn_scale_state_report_amax(s.raw, C.int32_t(layer), C.int32_t(kind), C.float(amax), e)
 	})
+}
+
+// ReportAmaxDevice reports one layer's amaxes (NumTensorKinds F32 values in TensorKind order; a
+// negative entry skips) from the memory of the state's context's device, as a kernel writes
+// them: a HostTensor on the CPU, reference and emulator backends (stream 0), a DeviceTensor and
+// a CUDA stream on the CUDA backend (which the library refuses for now). All entries are checked
+// before any is recorded.
+func (s *ScaleState) ReportAmaxDevice(layer int32, amax Tensor, stream uintptr) error {
+	if amax == nil {
+		return bindingError(StatusInvalidArgument, "amax is required")
+	}
+	raw, err := amax.describe()
+	if err != nil {
+		return err
+	}
+	if raw.dtype != C.FP8ATTN_DTYPE_F32 || raw.rank != 1 || raw.shape[0] != NumTensorKinds || raw.stride[0] != 1 {
+		return bindingError(StatusBadShape, "amax must be a contiguous F32 [%d] (dtype %d, rank %d)", NumTensorKinds,
+			raw.dtype, raw.rank)
+	}
+	// NOTE: a stream is an address the library owns, not a Go pointer: it travels as C's pointer type.
+	cstream := *(**C.struct_CUstream_st)(unsafe.Pointer(&stream))
+	err = call("fp8attn_scale_state_report_amax_device", func(e *C.fp8attn_error) C.int32_t {
+		return C.fp8attn_scale_state_report_amax_device(s.raw, C.int32_t(layer), (*C.float)(raw.data), cstream, e)
+	})
+	runtime.KeepAlive(amax) // a HostTensor's finalizer must not run during the call
+	return err
 }
 
 func (s *ScaleState) Step() error {

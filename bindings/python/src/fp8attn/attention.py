@@ -55,10 +55,18 @@ def forward_with_plan(plan: Plan, q: Any, k: Any, v: Any, *, out: Any = None, ls
                       return_lse: bool = False, descales: Sequence[Any] | None = None,
                       block_descales: Sequence[Any] | None = None, cu_seqlens_q: Any = None,
                       cu_seqlens_k: Any = None, max_seqlen_q: int | None = None, max_seqlen_k: int | None = None,
-                      stream: int | None = None) -> Any:
+                      stream: int | None = None, out_scale: float | None = None, return_amax_o: bool = False,
+                      scale_state: Any = None, scale_state_layer: int = 0) -> Any:
     """Runs the plan. Returns out, then lse when `return_lse` (or `lse` is given), then the
-    telemetry dict when the plan was made with telemetry=True. Missing outputs are allocated with
-    q's array library on q's device."""
+    telemetry dict when the plan was made with telemetry=True, then max |O| (a float, before the
+    output scale and the cast) when `return_amax_o`. Missing outputs are allocated with q's array
+    library on q's device.
+
+    Training options (the CPU backend only): `out_scale` is the output scale of a plan with
+    output_dtype="float8_e4m3fn" (out = E4M3(O · out_scale), saturating). `scale_state` (a
+    ScaleState) and `scale_state_layer` make the call read the Q, K, V descales and the E4M3 output
+    scale from that layer of the state, and report the amaxes of O and of the scaled logits into
+    it after success; per-tensor `descales` and `out_scale` are then refused by the library."""
     vq, vk, vv = view(q, "q", stream=stream), view(k, "k", stream=stream), view(v, "v", stream=stream)
     packed = cu_seqlens_q is not None or cu_seqlens_k is not None
     heads_q, dim_v = vq.shape[-2], vv.shape[-1]
@@ -112,6 +120,10 @@ def forward_with_plan(plan: Plan, q: Any, k: Any, v: Any, *, out: Any = None, ls
         if isinstance(t, View) and t.device == "cuda" and t.device_id != plan.context.device_ordinal:
             raise binding_error("FP8ATTN_STATUS_BAD_DEVICE", f"a tensor is on CUDA device {t.device_id}, the "
                                                              f"context on device {plan.context.device_ordinal}")
+    _training_options(args, keep, out_scale, scale_state, scale_state_layer)
+    amax_o = ctypes.c_float(float("nan")) if return_amax_o else None
+    if amax_o is not None:
+        args.amax_o = ctypes.pointer(amax_o)
     tele = None
     if plan.desc.telemetry:
         tele = _abi.new(_abi.Telemetry)
@@ -127,17 +139,36 @@ def forward_with_plan(plan: Plan, q: Any, k: Any, v: Any, *, out: Any = None, ls
     if tele is not None:
         result.append({"p_positive": tele.p_positive, "p_underflow": tele.p_underflow,
                        "max_abs_scaled_logit": tele.max_abs_scaled_logit})
+    if amax_o is not None:
+        result.append(amax_o.value)
     return result[0] if len(result) == 1 else tuple(result)
+
+
+def _training_options(args: _abi.AttentionArgs, keep: list[Any], out_scale: float | None, scale_state: Any,
+                      layer: int) -> None:
+    """Sets args.out_scale and the scale state; the library checks their combinations (it names
+    the field in its message), so none is refused here."""
+    if out_scale is not None:
+        scale = ctypes.c_float(out_scale)
+        keep.append(scale)
+        args.out_scale = ctypes.pointer(scale)
+    if scale_state is not None:
+        keep.append(scale_state)  # the state must outlive the call
+        args.scale_state = scale_state.handle
+    args.scale_state_layer = layer
 
 
 def backward_with_plan(plan: Plan, q: Any, k: Any, v: Any, out: Any, dout: Any, lse: Any, *, dq: Any = None,
                        dk: Any = None, dv: Any = None, cu_seqlens_q: Any = None, cu_seqlens_k: Any = None,
                        max_seqlen_q: int | None = None, max_seqlen_k: int | None = None, deterministic: bool = True,
-                       stream: int | None = None) -> tuple[Any, Any, Any]:
+                       dq_dtype: str = "bfloat16", stream: int | None = None) -> tuple[Any, Any, Any]:
     """Gradients (dq, dk, dv) of attention for a plan with bfloat16 inputs, given the forward's
     q, k, v, out and lse (forward_with_plan(..., return_lse=True)) and dout, the loss's gradient
-    with respect to out. Layouts are the forward's; dk and dv of a KV head sum over its query heads.
-    Missing outputs are allocated as bfloat16 with q's array library (dq may also be float32)."""
+    with respect to out. Layouts are the forward's (padded, or packed with cu_seqlens); the plan's
+    causal, window, GQA and softmax_scale apply; dk and dv of a KV head sum over its query heads.
+    deterministic=True asks for the same bits whatever the schedule (the CPU backend always is).
+    Missing outputs are allocated with q's array library: dk and dv as bfloat16, dq as `dq_dtype`
+    ("bfloat16" or "float32")."""
     vq, vk, vv = view(q, "q", stream=stream), view(k, "k", stream=stream), view(v, "v", stream=stream)
     vo, vg, vl = view(out, "out", stream=stream), view(dout, "dout", stream=stream), view(lse, "lse", stream=stream)
     args = _abi.new(_abi.AttentionBwdArgs)
@@ -158,7 +189,7 @@ def backward_with_plan(plan: Plan, q: Any, k: Any, v: Any, out: Any, dout: Any, 
             raise binding_error("FP8ATTN_STATUS_BAD_SHAPE", f"q and k must be [batch, seqlen, heads, head_dim], "
                                                             f"got shapes {vq.shape}, {vk.shape}")
         batch, max_seqlen_q, max_seqlen_k = vq.shape[0], vq.shape[1], vk.shape[1]
-    dq = empty_like_library(vq, vq.shape, "bfloat16") if dq is None else dq
+    dq = empty_like_library(vq, vq.shape, dq_dtype) if dq is None else dq
     dk = empty_like_library(vq, vk.shape, "bfloat16") if dk is None else dk
     dv = empty_like_library(vq, vv.shape, "bfloat16") if dv is None else dv
     vdq, vdk, vdv = (view(x, name, writable=True, stream=stream) for x, name in ((dq, "dq"), (dk, "dk"), (dv, "dv")))
@@ -181,27 +212,33 @@ def _out_dtype(plan: Plan) -> str:
 def attention(q: Any, k: Any, v: Any, *, causal: bool = False, window: tuple[int, int] | None = None,
               descales: Sequence[Any] | None = None, kv_order: str = "reverse", p_scale_log2: int = 8,
               backend: str = "cpu", cu_seqlens_q: Any = None, cu_seqlens_k: Any = None, return_lse: bool = False,
-              telemetry: bool = False) -> Any:
-    """softmax(Q·Kᵀ/√d + mask)·V with FP8 (float8_e4m3fn) or bfloat16 inputs and a bfloat16 output.
+              telemetry: bool = False, out_dtype: str = "bfloat16", out_scale: float | None = None,
+              return_amax_o: bool = False, scale_state: Any = None, scale_state_layer: int = 0) -> Any:
+    """softmax(Q·Kᵀ/√d + mask)·V with FP8 (float8_e4m3fn) or bfloat16 inputs and a bfloat16
+    output (or `out_dtype` "float32", or "float8_e4m3fn" with `out_scale` or a `scale_state`).
 
     q [batch, seqlen_q, heads_q, head_dim], k and v [batch, seqlen_k, heads_kv, head_dim]; or
     packed [total, heads, head_dim] with cu_seqlens_q and cu_seqlens_k (int32 [batch + 1]).
     window: (left, right) keys visible around the diagonal, -1 unbounded. descales: (q, k, v), each
     None, a number, or float32 [batch, heads_kv]. Returns out, then the float32 LSE
     ([batch, heads_q, seqlen_q]; packed [heads_q, total_q]) when return_lse, then a telemetry dict
-    (p_positive, p_underflow, max_abs_scaled_logit) when telemetry.
+    (p_positive, p_underflow, max_abs_scaled_logit) when telemetry, then max |O| when
+    return_amax_o. out_scale, return_amax_o, scale_state and scale_state_layer are
+    forward_with_plan's training options (CPU backend).
     """
     vq = view(q, "q")
     if vq.dtype not in ("float8_e4m3fn", "bfloat16"):
         raise binding_error("FP8ATTN_STATUS_BAD_DTYPE", f"q is {vq.dtype}; attention takes float8_e4m3fn or bfloat16")
     heads_kv = view(k, "k").shape[-2]
     left, right = window if window is not None else (-1, -1)
-    plan = Plan(default_context(backend), input_dtype=vq.dtype, output_dtype="bfloat16", head_dim=vq.shape[-1],
+    plan = Plan(default_context(backend), input_dtype=vq.dtype, output_dtype=out_dtype, head_dim=vq.shape[-1],
                 head_dim_v=view(v, "v").shape[-1], num_heads_q=vq.shape[-2], num_heads_kv=heads_kv,
                 causal=causal, window_left=left, window_right=right, kv_order=kv_order, p_scale_log2=p_scale_log2,
                 telemetry=telemetry)
     try:
         return forward_with_plan(plan, q, k, v, descales=descales, cu_seqlens_q=cu_seqlens_q,
-                                 cu_seqlens_k=cu_seqlens_k, return_lse=return_lse)
+                                 cu_seqlens_k=cu_seqlens_k, return_lse=return_lse, out_scale=out_scale,
+                                 return_amax_o=return_amax_o, scale_state=scale_state,
+                                 scale_state_layer=scale_state_layer)
     finally:
         plan.close()

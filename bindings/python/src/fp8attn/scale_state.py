@@ -9,7 +9,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from . import _abi
-from ._arrays import to_bytes_pointer, view
+from ._arrays import binding_error, to_bytes_pointer, view
 from ._handle import OwnedHandle
 from ._library import call
 from .attention import default_context
@@ -61,6 +61,20 @@ class ScaleState(OwnedHandle):
         """amax: [num_layers, 8] (layer-major, kinds in header order); a negative entry skips."""
         a = np.ascontiguousarray(amax, dtype=np.float32)
         call("fp8attn_scale_state_report_amax_batch", self.handle, a.ctypes.data_as(_f32p), a.size)
+
+    def report_amax_device(self, layer: int, amax: Any, stream: int | None = None) -> None:
+        """One layer's 8 amaxes (kinds in header order; a negative entry skips) from the memory of
+        the state's context's device, as a kernel writes them: a float32 [8] numpy array on the
+        CPU, reference and emulator backends, any contiguous `__dlpack__` float32 [8] (a CUDA
+        tensor on the CUDA backend, which the library refuses for now). `stream` must be None on
+        the CPU and reference backends."""
+        v = view(amax, "amax")
+        if v.dtype != "float32" or v.shape != (_abi.NUM_TENSOR_KINDS,) or v.struct.stride[0] != 1:
+            raise binding_error("FP8ATTN_STATUS_BAD_SHAPE", f"amax must be a contiguous float32 "
+                                                            f"[{_abi.NUM_TENSOR_KINDS}], got {v.dtype} {v.shape}")
+        call("fp8attn_scale_state_report_amax_device", self.handle, layer, ctypes.cast(v.struct.data, _f32p),
+             ctypes.c_void_p(stream) if stream else None)
+        del v  # kept alive (with its DLPack capsule) until the call returned
 
     def step(self) -> None:
         call("fp8attn_scale_state_step", self.handle)

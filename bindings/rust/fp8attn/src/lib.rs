@@ -13,6 +13,7 @@
 //!                                    TensorRef::new(&v, &shape)?, TensorMut::new(&mut out, &shape)?))?;
 //! # Ok::<(), fp8attn::Error>(())
 //! ```
+mod backward;
 mod context;
 mod error;
 mod numerics;
@@ -20,6 +21,7 @@ mod plan;
 mod scale_state;
 mod tensor;
 
+pub use backward::BackwardArgs;
 pub use context::{Backend, Context, ContextOptions, LogLevel};
 pub use error::{status_name, Error, ErrorKind, Result};
 pub use fp8attn_sys as sys;

@@ -1,6 +1,7 @@
 //! `AttentionDesc`, `Plan` (immutable, `Send + Sync`) and the forward call.
 use crate::context::{Context, ContextInner};
 use crate::error::{check, Error, Result};
+use crate::scale_state::ScaleState;
 use crate::tensor::{absent, DType, HostBuffer, TensorMut, TensorRef};
 use fp8attn_sys as sys;
 use std::sync::Arc;
@@ -88,12 +89,19 @@ pub struct ForwardArgs<'a> {
     pub max_seqlens: Option<(i64, i64)>,
     pub descales: [Option<TensorRef<'a>>; 3],
     pub block_descales: [Option<TensorRef<'a>>; 3],
+    /// The E4M3 output's scale: out = E4M3(O · out_scale), saturating (E4M3 plans only).
+    pub out_scale: Option<f32>,
+    /// Out: max |O| before the output scale and the cast; written only on success.
+    pub amax_o: Option<&'a mut f32>,
+    /// A scale state and its layer: the call reads the Q, K, V descales and the E4M3 output scale
+    /// from it and reports the amaxes of O and of the scaled logits into it after success.
+    pub scale_state: Option<(&'a ScaleState, i32)>,
 }
 
 impl<'a> ForwardArgs<'a> {
     pub fn new(q: TensorRef<'a>, k: TensorRef<'a>, v: TensorRef<'a>, out: TensorMut<'a>) -> Self {
         ForwardArgs { q, k, v, out, lse: None, cu_seqlens: None, max_seqlens: None, descales: [None, None, None],
-                      block_descales: [None, None, None] }
+                      block_descales: [None, None, None], out_scale: None, amax_o: None, scale_state: None }
     }
     pub fn lse(mut self, lse: TensorMut<'a>) -> Self {
         self.lse = Some(lse);
@@ -101,6 +109,28 @@ impl<'a> ForwardArgs<'a> {
     }
     pub fn descales(mut self, q: Option<TensorRef<'a>>, k: Option<TensorRef<'a>>, v: Option<TensorRef<'a>>) -> Self {
         self.descales = [q, k, v];
+        self
+    }
+    /// Per-block descales (q per query tile, k and v per KV block), multiplied with the others.
+    pub fn block_descales(mut self, q: Option<TensorRef<'a>>, k: Option<TensorRef<'a>>, v: Option<TensorRef<'a>>)
+                          -> Self {
+        self.block_descales = [q, k, v];
+        self
+    }
+    /// The output scale of an E4M3 output (CPU backend).
+    pub fn out_scale(mut self, scale: f32) -> Self {
+        self.out_scale = Some(scale);
+        self
+    }
+    /// Where the call writes max |O| (CPU backend).
+    pub fn amax_o(mut self, amax: &'a mut f32) -> Self {
+        self.amax_o = Some(amax);
+        self
+    }
+    /// Scales from, and amaxes into, a layer of a scale state (CPU backend). The library refuses
+    /// per-tensor descales and an out_scale together with it (FP8ATTN_STATUS_BAD_OPTION).
+    pub fn scale_state(mut self, state: &'a ScaleState, layer: i32) -> Self {
+        self.scale_state = Some((state, layer));
         self
     }
     /// Packed layout: int32 [batch + 1] offsets and the longest sequences.
@@ -111,14 +141,19 @@ impl<'a> ForwardArgs<'a> {
     }
     /// (batch, max_seqlen_q, max_seqlen_k) for the workspace query.
     fn sizes(&self) -> Result<(i64, i64, i64)> {
-        match (&self.cu_seqlens, self.max_seqlens) {
-            (Some((cu, _)), Some((sq, sk))) => Ok((cu.shape()[0] - 1, sq, sk)),
-            (None, _) if self.q.shape().len() == 4 && self.k.shape().len() == 4 => {
-                Ok((self.q.shape()[0], self.q.shape()[1], self.k.shape()[1]))
-            }
-            _ => Err(Error::new(sys::FP8ATTN_STATUS_BAD_SHAPE,
-                                "q and k must be rank 4 [batch, seqlen, heads, head_dim], or packed with varlen()")),
-        }
+        problem_sizes(&self.q, &self.k, &self.cu_seqlens, self.max_seqlens)
+    }
+}
+
+/// (batch, max_seqlen_q, max_seqlen_k) of a padded or packed problem, for the workspace queries
+/// of the forward and the backward.
+pub(crate) fn problem_sizes(q: &TensorRef<'_>, k: &TensorRef<'_>, cu_seqlens: &Option<(TensorRef<'_>, TensorRef<'_>)>,
+                            max_seqlens: Option<(i64, i64)>) -> Result<(i64, i64, i64)> {
+    match (cu_seqlens, max_seqlens) {
+        (Some((cu, _)), Some((sq, sk))) => Ok((cu.shape()[0] - 1, sq, sk)),
+        (None, _) if q.shape().len() == 4 && k.shape().len() == 4 => Ok((q.shape()[0], q.shape()[1], k.shape()[1])),
+        _ => Err(Error::new(sys::FP8ATTN_STATUS_BAD_SHAPE,
+                            "q and k must be rank 4 [batch, seqlen, heads, head_dim], or packed with varlen()")),
     }
 }
 
@@ -185,11 +220,10 @@ impl Plan {
             q_block_descale: opt(&args.block_descales[0]),
             k_block_descale: opt(&args.block_descales[1]),
             v_block_descale: opt(&args.block_descales[2]),
-            // NOTE: E4M3 output, amax_o and the scale state (issue 12) are not in the safe API yet.
-            out_scale: core::ptr::null(),
-            amax_o: core::ptr::null_mut(),
-            scale_state: core::ptr::null_mut(),
-            scale_state_layer: 0,
+            out_scale: args.out_scale.as_ref().map_or(core::ptr::null(), |s| s as *const f32),
+            amax_o: args.amax_o.as_mut().map_or(core::ptr::null_mut(), |a| &mut **a as *mut f32),
+            scale_state: args.scale_state.map_or(core::ptr::null_mut(), |(s, _)| s.as_raw()),
+            scale_state_layer: args.scale_state.map_or(0, |(_, layer)| layer),
         };
         let (ptr, len) = (workspace.as_mut_ptr(), workspace.len());
         check(|e| unsafe { sys::fp8attn_attention_forward(self.raw, &raw, ptr, len, core::ptr::null_mut(), e) })?;

@@ -80,6 +80,24 @@ impl ScaleState {
         check(|e| unsafe { sys::fp8attn_scale_state_report_amax_batch(self.raw, amax.as_ptr(), amax.len(), e) })
     }
 
+    /// One layer's amaxes in fp8attn_tensor_kind order (a negative entry skips), read from host
+    /// memory as fp8attn_scale_state_report_amax_device reads "device" memory on the CPU,
+    /// reference and emulator backends (no stream). All are checked before any is recorded.
+    pub fn report_amax_device(&self, layer: i32, amax: &[f32; sys::FP8ATTN_NUM_TENSOR_KINDS]) -> Result<()> {
+        check(|e| unsafe {
+            sys::fp8attn_scale_state_report_amax_device(self.raw, layer, amax.as_ptr(), core::ptr::null_mut(), e)
+        })
+    }
+
+    /// fp8attn_scale_state_report_amax_device with a device pointer and a stream.
+    /// # Safety
+    /// `device_amax` must point at 8 floats in the memory of the state's context's device, valid
+    /// until the call returns; `stream` must be NULL or a stream of that context.
+    pub unsafe fn report_amax_device_raw(&self, layer: i32, device_amax: *const f32, stream: sys::cuda_stream)
+                                         -> Result<()> {
+        check(|e| unsafe { sys::fp8attn_scale_state_report_amax_device(self.raw, layer, device_amax, stream, e) })
+    }
+
     pub fn step(&self) -> Result<()> {
         check(|e| unsafe { sys::fp8attn_scale_state_step(self.raw, e) })
     }
@@ -96,6 +114,10 @@ impl ScaleState {
             sys::fp8attn_scale_state_set_qk_sigma(self.raw, layer, sigma.as_ptr(), sigma.len() as i32, head_dim,
                                                   d_model, e)
         })
+    }
+
+    pub fn as_raw(&self) -> sys::fp8attn_scale_state {
+        self.raw
     }
 
     /// The versioned, checksummed blob.

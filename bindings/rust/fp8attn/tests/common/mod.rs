@@ -1,6 +1,10 @@
-//! Test helpers: a seeded generator, random finite E4M3 data, and an FP64 attention.
+//! Test helpers: a seeded generator, random finite E4M3 and BF16 data, an E4M3 encoder, and FP64
+//! attention (forward here, backward in backward_fp64.rs).
 #![allow(dead_code)]
-use fp8attn::E4m3;
+mod backward_fp64;
+#[allow(unused_imports)]
+pub use backward_fp64::{attention_backward_fp64, Problem};
+use fp8attn::{Bf16, E4m3};
 
 pub fn seed(test: &str) -> u64 {
     let base: u64 = std::env::var("FP8ATTN_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(20261123);
@@ -34,6 +38,43 @@ impl Rng {
     pub fn e4m3_vec(&mut self, n: usize) -> Vec<E4m3> {
         (0..n).map(|_| self.e4m3()).collect()
     }
+    /// A standard normal draw (Box-Muller).
+    pub fn normal(&mut self) -> f64 {
+        let (u, v) = (1.0 - self.uniform(), self.uniform());
+        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+    }
+    /// N(0, 1) values rounded to BF16.
+    pub fn bf16_vec(&mut self, n: usize) -> Vec<Bf16> {
+        (0..n).map(|_| Bf16::from_f32(self.normal() as f32)).collect()
+    }
+}
+
+/// BF16 NaN bits, to poison outputs: an element the call does not write stays NaN.
+pub const BF16_NAN: Bf16 = Bf16(0x7FC1);
+
+/// x rounded to the nearest E4M3 (ties to the even code), saturating at ±448 (the library's
+/// round_e4m3_satfinite), by search over the 127 finite magnitudes: independent of the library.
+pub fn e4m3_satfinite(x: f32) -> E4m3 {
+    if x.is_nan() {
+        return E4m3(0x7F);
+    }
+    let sign = if x.is_sign_negative() { 0x80 } else { 0 };
+    let a = x.abs() as f64;
+    let mut best = 0u8;
+    for code in 1..=0x7Eu8 {
+        let (d, db) = ((E4m3(code).to_f32() as f64 - a).abs(), (E4m3(best).to_f32() as f64 - a).abs());
+        if d < db || (d == db && code % 2 == 0) {
+            best = code;
+        }
+    }
+    E4m3(sign | best)
+}
+
+/// The relative L2 error ‖got − want‖ / ‖want‖.
+pub fn rel_l2(got: &[f64], want: &[f64]) -> f64 {
+    let num: f64 = got.iter().zip(want).map(|(g, w)| (g - w) * (g - w)).sum();
+    let den: f64 = want.iter().map(|w| w * w).sum();
+    (num / den).sqrt()
 }
 
 /// Exact attention in FP64 over [b, s, h, d] data (row-major), GQA, causal bottom-right:
