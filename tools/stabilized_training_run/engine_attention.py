@@ -55,11 +55,23 @@ class EngineHead:
 class ErrorAccumulator:
     """Δ = Σ_t δ_t of a gradient error: ‖Δ‖_F / sqrt(Σ‖δ_t‖²_F) is about 1 for errors of random
     direction and grows like √t for errors that keep one direction; ‖Δ‖₂ / ‖Δ‖_F is 1 when Δ is
-    rank one."""
+    rank one. fix_direction() freezes Δ's top singular pair (u, v) as a fixed rank-one direction;
+    alignment() = |uᵀ·Δ·v| / ‖Δ‖_F then stays put when later errors keep that direction and decays
+    like sqrt(t_fix / t) when they are random."""
 
     def __init__(self, shape):
         self.acc = np.zeros(shape)
         self.sum_sq = 0.0
+        self.u = self.v = None
+
+    def fix_direction(self):
+        u, _, vt = np.linalg.svd(self.acc)
+        self.u, self.v = u[:, 0], vt[0]
+
+    def alignment(self):
+        if self.u is None:
+            return float("nan")
+        return float(abs(self.u @ self.acc @ self.v) / max(np.linalg.norm(self.acc), 1e-300))
 
     def add(self, delta):
         self.acc += delta

@@ -67,3 +67,16 @@ def test_error_accumulator_ratios():
     assert same.growth() > 9.0  # √100 = 10 for equal steps; uniform weights lose under 4 %
     assert random.growth() < 2.0  # ≈ 1 (its square is χ²₆₄/64 over Σ: ≥ 2 needs a 4σ draw)
     assert same.rank1() == pytest.approx(np.linalg.norm(direction, 2) / np.linalg.norm(direction))
+
+
+def test_error_accumulator_alignment_with_a_fixed_direction():
+    rng = np.random.default_rng(np.random.SeedSequence().entropy)
+    same, random = ErrorAccumulator((8, 8)), ErrorAccumulator((8, 8))
+    direction = np.outer(rng.normal(size=8), rng.normal(size=8))  # rank one
+    for t in range(400):
+        same.add(direction + 0.1 * rng.normal(size=(8, 8)))
+        random.add(rng.normal(size=(8, 8)))
+        if t == 24:
+            same.fix_direction(), random.fix_direction()
+    assert same.alignment() > 0.99
+    assert random.alignment() < 0.6  # ≈ sqrt(25/400) = 0.25 plus the chance share, about 1/8

@@ -123,6 +123,9 @@ def train(args, width, layers, lr, variant, ctx):
                                                                    p[f"Wk{l}"].T.astype(np.float32).copy(), 1, 1, d)[0])
             row[f"err_growth_{l}"], row[f"err_rank1_{l}"] = err[l].growth(), err[l].rank1()
             row[f"fwd_err_growth_{l}"] = fwd_err[l].growth()
+            if step + 1 == args.fix_step:
+                err[l].fix_direction()
+            row[f"err_alignment_{l}"] = err[l].alignment()
             row[f"err_fro_{l}"] = float(np.linalg.norm(err[l].acc))
         rows.append(row)
     plan.close()
@@ -142,6 +145,8 @@ def main():
                     help="the engine's BF16 backward, or FP64 from the engine's O and LSE")
     ap.add_argument("--vocab", type=int, default=32)
     ap.add_argument("--stay", type=float, default=0.5, help="probability that the next token repeats")
+    ap.add_argument("--fix-step", type=int, default=50,
+                    help="the step whose accumulated error's top singular pair is the fixed direction")
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--out", default="stabilized_training_run")
     args = ap.parse_args()
@@ -165,13 +170,13 @@ def main():
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
         w.writerows(rows)
-    plot(runs, f"{args.out}.png")
+    plot(runs, f"{args.out}.png", args.fix_step)
     print(f"seq {args.seq}, batch {args.batch}, vocab {args.vocab}, stay {args.stay}, {args.steps} steps, "
           f"seed {args.seed}, {args.backward} backward; Δ, Δ_fwd: W_Q's accumulated gradient error, all and the "
           f"forward's part; per layer l0 / l1")
     print("| width | layers | lr | softmax | rows with a tied max | loss first → last | ‖W_Q·W_Kᵀ‖₂ first → last (max) |"
-          " ‖Δ‖_F/√Σ‖δ‖² | ‖Δ_fwd‖_F/√Σ‖δ_fwd‖² | ‖Δ‖₂/‖Δ‖_F |")
-    print("|---:|---:|---:|---|---:|---|---|---:|---:|---:|")
+          f" ‖Δ‖_F/√Σ‖δ‖² | ‖Δ_fwd‖_F/√Σ‖δ_fwd‖² | ‖Δ‖₂/‖Δ‖_F | alignment with step {args.fix_step}'s direction |")
+    print("|---:|---:|---:|---|---:|---|---|---:|---:|---:|---:|")
     for width, layers, lr, by_variant in runs:
         for variant, r in by_variant.items():
             per_layer = lambda f: " / ".join(f(l) for l in range(layers))  # noqa: E731
@@ -181,17 +186,18 @@ def main():
                   f"{r[0]['loss']:.3f} → {r[-1]['loss']:.3f} | {sigma} | "
                   f"{per_layer(lambda l: format(r[-1][f'err_growth_{l}'], '.1f'))} | "
                   f"{per_layer(lambda l: format(r[-1][f'fwd_err_growth_{l}'], '.1f'))} | "
-                  f"{per_layer(lambda l: format(r[-1][f'err_rank1_{l}'], '.2f'))} |")
+                  f"{per_layer(lambda l: format(r[-1][f'err_rank1_{l}'], '.2f'))} | "
+                  f"{per_layer(lambda l: format(r[-1][f'err_alignment_{l}'], '.2f'))} |")
     print(f"wrote {args.out}.csv and {args.out}.png")
 
 
-def plot(runs, path):
+def plot(runs, path, fix_step):
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(len(runs), 3, figsize=(12, 3.0 * len(runs)), squeeze=False)
+    fig, axes = plt.subplots(len(runs), 4, figsize=(16, 3.0 * len(runs)), squeeze=False)
     for (width, layers, lr, by_variant), ax in zip(runs, axes):
         for variant, color in (("standard", "tab:red"), ("stabilized", "tab:blue")):
             r = by_variant[variant]
@@ -202,10 +208,14 @@ def plot(runs, path):
                            label=f"{variant}, layer {l}")
                 ax[2].plot(steps, [x[f"err_growth_{l}"] for x in r], color=color, linestyle=style,
                            label=f"{variant}, layer {l}")
+                ax[3].plot(steps, [x[f"err_alignment_{l}"] for x in r], color=color, linestyle=style,
+                           label=f"{variant}, layer {l}")
             ax[2].plot(steps, [x["fwd_err_growth_0"] for x in r], color=color, linestyle=":", alpha=0.6,
                        label=f"{variant}, forward's part, layer 0")
         ax[2].plot(steps, np.sqrt(np.arange(1, len(steps) + 1)), color="gray", linestyle=":", label="√t (one direction)")
-        for a, title in zip(ax, ("loss", "‖W_Q·W_Kᵀ‖₂", "‖Σδ‖_F / √Σ‖δ‖²_F (W_Q's gradient error)")):
+        titles = ("loss", "‖W_Q·W_Kᵀ‖₂", "‖Σδ‖_F / √Σ‖δ‖²_F (W_Q's gradient error)",
+                  f"|uᵀ(Σδ)v| / ‖Σδ‖_F, (u, v) fixed at step {fix_step}")
+        for a, title in zip(ax, titles):
             a.set_title(f"width {width}, {layers} layer{'s' if layers > 1 else ''}: {title}", fontsize=9)
             a.set_xlabel("step")
             a.legend(fontsize=6)
