@@ -48,16 +48,26 @@ bool parse(int argc, char** argv, BiasStudyOptions& o, bool& dq) {
 }
 
 /// The dQ table: per variant, each part of the projected dQ error next to its prediction.
-int print_dq_study(const BiasStudyOptions& o, int32_t out_dtype, fp8attn::workloads::ProgressLine& progress) {
+/// Also writes one CSV row per (output dtype, variant, draw) to `csv`: each quantity's mean over
+/// the draw's rows and the mean of its heads' slopes.
+int print_dq_study(const BiasStudyOptions& o, int32_t out_dtype, FILE* csv, fp8attn::workloads::ProgressLine& progress) {
   using fp8attn::study::ClusteredMoments;
   fp8attn::study::DqBiasStudyResult r;
+  const char* dtype = out_dtype == FP8ATTN_DTYPE_F32 ? "F32" : "BF16";
+  const auto on_draw = [&](int draw, uint64_t seed, int variant, const fp8attn::study::DqBiasStatistics& s) {
+    std::fprintf(csv, "%s,%s,%d,%llu,%lld,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e\n", dtype,
+                 fp8attn::study::kBiasVariantNames[variant], draw, static_cast<unsigned long long>(seed),
+                 static_cast<long long>(s.total.rows.count), s.total.mean(), s.d_error.mean(), s.o_part.mean(),
+                 s.o_predicted.mean(), s.o_residual.mean(), s.lse_part.mean(), s.lse_predicted.mean(),
+                 s.lse_error.mean(), s.backward_own.mean(), s.o_slope.mean());
+  };
   try {
-    r = fp8attn::study::run_dq_bias_trials(o, out_dtype, {}, [&](const std::string& step) { progress.step(step); });
+    r = fp8attn::study::run_dq_bias_trials(o, out_dtype, on_draw, [&](const std::string& step) { progress.step(step); });
   } catch (const std::exception& e) {
     std::fprintf(stderr, "stabilized_bias_study: %s\n", e.what());
     return 1;
   }
-  std::printf("\nO stored as %s:\n", out_dtype == FP8ATTN_DTYPE_F32 ? "F32" : "BF16");
+  std::printf("\nO stored as %s:\n", dtype);
   std::printf("\n| softmax | quantity | mean | z (rows) | z (clusters) |\n|---|---|---:|---:|---:|\n");
   for (int variant = 0; variant < 2; ++variant) {
     const fp8attn::study::DqBiasStatistics& s = r.stats[variant];
@@ -137,6 +147,20 @@ int main(int argc, char** argv) {
               o.head_dim, static_cast<long long>(o.keys), r.block_n, o.inputs.ties,
               static_cast<double>(o.inputs.tied_logit), o.inputs.tied_share_v ? ", one shared V row" : "",
               static_cast<double>(o.inputs.v_mean), static_cast<unsigned long long>(o.seed), out.c_str());
-  if (dq) return print_dq_study(o, FP8ATTN_DTYPE_F32, progress) || print_dq_study(o, FP8ATTN_DTYPE_BF16, progress);
-  return 0;
+  if (!dq) return 0;
+  // The dQ study's CSV sits beside the other: FILE.csv gives FILE_dq.csv.
+  const bool has_suffix = out.size() > 4 && out.compare(out.size() - 4, 4, ".csv") == 0;
+  const std::string dq_out = (has_suffix ? out.substr(0, out.size() - 4) : out) + "_dq.csv";
+  FILE* dq_csv = std::fopen(dq_out.c_str(), "w");
+  if (!dq_csv) {
+    std::fprintf(stderr, "stabilized_bias_study: cannot write %s\n", dq_out.c_str());
+    return 1;
+  }
+  std::fprintf(dq_csv, "out_dtype,variant,draw,seed,rows,pi_all,d_error,o_part,o_predicted,o_residual,lse_part,"
+                       "lse_predicted,lse_error,backward_own,o_slope\n");
+  const int rc = print_dq_study(o, FP8ATTN_DTYPE_F32, dq_csv, progress) ||
+                 print_dq_study(o, FP8ATTN_DTYPE_BF16, dq_csv, progress);
+  std::fclose(dq_csv);
+  if (rc == 0) std::printf("wrote %s\n", dq_out.c_str());
+  return rc;
 }
