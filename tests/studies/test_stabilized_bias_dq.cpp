@@ -5,10 +5,10 @@
 // π_i is dQ_i's error projected on g_i = Σ_j P_ij·K_j in D's units (README, "The stabilized
 // softmax's bias"). Checked, per softmax variant:
 // - O's part of π (engine O against the exact O, same exact LSE) follows D's error with slope 1:
-//   measured 1.02 ± 0.08 (standard; its δD is small, 2.6e-4 sd per row) and 1.001 ± 0.002
-//   (stabilized) over 16 clusters. Bounds |β − 1| < 0.35 (standard, about 6 standard errors at
-//   32 clusters) and < 0.05 (stabilized, about 30): a backward that dropped D gives 0, one that
-//   doubled it 2.
+//   measured 0.987 ± 0.043 (standard; its δD is small, 2.6e-4 sd per row) and 1.001 ± 0.001
+//   (stabilized) over 40 clusters. Bounds |β − 1| < 0.35 (standard, about 7 standard errors at
+//   32 clusters) and < 0.05 (stabilized, about 40): a backward that dropped D gives 0, one that
+//   doubled it 2, one that scaled it by 1.25 fails both variants' checks (seen).
 // - What the rounding adds has no mean: the residual (O part − δD), the LSE's part and the
 //   backward's own error (exact forward) have |z| < 5 over the clusters (Student's t with 31
 //   degrees of freedom: a 2e-5 chance of a false alarm each).
