@@ -68,7 +68,7 @@ std::vector<float> widen(const std::vector<unsigned char>& bytes, int32_t dtype)
 BackwardSession::BackwardSession(const fp8attn_attention_desc& desc, const AttentionShape& s,
                                  const QuantizedInputs& in, const std::vector<uint16_t>& dout,
                                  const BackwardOptions& o)
-    : q_(in.q), k_(in.k), v_(in.v), dout_(dout), dq_dtype_(o.dq_dtype) {
+    : q_(in.q), k_(in.k), v_(in.v), dout_(dout), dq_dtype_(o.dq_dtype), out_dtype_(o.out_dtype) {
   err_.struct_size = sizeof err_;
   fp8attn_context_options co{};
   co.struct_size = sizeof co;
@@ -88,7 +88,15 @@ BackwardSession::BackwardSession(const fp8attn_attention_desc& desc, const Atten
     }
   }
   const int64_t rows_q = s.batch * s.seqlen_q;
-  out_.assign(static_cast<size_t>(rows_q * s.heads_q * s.head_dim), 0);
+  const bool out_f32 = o.out_dtype == FP8ATTN_DTYPE_F32;
+  const size_t out_size = static_cast<size_t>(rows_q * s.heads_q * s.head_dim);
+  if (out_f32) {
+    out_f32_.assign(out_size, 0.0f);
+    dout_f32_.resize(dout_.size());
+    for (size_t i = 0; i < dout_.size(); ++i) dout_f32_[i] = num::bf16_to_float(dout_[i]);
+  } else {
+    out_.assign(out_size, 0);
+  }
   lse_.assign(static_cast<size_t>(rows_q * s.heads_q), 0.0f);
   const size_t dq_size = static_cast<size_t>(rows_q * s.heads_q * s.head_dim);
   dq_.assign(dq_size * (o.dq_dtype == FP8ATTN_DTYPE_F32 ? 4 : 2), kGradientPoison);
@@ -109,7 +117,9 @@ BackwardSession::BackwardSession(const fp8attn_attention_desc& desc, const Atten
   fwd_args_.q = seq_tensor(q_.data(), bf16, packed, sb, s.seqlen_q, s.heads_q, s.head_dim);
   fwd_args_.k = seq_tensor(k_.data(), bf16, packed, sb, s.seqlen_k, s.heads_kv, s.head_dim);
   fwd_args_.v = seq_tensor(v_.data(), bf16, packed, sb, s.seqlen_k, s.heads_kv, s.head_dim);
-  fwd_args_.out = seq_tensor(out_.data(), bf16, packed, sb, s.seqlen_q, s.heads_q, s.head_dim);
+  const int32_t out_dtype = out_f32 ? FP8ATTN_DTYPE_F32 : bf16;
+  fwd_args_.out = seq_tensor(out_f32 ? static_cast<void*>(out_f32_.data()) : out_.data(), out_dtype, packed, sb,
+                             s.seqlen_q, s.heads_q, s.head_dim);
   fp8attn_tensor lse{};
   lse.struct_size = sizeof lse;
   lse.data = lse_.data();
@@ -130,7 +140,8 @@ BackwardSession::BackwardSession(const fp8attn_attention_desc& desc, const Atten
   args_.k = fwd_args_.k;
   args_.v = fwd_args_.v;
   args_.out = fwd_args_.out;
-  args_.dout = seq_tensor(dout_.data(), bf16, packed, sb, s.seqlen_q, s.heads_q, s.head_dim);
+  args_.dout = seq_tensor(out_f32 ? static_cast<const void*>(dout_f32_.data()) : dout_.data(), out_dtype, packed, sb,
+                          s.seqlen_q, s.heads_q, s.head_dim);
   args_.lse = lse;
   args_.dq = seq_tensor(dq_.data(), o.dq_dtype, packed, sb, s.seqlen_q, s.heads_q, s.head_dim);
   args_.dk = seq_tensor(dk_.data(), bf16, packed, sb, s.seqlen_k, s.heads_kv, s.head_dim);
@@ -160,6 +171,13 @@ int32_t BackwardSession::backward_with(const fp8attn_attention_bwd_args& args, s
 int32_t BackwardSession::try_backward() { return backward_with(args_, workspace_.size()); }
 
 void BackwardSession::backward() { check(try_backward(), err_, "fp8attn_attention_backward"); }
+
+std::vector<float> BackwardSession::out_f32() const {
+  if (out_dtype_ == FP8ATTN_DTYPE_F32) return out_f32_;
+  std::vector<float> x(out_.size());
+  for (size_t i = 0; i < x.size(); ++i) x[i] = num::bf16_to_float(out_[i]);
+  return x;
+}
 
 std::vector<float> BackwardSession::dq() const { return widen(dq_, dq_dtype_); }
 std::vector<float> BackwardSession::dk() const { return widen(dk_, FP8ATTN_DTYPE_BF16); }

@@ -18,6 +18,9 @@ struct BackwardOptions {
   const std::vector<int32_t>* cu_seqlens_q = nullptr;
   const std::vector<int32_t>* cu_seqlens_k = nullptr;
   int32_t dq_dtype = FP8ATTN_DTYPE_BF16;  ///< BF16 or F32
+  /// The desc's output_dtype, BF16 or F32: out and dout are passed in it (dout widened from the
+  /// BF16 bits the session is given).
+  int32_t out_dtype = FP8ATTN_DTYPE_BF16;
   int32_t deterministic = 1;
 };
 
@@ -61,8 +64,10 @@ class BackwardSession {
   const std::vector<unsigned char>& dq_bytes() const { return dq_; }
   const std::vector<unsigned char>& dk_bytes() const { return dk_; }
   const std::vector<unsigned char>& dv_bytes() const { return dv_; }
-  /// The forward's BF16 output and F32 LSE.
+  /// The forward's BF16 output (empty when out_dtype is F32) and F32 LSE.
   const std::vector<uint16_t>& out() const { return out_; }
+  /// The forward's output widened to F32, whatever its dtype.
+  std::vector<float> out_f32() const;
   const std::vector<float>& lse() const { return lse_; }
 
  private:
@@ -71,12 +76,14 @@ class BackwardSession {
   fp8attn_error err_{};
   std::vector<uint8_t> q_, k_, v_;
   std::vector<uint16_t> dout_, out_;
+  std::vector<float> dout_f32_, out_f32_;  // used when out_dtype is F32
   std::vector<float> lse_;
   std::vector<unsigned char> dq_, dk_, dv_;
   std::vector<unsigned char> workspace_;
   fp8attn_attention_args fwd_args_{};
   fp8attn_attention_bwd_args args_{};
   int32_t dq_dtype_ = FP8ATTN_DTYPE_BF16;
+  int32_t out_dtype_ = FP8ATTN_DTYPE_BF16;
 };
 
 /// BF16 bits of N(0, 1) values, `count` of them.
