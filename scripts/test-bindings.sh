@@ -2,8 +2,9 @@
 # The host bindings against the INSTALLED tree (run-tests.sh stage 4):
 #   build libfp8attn (-O1 -g: abidiff needs debug information), `cmake --install` it into
 #   a prefix, then check its ABI against tests/abi/baseline, run a host built against the 0.1
-#   header, and run the Python (pytest, from the wheel `pip install ./bindings/python` builds,
-#   in a fresh venv, pointed at the prefix by FP8ATTN_LIBRARY, then on its own library), Rust
+#   header, and run the Python (pytest, from the wheel `pip install ./bindings/python` makes of
+#   the installed library, in a fresh venv, pointed at the prefix by FP8ATTN_LIBRARY, then on
+#   the wheel's own copy), Rust
 #   (cargo test) and Go (go vet, go test under GODEBUG=cgocheck=1) tests against that prefix.
 # A missing toolchain is a failure, and so is a test runner that finds no tests.
 # Usage: scripts/test-bindings.sh [build dir, default build-bindings]
@@ -52,14 +53,19 @@ cc -std=c99 -Wall -Wextra -pedantic -Werror -Itests/abi/compat/v0_1 tests/abi/te
   $(pkg-config --libs fp8attn) -lm -o "$dir/v0_1_host"
 "$dir/v0_1_host"
 
-echo "-- Python: pip install ./bindings/python (a wheel built from source) in a fresh venv"
+echo "-- Python: pip install ./bindings/python (a wheel of the installed library) in a fresh venv"
 rm -rf "$dir/venv"
 python3 -m venv "$dir/venv"
 py=$dir/venv/bin/python
 "$py" -m pip install -q --disable-pip-version-check numpy ml_dtypes pytest mypy
 "$py" -m mypy --ignore-missing-imports bindings/python/src/fp8attn
-# The wheel builds the library from source: it needs the system's pkg-config folders (OpenBLAS).
-env -u PKG_CONFIG_LIBDIR -u PKG_CONFIG_PATH "$py" -m pip install -q --disable-pip-version-check ./bindings/python
+# NOTE: the wheel packages the library installed above (FP8ATTN_PYTHON_PREBUILT) instead of
+# compiling the whole library a second time in this stage; the wheel's packaging (pyproject,
+# scikit-build-core, the install component, the ctypes loader) is what this checks, and the
+# library's own build is the one above. `pip install ./bindings/python` without the setting
+# builds from source, as a user's install does.
+env -u PKG_CONFIG_LIBDIR -u PKG_CONFIG_PATH "$py" -m pip install -q --disable-pip-version-check \
+  --config-settings=cmake.define.FP8ATTN_PYTHON_PREBUILT="$(readlink -f "$libdir/libfp8attn.so")" ./bindings/python
 (cd "$dir" && "$py" -c 'import fp8attn, sys; assert "site-packages" in fp8attn.__file__, fp8attn.__file__') \
   || fail "fp8attn is not imported from the installed wheel"
 run_pytest() {
