@@ -79,6 +79,10 @@ struct BwdSharedStorage {
   alignas(1024) uint8_t q[Cfg::kStages][Cfg::kChunks][Cfg::kQChunkBytes];
   alignas(1024) uint8_t dout[Cfg::kStages][Cfg::kChunks][Cfg::kQChunkBytes];
   alignas(1024) uint8_t ds[Cfg::kDsBytes];
+  /// Per consumer thread: the rows that see its two keys (first, last of h = 0, then h = 1).
+  /// NOTE: in shared memory rather than registers across the loop: 4 fewer live registers, which
+  /// the head_dim 128 consumers needed (ptxas -warn-spills).
+  int32_t key_rows[128 * Cfg::kConsumers][4];
   uint64_t kv_full;
   uint64_t qdo_full[Cfg::kStages], qdo_empty[Cfg::kStages];
 };

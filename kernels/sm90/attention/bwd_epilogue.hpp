@@ -47,7 +47,7 @@ FP8ATTN_ARCH_FN void store_dq_share(const BwdArguments& p, const BwdWork& w, con
   for (int i = 0; i < Cfg::kDqPartN / 2; ++i) {
     const arch::FragmentCoord at = arch::wgmma_d_coord(t, i);
     if (at.row >= rows) continue;
-    const int64_t row = bwd_row(p, w.batch, w.seq, row0 + at.row);
+    const int64_t row = w.row(p, row0 + at.row);
     float* dst = slot + (row * p.heads_q + head) * Cfg::kHeadDim + n0 + at.col;
     if (p.atomic_dq) arch::atomic_add_f32(dst, dq[i]);
     else *dst = dq[i];
@@ -65,7 +65,7 @@ FP8ATTN_ARCH_FN void store_dk_dv(const BwdArguments& p, const BwdWork& w, const 
     const arch::FragmentCoord at = arch::wgmma_d_coord(t, i);
     const int32_t key = key_base + at.row;
     if (key >= w.keys) continue;
-    const int64_t row = w.seq.k_offset + w.key0 + key;
+    const int64_t row = static_cast<int64_t>(w.k_offset) + w.key0 + key;
     const int64_t k_at = w.batch * p.dk_batch_stride + row * p.dk_seq_stride + w.head_kv * p.dk_head_stride + at.col;
     const int64_t v_at = w.batch * p.dv_batch_stride + row * p.dv_seq_stride + w.head_kv * p.dv_head_stride + at.col;
     p.dk[k_at] = static_cast<uint16_t>(arch::cvt_bf16x2(dk[i] * p.softmax_scale, 0.0f) & 0xffffu);
