@@ -90,9 +90,9 @@ TEST(Bf16BwdEmu, VarlenThreeSequences) {
   }
 }
 
-/// Empty sequences: queries without keys get dq = 0, keys without queries dk = dv = 0; and an F32
-/// dq (head_dim 128).
-TEST(Bf16BwdEmu, EmptySequencesAndF32Dq) {
+/// Empty sequences: queries without keys get dq = 0, keys without queries dk = dv = 0; and a BF16
+/// dq (head_dim 128; the other cases store F32 dq, bf16_bwd_emu_support.hpp).
+TEST(Bf16BwdEmu, EmptySequencesAndBf16Dq) {
   const std::vector<int32_t> cu_q{0, 0, 50, 80}, cu_k{0, 40, 40, 110};
   BwdCase c;
   c.shape = {1, cu_q.back(), cu_k.back(), 2, 1, 64};
@@ -103,8 +103,8 @@ TEST(Bf16BwdEmu, EmptySequencesAndF32Dq) {
   BwdCase f;
   f.shape = {1, 100, 100, 1, 1, 128};
   f.causal = true;
-  f.dq_dtype = FP8ATTN_DTYPE_F32;
-  f.name = "hd128 causal, dq F32";
+  f.dq_dtype = FP8ATTN_DTYPE_BF16;
+  f.name = "hd128 causal, dq BF16";
   expect_bwd_emulator_matches_engine(f);
 }
 
