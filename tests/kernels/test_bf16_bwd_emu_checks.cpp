@@ -78,7 +78,7 @@ TEST(Bf16BwdEmuChecks, AtomicModeWithinBoundOfTheOracle) {
 /// Consumer 1 skips the named barrier that publishes dS before dQ = dS·K: consumer 0 then waits
 /// at it alone, and the emulator reports the deadlock (and the unbroken kernel runs clean).
 template <sm90::BwdFault kPlanted>
-std::string run_faulty(uint64_t schedule_seed) {
+std::string run_faulty(uint64_t schedule_seed, bool proxy_fence_check = false) {
   BwdCase c;
   c.shape = {1, 70, 100, 1, 1, 64};
   const BwdInputs x = bwd_inputs(c, fresh_seed());
@@ -91,6 +91,7 @@ std::string run_faulty(uint64_t schedule_seed) {
   emu::LaunchConfig schedule;
   schedule.seed = schedule_seed;
   schedule.shuffle = true;
+  schedule.proxy_fence_check = proxy_fence_check;
   try {
     sm90::run_attention_bwd_emulated<sm90::BwdConfig<64, kPlanted>>(launch, schedule);
   } catch (const emu::KernelError& e) {
@@ -100,7 +101,9 @@ std::string run_faulty(uint64_t schedule_seed) {
 }
 
 TEST(Bf16BwdEmuChecks, DroppedBarrierIsReported) {
-  EXPECT_EQ(run_faulty<sm90::BwdFault::None>(1), "");
+  // The unbroken kernel runs clean, with the check that dS (written by the consumers, read by
+  // wgmma) is fenced before the async proxy reads it.
+  EXPECT_EQ(run_faulty<sm90::BwdFault::None>(1, true), "");
   const std::string dropped = run_faulty<sm90::BwdFault::DropDsReadyBarrier>(2);
   std::printf("dropped dS barrier: %s\n", dropped.c_str());
   EXPECT_NE(dropped.find("deadlock"), std::string::npos) << dropped;

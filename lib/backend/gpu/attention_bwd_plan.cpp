@@ -1,6 +1,7 @@
 #include "lib/backend/gpu/attention_bwd_plan.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -127,6 +128,10 @@ sm90::BwdLaunch plan_attention_bwd(const AttentionConfig& c, const AttentionBack
   a.window_left = c.window_left;
   a.window_right = c.window_right;
   // The workspace, carved as attention_bwd_workspace_bytes sized it for this problem.
+  // NOTE: its F32 parts are read and written by every CTA (atomically in atomic mode): a misaligned
+  // base would fault on the device, so it is refused here.
+  require(reinterpret_cast<uintptr_t>(workspace) % 16 == 0, FP8ATTN_STATUS_INVALID_ARGUMENT,
+          "the Hopper backward's workspace must be 16-byte aligned (cudaMalloc gives 256)");
   const BwdWorkspace w = workspace_layout(c, p.batch, p.max_seqlen_q, p.max_seqlen_k);
   auto* base = static_cast<unsigned char*>(workspace);
   const int64_t row_heads = p.batch * p.max_seqlen_q * c.num_heads_q;
