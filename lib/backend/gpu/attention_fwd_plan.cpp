@@ -62,8 +62,9 @@ arch::TensorMapSpec vt_tensor_map(const SeqTensor& t, int64_t rows, int64_t head
 }  // namespace
 
 /// Rows of a [batch, seq, head, dim] tensor: map {dim, head, seq, batch}, box dim x 1 x rows.
-arch::TensorMapSpec attention_tensor_map(const char* name, const SeqTensor& t, arch::TmaDataType type, int64_t rows, int64_t heads,
-                               int64_t batch, int head_dim, uint32_t box_dim, uint32_t box_rows, arch::Swizzle swizzle) {
+arch::TensorMapSpec attention_tensor_map(const char* name, const SeqTensor& t, arch::TmaDataType type, int64_t rows,
+                                         int64_t heads, int64_t batch, int head_dim, uint32_t box_dim, uint32_t box_rows,
+                                         arch::Swizzle swizzle) {
   require(t.dim_stride == 1, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
           std::string(name) + ": the Hopper kernel loads rows with TMA and needs a dim stride of 1 (or, for v, a "
               "seq stride of 1), got " + std::to_string(t.dim_stride));
@@ -135,7 +136,8 @@ sm90::FwdLaunch plan_attention_fwd(const AttentionConfig& c, const AttentionProb
   require(!bf16 || !v_transposed, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
           "v with its keys contiguous and BF16 inputs: the Hopper BF16 kernel loads V rows (dim stride 1)");
   if (bf16)
-    l.v = attention_tensor_map("v", p.v, type, rows_k, c.num_heads_kv, batch, c.head_dim, chunk, c.tile.block_n, swizzle);
+    l.v = attention_tensor_map("v", p.v, type, rows_k, c.num_heads_kv, batch, c.head_dim, chunk, c.tile.block_n,
+                               swizzle);
   else
     l.v = v_transposed ? vt_tensor_map(p.v, rows_k, c.num_heads_kv, batch, c.head_dim)
                        : attention_tensor_map("v", p.v, type, rows_k, c.num_heads_kv, batch, c.head_dim, c.head_dim,
