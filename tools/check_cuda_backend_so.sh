@@ -5,9 +5,10 @@
 #      cudaGetDriverEntryPointByVersion), cudart linked statically, cuBLASLt dynamically;
 #   2. exactly one exported symbol, fp8attn_cuda_backend_entry, versioned FP8ATTN_CUDA_1;
 #   3. every kernel: no local memory, at most 255 registers, static shared memory ≤ 48 KB;
-#   4. every attention kernel carries its GMMA (QGMMA for E4M3 inputs, HGMMA for BF16) and UTMALDG
-#      in its SASS; the library holds one
-#      attention kernel per entry of the instantiation table (tools/print_fwd_kernels.cpp), the 6
+#   4. every attention kernel carries its GMMA (QGMMA for E4M3 inputs, HGMMA for BF16 and for the
+#      backward) and UTMALDG in its SASS; the library holds one forward kernel per entry of its
+#      instantiation table (tools/print_fwd_kernels.cpp), three backward kernels (main,
+#      preprocessing, dQ) per entry of the backward's (tools/print_bwd_kernels.cpp), the 6
 #      quantizer kernels and the 2 spectral kernels.
 # Exit 0 when every check passes, 1 when one fails, 77 without cuobjdump.
 # Usage: tools/check_cuda_backend_so.sh path/to/libfp8attn_cuda.so
@@ -40,17 +41,21 @@ fi
 usage=$("$cuobjdump" --dump-resource-usage "$lib" 2>&1)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-if ! c++ -std=c++20 -I"$root" -o "$work/print_fwd_kernels" "$root/tools/print_fwd_kernels.cpp"; then
-  fail "tools/print_fwd_kernels.cpp does not build"
+if ! c++ -std=c++20 -I"$root" -o "$work/print_fwd_kernels" "$root/tools/print_fwd_kernels.cpp" ||
+    ! c++ -std=c++20 -I"$root" -o "$work/print_bwd_kernels" "$root/tools/print_bwd_kernels.cpp"; then
+  fail "tools/print_fwd_kernels.cpp or tools/print_bwd_kernels.cpp does not build"
   exit 1
 fi
 table=$("$work/print_fwd_kernels" | wc -l)
+bwd_table=$("$work/print_bwd_kernels" | wc -l)
 kernels=$(echo "$usage" | grep -c "Function ")
 attention=$(echo "$usage" | grep "Function " | grep -c "attention_fwd_kernel")
-if [ "$attention" -eq "$table" ] && [ "$kernels" -eq $((table + 8)) ]; then
-  pass "$kernels kernels: $attention attention (the table's $table), 6 quantizer, 2 spectral"
+backward=$(echo "$usage" | grep "Function " | grep -cE "attention_bwd_kernel|bwd_preprocess_kernel|bwd_dq_reduce_kernel")
+# NOTE: each backward table entry is three kernels: the main one, its preprocessing and its dQ kernel.
+if [ "$attention" -eq "$table" ] && [ "$backward" -eq $((3 * bwd_table)) ] && [ "$kernels" -eq $((table + 3 * bwd_table + 8)) ]; then
+  pass "$kernels kernels: $attention attention forward (the table's $table), $backward backward, 6 quantizer, 2 spectral"
 else
-  fail "$kernels kernels ($attention attention); expected $((table + 8)) ($table attention, 6 quantizer, 2 spectral)"
+  fail "$kernels kernels ($attention forward, $backward backward); expected $((table + 3 * bwd_table + 8)) ($table forward, $((3 * bwd_table)) backward, 6 quantizer, 2 spectral)"
 fi
 bad=$(echo "$usage" | grep -A1 "Function " | grep -oE "LOCAL:[0-9]+" | grep -vc "LOCAL:0")
 if [ "$bad" -eq 0 ]; then pass "no local memory in any kernel"; else fail "$bad kernels use local memory"; fi
@@ -62,12 +67,13 @@ if [ "${maxshared:-999999}" -le 49152 ]; then pass "static shared memory ≤ 48 
 sass="$work/lib.sass"
 "$cuobjdump" --dump-sass "$lib" >"$sass" 2>/dev/null
 # NOTE: the kernel's input type is in its name: FwdInput 0 is E4M3 (QGMMA), 1 is BF16 (HGMMA).
-missing=$(awk 'function check() { if (name ~ /attention_fwd_kernel/ && !((name ~ /FwdInputE1/ ? h : q) && u)) print name }
+missing=$(awk 'function check() { if ((name ~ /attention_fwd_kernel/ && !((name ~ /FwdInputE1/ ? h : q) && u)) ||
+                                     (name ~ /attention_bwd_kernel/ && !(h && u && !q))) print name }
                /Function :/ { check(); name = $3; q = 0; h = 0; u = 0; next }
                /QGMMA/ { q = 1 } /HGMMA/ { h = 1 } /UTMALDG/ { u = 1 }
                END { check() }' "$sass")
 if [ -z "$missing" ] && grep -q QGMMA "$sass" && grep -q HGMMA "$sass" && grep -q UTMALDG "$sass"; then
-  pass "every attention kernel carries its GMMA (QGMMA for E4M3, HGMMA for BF16) and UTMALDG"
+  pass "every attention kernel carries its GMMA (QGMMA for E4M3, HGMMA for BF16 and the backward) and UTMALDG"
 else
   fail "attention kernels without their GMMA or UTMALDG: $missing"
 fi

@@ -720,7 +720,11 @@ typedef struct fp8attn_attention_bwd_args {
                                     or schedule. The CPU backend is deterministic in both modes
                                     (dk and dv are summed by one worker each, and the key blocks
                                     add into dq in ascending order); 0 lets a GPU backend
-                                    accumulate dq with atomics in any order.
+                                    accumulate dq with atomics in any order. The Hopper backends
+                                    (CUDA, EMULATOR) with 1 keep each key block's share of dq in
+                                    the workspace and sum the shares in ascending key-block order
+                                    (the emulator gives the CPU backend's bits); with 0 they add
+                                    the shares with F32 atomics. dk and dv never use atomics.
                                     Other values: ::FP8ATTN_STATUS_BAD_OPTION. */
 } fp8attn_attention_bwd_args;
 
@@ -738,11 +742,21 @@ typedef struct fp8attn_attention_bwd_args {
  * @retval FP8ATTN_STATUS_BAD_SHAPE    a size that is not positive, or above ::FP8ATTN_MAX_BATCH or
  *                                     ::FP8ATTN_MAX_SEQLEN.
  * @retval FP8ATTN_STATUS_UNSUPPORTED_DTYPE the plan's input dtype is not BF16.
- * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND the context's backend has no backward (only
- *                                     ::FP8ATTN_BACKEND_CPU has one for now).
+ * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND the context's backend has no backward
+ *                                     (::FP8ATTN_BACKEND_REFERENCE), or the Hopper backward
+ *                                     (::FP8ATTN_BACKEND_CUDA, ::FP8ATTN_BACKEND_EMULATOR) cannot
+ *                                     run the plan: it has kernels for head_dim 64 and 128 only
+ *                                     (at 256 a consumer's dK and dV alone would take 256
+ *                                     registers per thread), needs head_dim_v = head_dim and BF16
+ *                                     out and dout (desc.output_dtype BF16). The CPU backend runs
+ *                                     all of these.
  * The CPU workspace covers every buffer a backward call uses (per-worker tiles, tables of
  * batch + 1 work offsets, and an F32 dq accumulator of batch·max_seqlen_q·heads_q·head_dim with
- * one counter per query block): the call itself allocates no memory.
+ * one counter per query block): the call itself allocates no memory. The Hopper workspace holds
+ * 2 F32 per (row, query head) (the LSE in log2 units and rowsum(dout∘out)) and one F32 dq share
+ * of batch·max_seqlen_q·heads_q·head_dim per key block of 128 keys (ceil(max_seqlen_k / 128)
+ * of them, for deterministic mode; atomic mode uses the first): dq's size times the key
+ * blocks.
  *
  * @par Thread safety
  * Thread-safe.
@@ -784,7 +798,9 @@ FP8ATTN_API int32_t fp8attn_plan_backward_workspace_size(fp8attn_plan plan, int6
  * @retval FP8ATTN_STATUS_NUMERICS      a gradient is NaN or infinite although the checks passed
  *                                      (for example an `lse` that does not belong to the inputs).
  *                                      Unlike every other failure, dq, dk and dv have then been
- *                                      written and hold unspecified values.
+ *                                      written and hold unspecified values. CPU backend only: the
+ *                                      Hopper backends do not read their results back (no
+ *                                      synchronization) and write non-finite values as they are.
  * On any other failure dq, dk and dv are not written.
  *
  * @par Thread safety

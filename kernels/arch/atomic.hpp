@@ -19,6 +19,16 @@ FP8ATTN_ARCH_FN void atomic_add_u64(uint64_t* address, uint64_t value) {
 #endif
 }
 
+/// red.global.add.f32: *address += value (the backward's dQ in atomic mode). The order of the adds
+/// follows the schedule, so the sum's rounding does too: not deterministic.
+FP8ATTN_ARCH_FN void atomic_add_f32(float* address, float value) {
+#if FP8ATTN_DEVICE_BUILD
+  atomicAdd(address, value);
+#else
+  std::atomic_ref<float>(*address).fetch_add(value, std::memory_order_relaxed);
+#endif
+}
+
 /// red.global.max.u32: *address = max(*address, value). NOTE: non-negative floats order like
 /// their bit patterns, so a max of |x| values travels as u32 (the telemetry's max |logit|).
 FP8ATTN_ARCH_FN void atomic_max_u32(uint32_t* address, uint32_t value) {

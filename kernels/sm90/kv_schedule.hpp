@@ -100,4 +100,15 @@ FP8ATTN_HOST_DEVICE constexpr KvSchedule make_kv_schedule(const MaskParams& m, i
   return s;
 }
 
+/// Whether the backward's key block `key_block` (keys [key_block·block_n, ..), no sink block)
+/// holds a key that some row of [row_begin, row_end) sees: the forward's schedule of those rows
+/// (sink isolation off, which only changes the forward's rounding) contains it. The CPU engine's
+/// backward and the sm_90a backward kernel decide with this one function which (query block,
+/// key block) pairs they visit.
+FP8ATTN_HOST_DEVICE constexpr bool backward_visits(const MaskParams& m, int64_t row_begin, int64_t row_end,
+                                                   int block_n, int64_t key_block) {
+  const KvSchedule s = make_kv_schedule(m, row_begin, row_end, block_n, 0, false);
+  return key_block >= s.rest_first && key_block < s.rest_end;
+}
+
 }  // namespace fp8attn::sm90

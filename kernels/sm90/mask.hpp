@@ -56,4 +56,30 @@ FP8ATTN_HOST_DEVICE constexpr bool block_fully_visible(const MaskParams& m, int6
   return !all.empty() && all.first <= key_begin && all.last >= key_end - 1;
 }
 
+/// Rows of [0, seqlen_q) that see key `key`: [first, last], empty when first > last.
+/// NOTE: found from visible_keys by bisection, not re-derived: both ends of a row's visible range
+/// are nondecreasing in the row, so the rows whose first key is ≤ key form a prefix and the rows
+/// whose last key is ≥ key a suffix. The backward kernel masks its Sᵀ fragments (keys are its
+/// rows) with this, once per key, in 32-bit compares per element.
+FP8ATTN_HOST_DEVICE constexpr KeyRange visible_rows(const MaskParams& m, int64_t key) {
+  // first: the smallest row whose last visible key is ≥ key (seqlen_q when none).
+  int64_t lo = 0, hi = m.seqlen_q;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    const KeyRange r = visible_keys(m, mid);
+    if (r.last >= key) hi = mid;
+    else lo = mid + 1;
+  }
+  const int64_t first = lo;
+  // end: the smallest row whose first visible key is > key (seqlen_q when none).
+  lo = 0, hi = m.seqlen_q;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    const KeyRange r = visible_keys(m, mid);
+    if (r.first > key) hi = mid;
+    else lo = mid + 1;
+  }
+  return {first, lo - 1};
+}
+
 }  // namespace fp8attn::sm90

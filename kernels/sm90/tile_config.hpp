@@ -49,6 +49,21 @@ FP8ATTN_HOST_DEVICE constexpr AttentionTile attention_tile(int head_dim, bool fp
   return {128, 80, 16, 16, 2, 2};
 }
 
+/// Tile sizes of the BF16 attention backward (the CPU engine's and the sm_90a kernel's,
+/// kernels/sm90/attention/attention_bwd_kernel.hpp): block_m query rows per step of a key block's
+/// loop, block_n keys per work item (a CTA), consumer_warpgroups of 64 keys each.
+/// NOTE: FlashAttention-3's sm90 backward uses BlockM 64 (hopper/tile_size.h, bwd) and BlockN 128
+/// for head dims 64 and 128, with each MMA warpgroup owning 64 of the block's keys so that Pᵀ and
+/// dSᵀ come out of the wgmma in the A-fragment layout of dV += Pᵀ·dO and dK += dSᵀ·Q. block_n
+/// fixes the order of dQ's sums (one partial per key block), so the engine and the kernel must
+/// share it; block_m only decides which (query block, key block) pairs are skipped, and the two
+/// share it too. Head dim 256 keeps BlockN 64 in the engine; the kernel refuses it (its dK and dV
+/// tiles alone would take 256 registers per consumer thread).
+FP8ATTN_HOST_DEVICE constexpr AttentionTile attention_bwd_tile(int head_dim) {
+  if (head_dim <= 128) return {64, 128, 16, 16, 2, 2};
+  return {64, 64, 16, 16, 1, 2};
+}
+
 /// The promotion interval the FP8 kernel uses for two-level PV accumulation: every this many KV
 /// blocks the fresh PV tile is added into the FP32 O.
 /// NOTE: from the accumulator study (docs/accumulator_study.md, 13-bit FP22 model, N(0,1) inputs,

@@ -54,8 +54,8 @@ class Backend {
     refuse("the telemetry copy");
   }
 
-  // The attention backward (issue 12): the CPU engine has one; the other backends refuse it
-  // until their kernels exist.
+  // The attention backward (issue 12): the CPU engine and the Hopper backends (GPU backend) have
+  // one; the reference backend refuses it.
 
   /// Workspace bytes of attention_backward() for problems up to these sizes.
   virtual size_t attention_backward_workspace_size(const AttentionConfig&, int64_t, int64_t, int64_t) const {
@@ -74,8 +74,8 @@ class Backend {
   }
   [[noreturn]] static void refuse_backward() {
     throw Error(FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
-                "the attention backward runs only on the CPU backend (FP8ATTN_BACKEND_CPU) for now; this context's "
-                "backend has no backward kernel yet");
+                "the attention backward runs on the CPU backend (FP8ATTN_BACKEND_CPU) and the Hopper backends "
+                "(FP8ATTN_BACKEND_CUDA, FP8ATTN_BACKEND_EMULATOR); this context's backend has no backward kernel");
   }
 };
 

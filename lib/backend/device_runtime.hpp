@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/sm90/attention/bwd_launch.hpp"
 #include "kernels/sm90/attention/fwd_launch.hpp"
 #include "kernels/sm90/quantize/quantize_params.hpp"
 #include "lib/backend/gpu/device_ops.hpp"
@@ -42,6 +43,11 @@ class DeviceRuntime {
   virtual void prepare_attention_fwd(const sm90::FwdKernelKey& key) = 0;
   /// Enqueues the attention forward on `stream`. Throws Error on a launch failure.
   virtual void launch_attention_fwd(const sm90::FwdLaunch& launch, CUstream_st* stream) = 0;
+  /// Plan-time setup of the attention backward's kernels for `key`; idempotent.
+  virtual void prepare_attention_bwd(const sm90::BwdKernelKey& key) = 0;
+  /// Enqueues the backward's three kernels (preprocess, main, dQ) on `stream`, in that order.
+  /// Throws Error on a launch failure.
+  virtual void launch_attention_bwd(const sm90::BwdLaunch& launch, CUstream_st* stream) = 0;
   /// Enqueues both quantizer passes on `stream`; p.unit_amax is carved from the workspace.
   virtual void launch_quantize(const sm90::quant::QuantizeParams& p, CUstream_st* stream) = 0;
   /// Scratch bytes one gemm() call needs (cuBLASLt's workspace on CUDA; 0 on the emulator).

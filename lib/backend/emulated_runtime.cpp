@@ -60,6 +60,20 @@ class EmulatedRuntime final : public DeviceRuntime {
     }
   }
 
+  void prepare_attention_bwd(const sm90::BwdKernelKey&) override {}
+
+  void launch_attention_bwd(const sm90::BwdLaunch& launch, CUstream_st*) override {
+    ++counters_->launches;
+    fail_if_injected("the attention backward launch");
+    try {
+      sm90::launch_attention_bwd_emulated(launch, launch_config());
+    } catch (const emu::KernelError& e) {
+      throw Error(FP8ATTN_STATUS_DEVICE_ERROR, std::string("emulated attention backward kernel failed: ") + e.what());
+    } catch (const std::invalid_argument& e) {
+      throw Error(FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND, std::string("attention backward launch refused: ") + e.what());
+    }
+  }
+
   void launch_quantize(const sm90::quant::QuantizeParams& p, CUstream_st*) override {
     ++counters_->launches;
     fail_if_injected("the quantizer launch");

@@ -106,7 +106,8 @@ BackwardSession::BackwardSession(const fp8attn_attention_desc& desc, const Atten
   size_t fwd_bytes = 0, bwd_bytes = 0;
   check(fp8attn_plan_workspace_size(plan_, batch, max_q, max_k, &fwd_bytes, &err_), err_,
         "fp8attn_plan_workspace_size");
-  if (o.backend == FP8ATTN_BACKEND_CPU)
+  // NOTE: the reference backend has no backward (its refusal is tested through try_backward).
+  if (o.backend != FP8ATTN_BACKEND_REFERENCE)
     check(fp8attn_plan_backward_workspace_size(plan_, batch, max_q, max_k, &bwd_bytes, &err_), err_,
           "fp8attn_plan_backward_workspace_size");
   workspace_.assign(std::max(fwd_bytes, bwd_bytes), 0);
@@ -159,6 +160,13 @@ BackwardSession::~BackwardSession() {
 void BackwardSession::forward() {
   check(fp8attn_attention_forward(plan_, &fwd_args_, workspace_.data(), workspace_.size(), nullptr, &err_), err_,
         "fp8attn_attention_forward");
+}
+
+void BackwardSession::copy_forward_from(const BackwardSession& other) {
+  if (other.out_.size() != out_.size() || other.lse_.size() != lse_.size())
+    throw std::runtime_error("copy_forward_from: the sessions' shapes differ");
+  out_ = other.out_;
+  lse_ = other.lse_;
 }
 
 int32_t BackwardSession::backward_with(const fp8attn_attention_bwd_args& args, size_t workspace_bytes) {

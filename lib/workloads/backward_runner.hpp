@@ -43,6 +43,9 @@ class BackwardSession {
   BackwardSession& operator=(const BackwardSession&) = delete;
 
   void forward();
+  /// Takes out and lse from another session of the same shape instead of running forward(): the
+  /// emulated backward's tests feed it the CPU engine's forward.
+  void copy_forward_from(const BackwardSession& other);
   /// Poisons dq, dk, dv, then runs the backward; returns its status (err holds the message).
   int32_t try_backward();
   /// try_backward() that throws on any status but OK.

@@ -85,14 +85,23 @@ uint64_t store_dq_block(const AttentionConfig& c, const AttentionBackwardProblem
 
 }  // namespace
 
-size_t backward_engine_workspace_size(const AttentionConfig& c, int workers, int64_t batch, int64_t max_seqlen_q) {
+AttentionConfig with_backward_tile(const AttentionConfig& config) {
+  AttentionConfig c = config;
+  c.tile = sm90::attention_bwd_tile(c.head_dim);
+  return c;
+}
+
+size_t backward_engine_workspace_size(const AttentionConfig& config, int workers, int64_t batch, int64_t max_seqlen_q) {
+  const AttentionConfig c = with_backward_tile(config);
   // NOTE: every buffer lives here rather than on the heap, so that a backward call allocates
   // nothing (as the forward, issue 15).
   return workspace_layout(c, workers, batch, max_seqlen_q).total;
 }
 
-void backward_engine_run(const AttentionConfig& c, const AttentionBackwardProblem& p, ThreadPool& pool,
+void backward_engine_run(const AttentionConfig& config, const AttentionBackwardProblem& p, ThreadPool& pool,
                          void* workspace) {
+  // NOTE: the backward's own tiles (tile_config.hpp), shared with the sm_90a backward kernel.
+  const AttentionConfig c = with_backward_tile(config);
   const int64_t batch = p.batch();
   const BackwardWorkspace w = workspace_layout(c, pool.size(), batch, p.fwd.max_seqlen_q);
   const size_t workers = static_cast<size_t>(pool.size());

@@ -1,6 +1,7 @@
 // The CPU engine's attention backward (issue 12): BF16 inputs, FlashAttention-2's algorithm on the
-// forward's tiles, masks and block schedule (kernels/sm90/tile_config.hpp, mask.hpp,
-// kv_schedule.hpp), with P recomputed from the LSE and the kernel's BF16 casts of P and dS.
+// backward's tiles (attention_bwd_tile, shared with the sm_90a kernel) and the forward's masks
+// and block schedule (kernels/sm90/tile_config.hpp, mask.hpp, kv_schedule.hpp),
+// with P recomputed from the LSE and the kernel's BF16 casts of P and dS.
 //
 // Two parallel passes over the context's workers:
 // 1. key blocks (sequence, KV head, block of block_n keys) → dK, dV, and dS·K added into an F32
@@ -20,6 +21,9 @@
 #include "lib/core/thread_pool.hpp"
 
 namespace fp8attn::engine {
+
+/// `config` with the backward's tiles (sm90::attention_bwd_tile), which both passes use.
+AttentionConfig with_backward_tile(const AttentionConfig& config);
 
 /// Bytes of workspace for `workers` workers and up to `batch` sequences of up to `max_seqlen_q`
 /// queries: every per-call buffer, the dQ accumulator (batch·max_seqlen_q·heads_q·head_dim F32)

@@ -123,8 +123,11 @@ void load_row_stats(const AttentionConfig& c, const AttentionBackwardProblem& p,
 
 /// P = exp2(S·scale·log2e − LSE·log2e) for element (row i, key j), 0 where the mask hides the key.
 /// A row with no visible key has LSE = −inf and all of its keys hidden.
+/// NOTE: the forward's exp2 (sm90::p_tilde: one FMA, then arch::ex2_approx, the kernels' exp2),
+/// with the LSE in log2 units as the max_scaled argument, so the backward kernel
+/// (kernels/sm90/attention/bwd_mainloop.hpp) recomputes the same bits.
 inline float recompute_p(float s, float scale_log2, float lse_log2, bool visible) {
-  return visible ? std::exp2(std::fma(s, scale_log2, -lse_log2)) : 0.0f;
+  return visible ? sm90::p_tilde(s, scale_log2, lse_log2) : 0.0f;
 }
 
 /// Whether key j (in the sequence) is visible from row i, given the tile-level shortcut.
@@ -179,13 +182,12 @@ uint64_t run_key_block_backward(const AttentionConfig& c, const AttentionBackwar
     for (int64_t row0 = 0; row0 < span.seqlen_q; row0 += bm) {
       const int rows = static_cast<int>(std::min<int64_t>(bm, span.seqlen_q - row0));
       const int64_t row1 = row0 + rows;
-      // The forward's block schedule for these rows (sink isolation off: it only changes the
-      // forward's rounding) says whether this key block holds a key any of them sees.
-      const sm90::KvSchedule schedule = sm90::make_kv_schedule(mask, row0, row1, bn, 0, false);
+      // Whether this key block holds a key any of these rows sees (kv_schedule.hpp; the sm_90a
+      // backward kernel visits the same pairs).
       std::atomic<int64_t>& turn = dq.turns[(at.batch * c.num_heads_q + head) * dq.q_blocks + row0 / bm];
       float* dq_rows = dq.data + (DqAccumulator::row(p, at.batch, row0) * c.num_heads_q + head) * d;
       const int64_t dq_stride = int64_t{c.num_heads_q} * d;
-      if (block_index < schedule.rest_first || block_index >= schedule.rest_end) {
+      if (!sm90::backward_visits(mask, row0, row1, bn, block_index)) {
         // Nothing to add; the first block still stores the rows' zeros, and every block passes
         // the turn on.
         wait_for_turn(turn, block_index);

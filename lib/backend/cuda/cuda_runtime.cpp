@@ -8,6 +8,7 @@
 #include <string>
 #include <tuple>
 
+#include "kernels/sm90/attention/attention_bwd_cuda.hpp"
 #include "kernels/sm90/attention/attention_fwd_cuda.hpp"
 #include "kernels/sm90/quantize/quantize_cuda.hpp"
 #include "lib/backend/cuda/spectral_ops_cuda.hpp"
@@ -71,6 +72,17 @@ class CudaRuntime final : public DeviceRuntime {
     prepare_attention_fwd(launch.key);  // NOTE: a no-op after plan creation did it
     check(sm90::launch_attention_fwd_cuda(launch, stream));
   }
+  void prepare_attention_bwd(const sm90::BwdKernelKey& key) override {
+    std::lock_guard<std::mutex> lock(prepared_mutex_);
+    if (prepared_bwd_.count(key.head_dim) != 0) return;
+    select();
+    check(sm90::prepare_attention_bwd_cuda(key));
+    prepared_bwd_.insert(key.head_dim);
+  }
+  void launch_attention_bwd(const sm90::BwdLaunch& launch, CUstream_st* stream) override {
+    prepare_attention_bwd(launch.key);  // NOTE: a no-op after plan creation did it
+    check(sm90::launch_attention_bwd_cuda(launch, stream));
+  }
   void launch_quantize(const sm90::quant::QuantizeParams& p, CUstream_st* stream) override {
     select();
     check(sm90::quant::run_quantize_cuda(p, stream));
@@ -96,6 +108,7 @@ class CudaRuntime final : public DeviceRuntime {
   cublasLtHandle_t lt_;
   std::mutex prepared_mutex_;
   std::set<std::tuple<int, int, bool>> prepared_;
+  std::set<int> prepared_bwd_;  ///< head dims whose backward kernels have their shared-memory limit
 };
 
 }  // namespace

@@ -50,18 +50,6 @@ arch::TensorMapSpec element_map(const char* name, const void* data, arch::TmaDat
   return s;
 }
 
-/// Rows of a [batch, seq, head, dim] tensor: map {dim, head, seq, batch}, box dim x 1 x rows.
-arch::TensorMapSpec tensor_map(const char* name, const SeqTensor& t, arch::TmaDataType type, int64_t rows, int64_t heads,
-                               int64_t batch, int head_dim, uint32_t box_dim, uint32_t box_rows, arch::Swizzle swizzle) {
-  require(t.dim_stride == 1, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
-          std::string(name) + ": the Hopper kernel loads rows with TMA and needs a dim stride of 1 (or, for v, a "
-              "seq stride of 1), got " + std::to_string(t.dim_stride));
-  const uint64_t dims[4] = {static_cast<uint64_t>(head_dim), static_cast<uint64_t>(heads), static_cast<uint64_t>(rows),
-                            static_cast<uint64_t>(batch)};
-  return element_map(name, t.data, type, dims, {t.head_stride, t.seq_stride, t.batch_stride}, {box_dim, 1, box_rows, 1},
-                     swizzle);
-}
-
 /// V with its keys contiguous (seq stride 1): map {seq, dim, head, batch}, one 32-key box per slab
 /// of Vᵀ (fwd_config.hpp), with the 32B swizzle whose span is that box row.
 arch::TensorMapSpec vt_tensor_map(const SeqTensor& t, int64_t rows, int64_t heads, int64_t batch, int head_dim) {
@@ -72,6 +60,19 @@ arch::TensorMapSpec vt_tensor_map(const SeqTensor& t, int64_t rows, int64_t head
 }
 
 }  // namespace
+
+/// Rows of a [batch, seq, head, dim] tensor: map {dim, head, seq, batch}, box dim x 1 x rows.
+arch::TensorMapSpec attention_tensor_map(const char* name, const SeqTensor& t, arch::TmaDataType type, int64_t rows,
+                                         int64_t heads, int64_t batch, int head_dim, uint32_t box_dim, uint32_t box_rows,
+                                         arch::Swizzle swizzle) {
+  require(t.dim_stride == 1, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
+          std::string(name) + ": the Hopper kernel loads rows with TMA and needs a dim stride of 1 (or, for v, a "
+              "seq stride of 1), got " + std::to_string(t.dim_stride));
+  const uint64_t dims[4] = {static_cast<uint64_t>(head_dim), static_cast<uint64_t>(heads), static_cast<uint64_t>(rows),
+                            static_cast<uint64_t>(batch)};
+  return element_map(name, t.data, type, dims, {t.head_stride, t.seq_stride, t.batch_stride}, {box_dim, 1, box_rows, 1},
+                     swizzle);
+}
 
 size_t attention_fwd_workspace_bytes(const AttentionConfig& config) { return config.telemetry ? kTelemetryBytes : 0; }
 
@@ -126,8 +127,8 @@ sm90::FwdLaunch plan_attention_fwd(const AttentionConfig& c, const AttentionProb
   const uint32_t chunk_bytes = row_bytes == 64 ? 64 : 128;
   const uint32_t chunk = chunk_bytes / (bf16 ? 2u : 1u);  // elements
   const arch::Swizzle swizzle = chunk_bytes == 64 ? arch::Swizzle::B64 : arch::Swizzle::B128;
-  l.q = tensor_map("q", p.q, type, rows_q, c.num_heads_q, batch, c.head_dim, chunk, c.tile.block_m, swizzle);
-  l.k = tensor_map("k", p.k, type, rows_k, c.num_heads_kv, batch, c.head_dim, chunk, c.tile.block_n, swizzle);
+  l.q = attention_tensor_map("q", p.q, type, rows_q, c.num_heads_q, batch, c.head_dim, chunk, c.tile.block_m, swizzle);
+  l.k = attention_tensor_map("k", p.k, type, rows_k, c.num_heads_kv, batch, c.head_dim, chunk, c.tile.block_n, swizzle);
   // NOTE: FP8 wgmma takes V's transpose; V given with its keys contiguous is loaded as it is,
   // other V is loaded by rows and transposed in shared memory by the producer warpgroup. BF16
   // wgmma reads V N-major as loaded, in K's chunks (fwd_config.hpp).
@@ -135,10 +136,11 @@ sm90::FwdLaunch plan_attention_fwd(const AttentionConfig& c, const AttentionProb
   require(!bf16 || !v_transposed, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
           "v with its keys contiguous and BF16 inputs: the Hopper BF16 kernel loads V rows (dim stride 1)");
   if (bf16)
-    l.v = tensor_map("v", p.v, type, rows_k, c.num_heads_kv, batch, c.head_dim, chunk, c.tile.block_n, swizzle);
+    l.v = attention_tensor_map("v", p.v, type, rows_k, c.num_heads_kv, batch, c.head_dim, chunk, c.tile.block_n,
+                               swizzle);
   else
     l.v = v_transposed ? vt_tensor_map(p.v, rows_k, c.num_heads_kv, batch, c.head_dim)
-                       : tensor_map("v", p.v, type, rows_k, c.num_heads_kv, batch, c.head_dim, c.head_dim,
+                       : attention_tensor_map("v", p.v, type, rows_k, c.num_heads_kv, batch, c.head_dim, c.head_dim,
                                     c.tile.block_n, arch::Swizzle::None);
 
   sm90::FwdArguments& a = l.args;

@@ -12,6 +12,13 @@
 
 namespace fp8attn::gpu {
 
+/// Rows of a [batch, seq, head, dim] tensor as a 4D TMA map {dim, head, seq, batch} with a box of
+/// `box_dim` x 1 head x `box_rows` rows (packed tensors: batch 1). Throws
+/// Error(UNSUPPORTED_ON_BACKEND) when the tensor breaks a TMA rule. The backward's plan uses it too.
+arch::TensorMapSpec attention_tensor_map(const char* name, const SeqTensor& t, arch::TmaDataType type, int64_t rows,
+                                         int64_t heads, int64_t batch, int head_dim, uint32_t box_dim, uint32_t box_rows,
+                                         arch::Swizzle swizzle);
+
 /// Workspace bytes of one forward call: the telemetry counters, when the plan asks for them.
 size_t attention_fwd_workspace_bytes(const AttentionConfig& config);
 

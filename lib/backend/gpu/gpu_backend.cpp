@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "lib/backend/gpu/attention_bwd_plan.hpp"
 #include "lib/backend/gpu/attention_fwd_plan.hpp"
 #include "lib/backend/gpu/quantize_plan.hpp"
 #include "lib/backend/gpu/spectral_plan.hpp"
@@ -71,6 +72,23 @@ class GpuBackend final : public Backend {
             "the workspace has " + std::to_string(workspace_bytes) + " bytes; the plan's forward workspace is " +
                 std::to_string(gpu::attention_fwd_workspace_bytes(config)));
     runtime_->copy_to_host_async(&out->p_positive, workspace, kTelemetryCopyBytes, stream);
+  }
+
+  /// The BF16 backward (attention_bwd_plan.hpp). The plan's kernels get their shared-memory limit
+  /// here, at the first workspace query or call, once per head dim (prepare is idempotent).
+  size_t attention_backward_workspace_size(const AttentionConfig& config, int64_t batch, int64_t max_seqlen_q,
+                                           int64_t max_seqlen_k) const override {
+    const size_t bytes = gpu::attention_bwd_workspace_bytes(config, batch, max_seqlen_q, max_seqlen_k);
+    runtime_->prepare_attention_bwd({config.head_dim});
+    return bytes;
+  }
+
+  /// NOTE: no allocation and no synchronization: every buffer lives in the caller's workspace
+  /// (the atomic mode's dQ accumulator is zeroed by the preprocessing kernel), so the call can be
+  /// captured in a CUDA graph.
+  void attention_backward(const AttentionConfig& config, const AttentionBackwardProblem& problem, void* workspace,
+                          size_t, CUstream_st* stream) override {
+    runtime_->launch_attention_bwd(gpu::plan_attention_bwd(config, problem, workspace), stream);
   }
 
   void quantize(const sm90::quant::QuantizeParams& p, void* workspace, size_t, CUstream_st* stream) override {

@@ -1,0 +1,98 @@
+// Compile-time configuration of the BF16 attention backward kernel (attention_bwd_kernel.hpp) for
+// one head dimension: tiles from the shared tile_config.hpp (attention_bwd_tile, which the CPU
+// engine's backward reads too), warp roles, register budgets and the typed shared storage.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/arch/platform.hpp"
+#include "kernels/arch/wgmma_descriptor.hpp"
+#include "kernels/sm90/tile_config.hpp"
+
+namespace fp8attn::sm90 {
+
+/// A planted bug, for the seeded-failure test only (tests/kernels): the emulator must report it.
+/// Every kernel the library instantiates has None, and `if constexpr` removes the hook.
+enum class BwdFault : int {
+  None = 0,
+  DropDsReadyBarrier,  ///< consumer 1 skips the barrier that publishes dS before dQ = dS·K
+};
+
+template <int kHeadDimT, BwdFault kFaultT = BwdFault::None>
+struct BwdConfig {
+  static constexpr BwdFault kFault = kFaultT;
+  static constexpr int kHeadDim = kHeadDimT;
+  static constexpr AttentionTile kTile = attention_bwd_tile(kHeadDim);
+  static constexpr int kBlockM = kTile.block_m;  ///< query rows per step (the N of Sᵀ = K·Qᵀ)
+  static constexpr int kBlockN = kTile.block_n;  ///< keys of the CTA's key block
+  static constexpr int kConsumers = kTile.consumer_warpgroups;
+  static constexpr int kStages = kTile.stages;   ///< Q/dO pipeline depth
+  static constexpr int kThreads = 128 * (1 + kConsumers);  // warpgroup 0 is the producer
+  static constexpr int kMmaK = 16;                        ///< BF16 wgmma: m64nNk16
+  static_assert(kTile.mma_k_qk == kMmaK && kTile.mma_k_pv == kMmaK, "BF16 wgmma K");
+  static_assert(kBlockN == 64 * kConsumers, "each consumer warpgroup owns 64 keys (the M of Sᵀ, dPᵀ, dV, dK)");
+  static_assert(kBlockM == 64, "one dQ wgmma M (64 query rows) per step");
+  static_assert(kHeadDim == 64 || kHeadDim == 128,
+                "head_dim 256: dK and dV of 64 keys alone take 256 registers per consumer thread");
+
+  // Q, dO, K and V tiles as TMA loads them: chunks of 64 head-dim elements (128 B rows), 128B
+  // swizzle, the forward's BF16 layout (fwd_config.hpp).
+  static constexpr uint32_t kRowBytes = kHeadDim * 2;
+  static constexpr uint32_t kChunkBytes = 128;
+  static constexpr int32_t kChunkElements = 64;
+  static constexpr int kChunks = static_cast<int>(kRowBytes / kChunkBytes);
+  static constexpr uint32_t kAtomBytes = 8 * kChunkBytes;  ///< 8 rows of one swizzle span
+  static constexpr int kHdSteps = kHeadDim / kMmaK;        ///< wgmmas over head_dim (Sᵀ, dPᵀ)
+  static constexpr uint32_t kQChunkBytes = kBlockM * kChunkBytes;
+  static constexpr uint32_t kKChunkBytes = kBlockN * kChunkBytes;
+  static constexpr uint32_t kQBytes = kChunks * kQChunkBytes;
+  static constexpr uint32_t kKBytes = kChunks * kKChunkBytes;
+
+  // dS [BlockM rows][BlockN keys] for dQ = dS·K (A operand, K-major), written by the consumers
+  // from registers in the canonical no-swizzle layout: 8 x 16 B core matrices, adjacent along the
+  // keys (LBO 128 B), 8-row groups BlockN·16 B apart (SBO) (PTX_FACTS.md §3b).
+  static constexpr uint32_t kDsLeadingBytes = 128;
+  static constexpr uint32_t kDsStrideBytes = 16u * kBlockN;
+  static constexpr uint32_t kDsBytes = kBlockM * kBlockN * 2;
+
+  /// dQ's columns per consumer: 64 (one N-major B chunk of K); head_dim 64 has one part, which
+  /// consumer 0 computes.
+  static constexpr int kDqPartN = 64;
+  static constexpr int kDqParts = kHeadDim / kDqPartN;
+  static_assert(kDqParts <= kConsumers, "one dQ part per consumer at most");
+
+  // NOTE: FlashAttention-3's budgets for one TMA producer and two MMA warpgroups (24/240). The
+  // consumers hold dV and dK (2 · head_dim/2 registers) across the whole loop, and Sᵀ and dPᵀ
+  // (32 each at BlockM 64) during a step: 192 at head_dim 128 before addresses and the masks.
+  static_assert(kConsumers == 2, "register budgets for two consumer warpgroups");
+  static constexpr uint32_t kProducerRegisters = 24;
+  static constexpr uint32_t kConsumerRegisters = 240;
+  static_assert(128 * kProducerRegisters + 128 * kConsumers * kConsumerRegisters <= 65536, "register file");
+};
+
+/// Shared memory of one CTA: K and V of the key block (loaded once), kStages of Q and dO, and dS.
+template <class Cfg>
+struct BwdSharedStorage {
+  alignas(1024) uint8_t k[Cfg::kChunks][Cfg::kKChunkBytes];
+  alignas(1024) uint8_t v[Cfg::kChunks][Cfg::kKChunkBytes];
+  alignas(1024) uint8_t q[Cfg::kStages][Cfg::kChunks][Cfg::kQChunkBytes];
+  alignas(1024) uint8_t dout[Cfg::kStages][Cfg::kChunks][Cfg::kQChunkBytes];
+  alignas(1024) uint8_t ds[Cfg::kDsBytes];
+  /// Per consumer thread: the rows that see its two keys (first, last of h = 0, then h = 1).
+  /// NOTE: in shared memory rather than registers across the loop: 4 fewer live registers, which
+  /// the head_dim 128 consumers needed (ptxas -warn-spills).
+  int32_t key_rows[128 * Cfg::kConsumers][4];
+  uint64_t kv_full;
+  uint64_t qdo_full[Cfg::kStages], qdo_empty[Cfg::kStages];
+};
+
+/// Extra dynamic shared memory to align the storage to the 1024-byte swizzle period.
+inline constexpr uint32_t kBwdSmemSlack = 1024;
+
+template <class Cfg>
+constexpr size_t attention_bwd_smem_bytes() {
+  return sizeof(BwdSharedStorage<Cfg>) + kBwdSmemSlack;
+}
+
+}  // namespace fp8attn::sm90

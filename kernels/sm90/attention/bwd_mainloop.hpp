@@ -1,0 +1,188 @@
+// A consumer warpgroup of the attention backward: 64 keys of the CTA's key block, for each
+// (query head, query block) that visits the block (bwd_producer.hpp, for_each_visit):
+//   Sᵀ, dPᵀ on the tensor cores; P = exp2(S·scale·log2e − LSE·log2e) and dS = P∘(dP − D) on the
+//   fragments, cast to BF16; dV += Pᵀ·dO and dK += dSᵀ·Q (RS); dS to shared memory; then
+//   dQ = dS·K for one 64-column part of head_dim, stored into the workspace.
+// Every floating-point step is the CPU engine's (lib/attention/engine/backward_tile.cpp): the
+// same products in the emulated wgmma's order, P through sm90::p_tilde (one FMA, then
+// arch::ex2_approx), dS as P·(dP − D) in FP32 then rounded to BF16, dV and dK accumulated over
+// 16-row chunks of queries in the engine's order (heads ascending, then query blocks).
+// NOTE: padding is harmless to the bits: rows past the sequence and keys past the block get
+// P = dS = 0, so their products add exact zeros to chunks that start at +0 (mma_order.hpp).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/arch/barrier.hpp"
+#include "kernels/arch/cvt.hpp"
+#include "kernels/arch/mbarrier.hpp"
+#include "kernels/arch/thread_index.hpp"
+#include "kernels/arch/warp.hpp"
+#include "kernels/arch/wgmma.hpp"
+#include "kernels/sm90/attention/bwd_config.hpp"
+#include "kernels/sm90/attention/bwd_epilogue.hpp"
+#include "kernels/sm90/attention/bwd_mma.hpp"
+#include "kernels/sm90/attention/bwd_params.hpp"
+#include "kernels/sm90/attention/bwd_producer.hpp"
+#include "kernels/sm90/gemm/gemm_pipeline.hpp"
+#include "kernels/sm90/mask.hpp"
+#include "kernels/sm90/softmax_math.hpp"
+
+namespace fp8attn::sm90 {
+
+/// The visible columns of the thread's two key rows in the step's query block, [lo, hi], less the
+/// thread's column offset 2q (the forward's softmax compares compile-time columns so too). The
+/// rows that see each key (`key_rows`: first, last per key) come from mask.hpp's visible_rows;
+/// rows past the sequence lie outside.
+struct BwdStepMask {
+  int32_t lo[2], hi[2];
+  FP8ATTN_ARCH_FN bool visible(int i) const {
+    const int h = (i >> 1) & 1;
+    const int32_t c = 8 * (i >> 2) + (i & 1);
+    return c >= lo[h] && c <= hi[h];
+  }
+};
+
+FP8ATTN_ARCH_FN BwdStepMask step_mask(const int32_t* key_rows, int32_t row0) {
+  const int32_t q = static_cast<int32_t>(arch::thread_idx_in_warpgroup() % 4);
+  BwdStepMask m;
+  FP8ATTN_UNROLL
+  for (int h = 0; h < 2; ++h) {
+    m.lo[h] = arch::smem_load(&key_rows[2 * h]) - row0 - 2 * q;
+    m.hi[h] = arch::smem_load(&key_rows[2 * h + 1]) - row0 - 2 * q;
+  }
+  return m;
+}
+
+/// A per-row value (the LSE or D) of the thread's 16 columns, loaded as 2 per lane and broadcast by
+/// shuffles: lane 4g + q loads columns 8g + 2q + {0, 1}, which the lanes 4j + q of the warp need as
+/// their group j. NOTE: with the 16 loads per thread, ptxas hoisted them next to dK, dV, Sᵀ and
+/// dPᵀ and the head_dim 128 consumers spilled; a shuffle result is used at once.
+struct BwdRowValues {
+  float mine[2];
+  FP8ATTN_ARCH_FN float at(int i) const {  // register i: group i/4, column parity i%2
+    const int q = static_cast<int>(arch::lane_idx() % 4);
+    return arch::shfl_sync(0xffffffffu, mine[i & 1], 4 * (i >> 2) + q);
+  }
+};
+
+FP8ATTN_ARCH_FN BwdRowValues load_row_values(const float* rows, int32_t row_step, int32_t valid_rows) {
+  const int32_t lane = static_cast<int32_t>(arch::lane_idx());
+  const int32_t c0 = 8 * (lane / 4) + 2 * (lane % 4);
+  BwdRowValues v;
+  FP8ATTN_UNROLL
+  for (int c = 0; c < 2; ++c) v.mine[c] = c0 + c < valid_rows ? rows[(c0 + c) * row_step] : 0.0f;
+  return v;
+}
+
+/// Sᵀ (raw logits) → Pᵀ = exp2(S·scale_log2 − LSE·log2e), 0 where hidden: sm90::p_tilde, the
+/// engine's recompute_p; `lse` holds the LSE (log2 units) of the thread's columns.
+template <int N>
+FP8ATTN_ARCH_FN void recompute_p(arch::WgmmaAccF32<N>& s, const BwdStepMask& m, const BwdRowValues& lse,
+                                 float scale_log2) {
+  FP8ATTN_UNROLL
+  for (int i = 0; i < N / 2; ++i) {
+    const float lse_i = lse.at(i);  // every lane shuffles, visible or not
+    s[i] = m.visible(i) ? p_tilde(s[i], scale_log2, lse_i) : 0.0f;
+  }
+}
+
+/// dPᵀ → dSᵀ = P·(dP − D) in FP32, 0 where hidden; then Pᵀ and dSᵀ packed into A fragments (BF16
+/// pairs, the layout of the forward's cast_p_bf16).
+template <int N>
+FP8ATTN_ARCH_FN void grad_scores(const arch::WgmmaAccF32<N>& p, arch::WgmmaAccF32<N>& dp, const BwdStepMask& m,
+                                 const BwdRowValues& delta, arch::WgmmaAFragment (&pf)[N / 16],
+                                 arch::WgmmaAFragment (&dsf)[N / 16]) {
+  FP8ATTN_UNROLL
+  for (int i = 0; i < N / 2; ++i) {
+    const float delta_i = delta.at(i);
+    dp[i] = m.visible(i) ? p[i] * (dp[i] - delta_i) : 0.0f;
+  }
+  FP8ATTN_UNROLL
+  for (int pr = 0; pr < N / 4; ++pr) {  // pair pr = 2c + h
+    pf[pr >> 2].reg[pr & 3] = arch::cvt_bf16x2(p[2 * pr], p[2 * pr + 1]);
+    dsf[pr >> 2].reg[pr & 3] = arch::cvt_bf16x2(dp[2 * pr], dp[2 * pr + 1]);
+  }
+}
+
+/// A consumer warpgroup's whole work item.
+template <class Cfg>
+FP8ATTN_ARCH_FN void run_bwd_consumer(const AttentionBwdParams& p, BwdSharedStorage<Cfg>& smem, const BwdWork& w) {
+  const unsigned consumer = arch::warpgroup_idx() - 1;
+  const unsigned t = arch::thread_idx_in_warpgroup();
+  const bool leader = t == 0;
+  const int32_t key_base = static_cast<int32_t>(64 * consumer);  // the warpgroup's first key in the block
+  const int32_t key_lo = key_base + static_cast<int32_t>(16 * (t / 32) + (t % 32) / 4);  // h = 0 row's key
+  const bool has_dq_part = static_cast<int>(consumer) < Cfg::kDqParts;
+  const int dq_n0 = static_cast<int>(consumer) * Cfg::kDqPartN;
+  const float scale_log2 = p.softmax_scale * kLog2e;  // the engine's scale_log2
+  int32_t* key_rows = smem.key_rows[128 * consumer + t];  // the rows that see the thread's two keys
+  FP8ATTN_UNROLL
+  for (int h = 0; h < 2; ++h) {
+    const KeyRange rows = visible_rows(w.mask(p), w.key0 + key_lo + 8 * h);
+    arch::smem_store(&key_rows[2 * h], static_cast<int32_t>(rows.first));
+    arch::smem_store(&key_rows[2 * h + 1], static_cast<int32_t>(rows.last));
+  }
+  arch::WgmmaAccF32<Cfg::kHeadDim> dk, dv;
+  fill_acc(dk, 0.0f);
+  fill_acc(dv, 0.0f);
+  arch::mbarrier_wait_parity(&smem.kv_full, 0);
+  PipelineState<Cfg::kStages> st{0, 0};
+  for_each_visit<Cfg>(p, w, [&](int32_t head, int32_t row0, int32_t rows) {
+    arch::mbarrier_wait_parity(&smem.qdo_full[st.stage], st.phase);
+    arch::WgmmaAccF32<Cfg::kBlockM> s, dp;
+    // NOTE: scale-d is 0 on the first wgmma, but its asm reads the registers (the forward's note).
+    fill_acc(s, 0.0f);
+    fill_acc(dp, 0.0f);
+    // NOTE: Sᵀ and dPᵀ go out as two groups; P is computed while dPᵀ may still run, and D is
+    // loaded only after dPᵀ's wait (the wait is a compiler barrier to loads): with the LSE and D
+    // of all 16 columns live next to Sᵀ, dPᵀ, dK and dV, head_dim 128 spilled more.
+    arch::wgmma_fence();
+    mm_rows_by_rows<Cfg>(s, smem.k, key_base, smem.q[st.stage]);
+    arch::wgmma_commit_group();
+    mm_rows_by_rows<Cfg>(dp, smem.v, key_base, smem.dout[st.stage]);
+    arch::wgmma_commit_group();
+    const BwdStepMask mask = step_mask(key_rows, row0);
+    const int64_t first_row = w.row(p, row0) * p.heads_q + head;
+    arch::wgmma_wait_group<1>();
+    arch::wgmma_fence_operand(s);
+    recompute_p(s, mask, load_row_values(p.lse_log2 + first_row, p.heads_q, rows), scale_log2);
+    arch::wgmma_wait_group<0>();
+    arch::wgmma_fence_operand(dp);
+    arch::WgmmaAFragment pf[Cfg::kBlockM / 16], dsf[Cfg::kBlockM / 16];
+    grad_scores(s, dp, mask, load_row_values(p.delta + first_row, p.heads_q, rows), pf, dsf);
+
+    // dS of the last step may still be read by another warpgroup's dQ wgmma until all pass here.
+    arch::named_barrier_sync(barrier_id(BwdBarrier::kDsFree), 128 * Cfg::kConsumers);
+    store_ds<Cfg>(smem.ds, dsf, key_lo);
+    arch::fence_proxy_async_shared_cta();  // generic-proxy writes, read by wgmma (async proxy)
+
+    arch::wgmma_fence();
+    mma_over_rows<Cfg>(dv, pf, smem.dout[st.stage]);
+    mma_over_rows<Cfg>(dk, dsf, smem.q[st.stage]);
+    arch::wgmma_commit_group();
+
+    if (Cfg::kFault != BwdFault::DropDsReadyBarrier || consumer != 1)
+      arch::named_barrier_sync(barrier_id(BwdBarrier::kDsReady), 128 * Cfg::kConsumers);
+    // NOTE: dV and dK complete before dQ is issued, so Pᵀ and dSᵀ (32 registers) are dead while
+    // dQ's 32 live: with the three in flight at once the head_dim 128 consumers spilled.
+    arch::wgmma_wait_group<0>();
+    arch::wgmma_fence_operand(dv);
+    arch::wgmma_fence_operand(dk);
+    if (leader) arch::mbarrier_arrive(&smem.qdo_empty[st.stage]);  // this stage's Q and dO are read
+    if (has_dq_part) {
+      arch::WgmmaAccF32<Cfg::kDqPartN> dq;
+      fill_acc(dq, 0.0f);
+      arch::wgmma_fence();
+      mm_dq<Cfg>(dq, smem.ds, smem.k, dq_n0);
+      arch::wgmma_commit_group();
+      arch::wgmma_wait_group<0>();
+      arch::wgmma_fence_operand(dq);
+      store_dq_share<Cfg>(p, w, dq, head, row0, rows, dq_n0);
+    }
+    st.advance();
+  });
+  store_dk_dv<Cfg>(p, w, dk, dv, key_base);
+}
+
+}  // namespace fp8attn::sm90
