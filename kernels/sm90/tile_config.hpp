@@ -33,14 +33,16 @@ struct AttentionTile {
 /// tile_size.h): larger BlockN for FP8, since its operands are half the bytes. BlockN must be a
 /// multiple of mma_k_pv, because the block's keys are the K dimension of the PV wgmma.
 /// FP8 departs from them where this project's kernel (kernels/sm90/attention) would spill: its
-/// consumers also carry telemetry and per-block descales, so head_dim 64 uses two consumer
-/// warpgroups of 240 registers (BlockM 128, not 192 with three of 160, which spill once the
-/// softmax overlaps P·V: README, kernel limits), and head_dim 256 a BlockN
-/// of 96 (S takes 48 registers, not 64, next to O's 128); ptxas -warn-spills is clean for every
-/// instantiated kernel with these sizes (tools/check_sm90_build.sh).
+/// consumers also carry telemetry and per-block descales. Head_dim 64 has FlashAttention-3's three
+/// consumer warpgroups of 160 registers (BlockM 192) with a BlockN of 96: S 48, O 32, the every-N
+/// fresh tile 32 and the previous block's P 12 registers fit with the softmax overlapping P·V,
+/// where BlockN 160 spilled 28 to 640 bytes and 128 still 4 in the every-N kernel (README, kernel
+/// limits). Head_dim 256 takes a BlockN of 96 too (S 48 registers, not 64, next to O's 128).
+/// ptxas -warn-spills is clean for every instantiated kernel with these sizes
+/// (tools/check_attention_sm90a.sh).
 FP8ATTN_HOST_DEVICE constexpr AttentionTile attention_tile(int head_dim, bool fp8) {
   if (fp8) {
-    if (head_dim <= 64) return {128, 160, 32, 32, 2, 2};
+    if (head_dim <= 64) return {192, 96, 32, 32, 3, 2};
     if (head_dim <= 128) return {128, 224, 32, 32, 2, 2};
     return {128, 96, 32, 32, 2, 2};
   }

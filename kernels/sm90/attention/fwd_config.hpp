@@ -100,9 +100,10 @@ struct FwdConfig {
   // overlapped consumers need the 240 (head_dim 128: S 112 + O 64 + P of the previous block 28
   // registers during the softmax); the producer, which also computes the tile schedule and
   // transposes V, does not spill at 32 (ptxas -warn-spills), and 32 + 2 x 240 fill the 64K file.
-  // NOTE: with three consumers (BF16 head_dim 64, BlockM 192) FlashAttention-3's budget is 160, and
-  // 32 + 3 x 160 fill the file; S 64 + O 32 + P 32 registers fit without spills only in the serial
-  // schedule (kIntraWgOverlap below).
+  // NOTE: with three consumers (head_dim 64, BlockM 192) FlashAttention-3's budget is 160, and
+  // 32 + 3 x 160 fill the file. BF16 (S 64 + O 32 + P 32 registers) fits without spills only in the
+  // serial schedule (kIntraWgOverlap above); E4M3 at BlockN 96 (S 48, O 32, P 12, the every-N fresh
+  // tile 32) fits overlapped.
   static_assert(kConsumers == 2 || kConsumers == 3, "register budgets for two or three consumer warpgroups");
   static constexpr uint32_t kProducerRegisters = 32;
   static constexpr uint32_t kConsumerRegisters = kConsumers == 2 ? 240 : 160;
