@@ -1252,8 +1252,8 @@ FP8ATTN_API int32_t fp8attn_scale_state_report_amax_batch(fp8attn_scale_state st
  *   the stream reaches the copy. The report lands when the stream reaches it: synchronize the
  *   stream before fp8attn_scale_state_step() should include it (TransformerEngine's rule); every
  *   read sees all of a report or none of it. A report with a NaN or infinite entry is dropped
- *   whole, with a warning in the context's log (the call has returned by then). The state must
- *   outlive the host function. Not capturable in a CUDA graph (a staging slot is taken per call).
+ *   whole, with a warning in the context's log (the call has returned by then). The state and
+ *   its context must outlive the host function (synchronize the stream before destroying them). Not capturable in a CUDA graph (a staging slot is taken per call).
  * - ::FP8ATTN_BACKEND_EMULATOR: the same path; device memory is host memory and emulated streams
  *   complete on return, so the report is recorded (or refused with its status) during the call;
  *   `stream` may be any emulated stream or NULL.

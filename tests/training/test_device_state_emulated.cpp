@@ -163,6 +163,11 @@ TEST(DeviceStateEmulated, AFailingLaunchLeavesTheStateAmaxOAndOutputUntouched) {
     EXPECT_EQ(amax_o, -7.0f);
     EXPECT_EQ(serialize(emu.state), blob) << "a failed launch changed the state";
     for (uint8_t b : out) ASSERT_EQ(b, 0xA5) << "a failed launch wrote the output";
+    // Each failed call gives its staging slot back: more failures than the pool has slots
+    // (256) still fail with DEVICE_ERROR, not with a full pool.
+    int device_errors = 0;
+    for (int call = 0; call < 300; ++call) device_errors += emu.plan.run(a, nullptr) == FP8ATTN_STATUS_DEVICE_ERROR;
+    EXPECT_EQ(device_errors, 300);
   }
 }
 
