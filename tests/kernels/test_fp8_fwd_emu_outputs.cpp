@@ -1,7 +1,7 @@
 // The Hopper kernel's E4M3 output and amax_o (issue 12) through the C API: FP8ATTN_BACKEND_EMULATOR
 // against the CPU engine on the same fresh inputs, under round-robin and three shuffle seeds.
 // Equal E4M3 bytes (round_e4m3_satfinite(O · out_scale), with out_scale chosen so that some
-// outputs saturate), equal amax_o bits, and with a scale state the same state after the call.
+// outputs saturate) and equal amax_o bits; E4M3 and BF16 input kernels, BF16 output for amax_o.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/numerics/bfloat16.hpp"
 #include "lib/workloads/fresh_seed.hpp"
 #include "tests/kernels/fp8_fwd_emu_support.hpp"
 #include "tests/training/training_test_support.hpp"
@@ -27,7 +28,22 @@ struct OutputCase {
   int32_t out_dtype = FP8ATTN_DTYPE_E4M3;
   bool telemetry = false;  ///< the plan's desc.telemetry (the call turns the kernel's on anyway)
   const char* name = "";
+  int32_t input_dtype = FP8ATTN_DTYPE_E4M3;  ///< BF16: the HGMMA kernels' epilogue is the same
 };
+
+/// N(0, σ) inputs in BF16, as bytes (two per element) in the Inputs vectors.
+Inputs random_bf16_inputs(const Shape& s, std::mt19937_64& rng, float sigma) {
+  std::normal_distribution<float> normal(0.0f, sigma);
+  auto draw = [&](int64_t n) {
+    std::vector<uint8_t> bytes(static_cast<size_t>(n) * 2);
+    for (int64_t i = 0; i < n; ++i) {
+      const uint16_t b = num::float_to_bf16(normal(rng));
+      std::memcpy(&bytes[static_cast<size_t>(i) * 2], &b, 2);
+    }
+    return bytes;
+  };
+  return {draw(s.q_elems()), draw(s.kv_elems()), draw(s.kv_elems())};
+}
 
 struct Outcome {
   int32_t status = -1;
@@ -54,6 +70,7 @@ Outcome run(const OutputCase& c, Inputs& in, int32_t backend, const std::string&
     }
   }
   fp8attn_attention_desc desc = make_desc(s, c.out_dtype, c.telemetry, c.causal);
+  desc.input_dtype = c.input_dtype;
   fp8attn_plan plan = nullptr;
   Outcome r;
   EXPECT_EQ(fp8attn_plan_create(ctx, &desc, &plan, nullptr), FP8ATTN_OK);
@@ -64,10 +81,11 @@ Outcome run(const OutputCase& c, Inputs& in, int32_t backend, const std::string&
   r.out.assign(static_cast<size_t>(s.q_elems()) * elem, 0x7F);  // poisoned (E4M3 NaN)
   fp8attn_attention_args a = make_args(s, in, r.out.data(), c.out_dtype);
   std::vector<int32_t> cu_q = c.cu_q, cu_k = c.cu_k;
+  for (fp8attn_tensor* t : {&a.q, &a.k, &a.v}) t->dtype = c.input_dtype;
   if (packed) {
-    a.q = tensor(in.q.data(), FP8ATTN_DTYPE_E4M3, {rows_q, s.heads_q, s.head_dim});
-    a.k = tensor(in.k.data(), FP8ATTN_DTYPE_E4M3, {rows_k, s.heads_kv, s.head_dim});
-    a.v = tensor(in.v.data(), FP8ATTN_DTYPE_E4M3, {rows_k, s.heads_kv, s.head_dim});
+    a.q = tensor(in.q.data(), c.input_dtype, {rows_q, s.heads_q, s.head_dim});
+    a.k = tensor(in.k.data(), c.input_dtype, {rows_k, s.heads_kv, s.head_dim});
+    a.v = tensor(in.v.data(), c.input_dtype, {rows_k, s.heads_kv, s.head_dim});
     a.out = tensor(r.out.data(), c.out_dtype, {rows_q, s.heads_q, s.head_dim});
     a.cu_seqlens_q = tensor(cu_q.data(), FP8ATTN_DTYPE_I32, {batch + 1});
     a.cu_seqlens_k = tensor(cu_k.data(), FP8ATTN_DTYPE_I32, {batch + 1});
@@ -94,7 +112,8 @@ Outcome run(const OutputCase& c, Inputs& in, int32_t backend, const std::string&
 void expect_emulator_matches_cpu(const OutputCase& c) {
   const uint64_t seed = workloads::fresh_seed();
   std::mt19937_64 rng(seed);
-  Inputs in = random_inputs(c.shape, rng, 1.5f);
+  Inputs in = c.input_dtype == FP8ATTN_DTYPE_BF16 ? random_bf16_inputs(c.shape, rng, 1.5f)
+                                                  : random_inputs(c.shape, rng, 1.5f);
   // The scale from a first CPU call, so that about the largest 10% of |O|·scale saturate.
   const Outcome probe = run(c, in, FP8ATTN_BACKEND_CPU, "", 1.0f);
   ASSERT_GT(probe.amax_o, 0.0f) << c.name;
@@ -140,6 +159,12 @@ TEST(Fp8FwdEmuOutputs, E4m3HeadDim256VarlenGqaCausal) {
 TEST(Fp8FwdEmuOutputs, E4m3HeadDim64VarlenFull) {
   expect_emulator_matches_cpu(
       {{1, 130, 200, 3, 1, 64}, false, {0, 1, 60, 130}, {0, 80, 81, 200}, FP8ATTN_DTYPE_E4M3, true, "hd64 varlen GQA full"});
+}
+
+TEST(Fp8FwdEmuOutputs, E4m3OutputOfTheBf16InputKernel) {
+  OutputCase c{{2, 60, 90, 2, 1, 128}, true, {}, {}, FP8ATTN_DTYPE_E4M3, false, "BF16 inputs hd128 E4M3 out"};
+  c.input_dtype = FP8ATTN_DTYPE_BF16;
+  expect_emulator_matches_cpu(c);
 }
 
 TEST(Fp8FwdEmuOutputs, AmaxOWithBf16Output) {
