@@ -91,8 +91,9 @@ void concurrent_forwards(int32_t backend, int calls) {
 
 TEST(ForwardStateThreads, ConcurrentForwardsReportEveryAmaxIntoTheSharedState) { concurrent_forwards(FP8ATTN_BACKEND_CPU, 6); }
 
+// NOTE: one call per thread: the emulated kernel under ThreadSanitizer took 63 s for two.
 TEST(ForwardStateThreads, ConcurrentEmulatedForwardsReportThroughTheDevicePickup) {
-  concurrent_forwards(FP8ATTN_BACKEND_EMULATOR, 2);
+  concurrent_forwards(FP8ATTN_BACKEND_EMULATOR, 1);
 }
 
 }  // namespace
