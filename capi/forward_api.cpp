@@ -9,9 +9,11 @@
 #include "capi/versioned_struct.hpp"
 #include "lib/attention/attention_problem.hpp"
 #include "lib/attention/plan.hpp"
+#include "lib/core/context.hpp"
 #include "lib/core/logging.hpp"
 #include "lib/core/nvtx.hpp"
 #include "lib/core/tensor.hpp"
+#include "lib/scale/device_amax_pickup.hpp"
 #include "lib/scale/scale_state.hpp"
 
 using fp8attn::capi::guarded;
@@ -42,8 +44,8 @@ TrainingOptions resolve_training_options(const fp8attn::AttentionConfig& cfg, co
                   FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
                   std::string(a.scale_state ? "args.scale_state" : "args.amax_o") + " on the " +
                       fp8attn::backend_log_name(backend.kind()) +
-                      " backend: its forward kernel measures no amax of O and no logit amax yet; the CPU backend "
-                      "(FP8ATTN_BACKEND_CPU) does");
+                      " backend: it measures no amax of O and no logit amax; the CPU, emulator and CUDA backends "
+                      "do");
   FP8ATTN_REQUIRE(a.out_scale == nullptr || e4m3_out, FP8ATTN_STATUS_BAD_OPTION,
                   "args.out_scale is set but desc.output_dtype is " + fp8attn::dtype_name(cfg.output_dtype) +
                       ": an output scale applies to E4M3 output only");
@@ -95,21 +97,25 @@ int32_t fp8attn_attention_forward(fp8attn_plan plan, const fp8attn_attention_arg
             "a CUDA stream was given to a CPU backend; pass NULL");
     fp8attn::AttentionProblem problem = fp8attn::make_attention_problem(plan->config, a, backend.tensor_device());
     const TrainingOptions training = resolve_training_options(plan->config, a, backend);
-    // A state's per-tensor descales, broadcast as stride-0 descale tensors would be.
-    const float state_descales[3] = {training.scales.q_descale, training.scales.k_descale, training.scales.v_descale};
+    // A state's per-tensor descales, by value: the GPU kernel cannot read the host's state.
     if (training.state) {
-      problem.q_descale = {&state_descales[0], 0, 0};
-      problem.k_descale = {&state_descales[1], 0, 0};
-      problem.v_descale = {&state_descales[2], 0, 0};
+      problem.q_descale = {nullptr, 0, 0, training.scales.q_descale};
+      problem.k_descale = {nullptr, 0, 0, training.scales.k_descale};
+      problem.v_descale = {nullptr, 0, 0, training.scales.v_descale};
     }
     problem.out_scale = training.out_scale;
+    // The CPU engine measures into host memory; a device backend leaves the amaxes in the
+    // workspace, and the pickup carries them to the state and amax_o on the stream.
+    const int64_t device_amax_offset = backend.forward_amax_offset();
+    const bool device_measure = training.measure && device_amax_offset >= 0;
     fp8attn::ForwardAmax measured;
-    if (training.measure) problem.amax = &measured;
+    if (training.measure && !device_measure) problem.amax = &measured;
     // NOTE: the logit amax is telemetry's max |scaled logit|, so a call with a state measures it
     // even when the plan has desc.telemetry = 0; the caller's telemetry struct is still filled
-    // only when the plan asked for it (problem.telemetry is NULL otherwise).
+    // only when the plan asked for it (problem.telemetry is NULL otherwise). The device kernels
+    // measure max |O| only in their telemetry variant, so amax_o turns it on there too.
     fp8attn::AttentionConfig run_config = plan->config;
-    if (training.state) run_config.telemetry = true;
+    if (training.state || device_measure) run_config.telemetry = true;
     const size_t needed =
         backend.attention_workspace_size(run_config, problem.batch, problem.max_seqlen_q, problem.max_seqlen_k);
     FP8ATTN_REQUIRE(workspace_bytes >= needed, FP8ATTN_STATUS_WORKSPACE_TOO_SMALL,
@@ -128,17 +134,28 @@ int32_t fp8attn_attention_forward(fp8attn_plan plan, const fp8attn_attention_arg
                                    problem.max_seqlen_q, problem.max_seqlen_k, plan->config.num_heads_q,
                                    plan->config.num_heads_kv, plan->config.head_dim,
                                    plan->config.causal ? " causal" : "");
-    backend.attention_forward(run_config, problem, workspace, workspace_bytes, stream);
+    if (device_measure) {
+      fp8attn::DeviceAmaxPickup* pickup = plan->context->amax_pickup();
+      FP8ATTN_REQUIRE(pickup != nullptr, FP8ATTN_STATUS_INTERNAL, "a device backend without an amax pickup");
+      // Reserved before the launch: a full pool fails the call before anything ran.
+      fp8attn::DeviceAmaxPickup::Reservation slot = pickup->reserve_forward(training.state, training.layer, a.amax_o);
+      backend.attention_forward(run_config, problem, workspace, workspace_bytes, stream);
+      // NOTE: stream-ordered, no host synchronization: the state and amax_o are written when the
+      // stream reaches the end of the kernel (at once on the emulator).
+      pickup->submit_forward(slot, static_cast<const unsigned char*>(workspace) + device_amax_offset, stream);
+    } else {
+      backend.attention_forward(run_config, problem, workspace, workspace_bytes, stream);
+    }
     // Only after success: the state's report (as fp8attn_scale_state_report_amax(), the kinds
     // this call did not measure left out), then amax_o.
-    if (training.state) {
+    if (training.state && !device_measure) {
       float report[FP8ATTN_NUM_TENSOR_KINDS];
       std::fill(std::begin(report), std::end(report), -1.0f);
       report[FP8ATTN_TENSOR_O] = measured.o;
       report[FP8ATTN_TENSOR_LOGIT] = measured.logit;
       training.state->report_amax_layer(training.layer, report);
     }
-    if (a.amax_o) *a.amax_o = measured.o;
+    if (a.amax_o && !device_measure) *a.amax_o = measured.o;
     if (timed)
       log.trace("forward: {:.3f} ms in backend {}",
                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(),

@@ -3,6 +3,7 @@
 #include "capi/versioned_struct.hpp"
 #include "lib/core/context.hpp"
 #include "lib/core/logging.hpp"
+#include "lib/scale/device_amax_pickup.hpp"
 #include "lib/scale/scale_state.hpp"
 
 using fp8attn::capi::guarded;
@@ -51,15 +52,16 @@ int32_t fp8attn_scale_state_report_amax_device(fp8attn_scale_state state, int32_
                                                struct CUstream_st* stream, fp8attn_error* err) {
   return guarded(err, [&] {
     fp8attn::ScaleState& s = checked(state);
-    const int32_t kind = s.context().backend().kind();
-    require(kind != FP8ATTN_BACKEND_CUDA, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
-            "fp8attn_scale_state_report_amax_device on a CUDA context: the stream-ordered pickup of device amaxes "
-            "is not implemented yet; copy them to the host after the stream and use "
-            "fp8attn_scale_state_report_amax_batch");
     require(device_amax != nullptr, FP8ATTN_STATUS_NULL_POINTER, "device_amax is NULL");
-    // NOTE: the emulator's device memory is host memory and its streams complete on return, so
-    // the floats are there to read; CPU and reference contexts take a host pointer.
-    require(stream == nullptr || kind == FP8ATTN_BACKEND_EMULATOR, FP8ATTN_STATUS_BAD_STREAM,
+    // NOTE: device contexts (CUDA, emulator) copy the floats into page-locked staging on the
+    // stream and fold them in a host function (lib/scale/device_amax_pickup.hpp): no host
+    // synchronization. CPU and reference contexts take a host pointer, read now.
+    if (fp8attn::DeviceAmaxPickup* pickup = s.context().amax_pickup()) {
+      pickup->enqueue_report(s, layer, device_amax, stream);
+      return;
+    }
+    const int32_t kind = s.context().backend().kind();
+    require(stream == nullptr, FP8ATTN_STATUS_BAD_STREAM,
             "a stream was given on a " + fp8attn::backend_log_name(kind) + " context; pass NULL");
     s.report_amax_layer(layer, device_amax);
   });

@@ -383,8 +383,8 @@ typedef struct fp8attn_attention_desc {
   const void* next;     /**< Extension chain; must be NULL. */
   int32_t input_dtype;  /**< ::FP8ATTN_DTYPE_E4M3 (default) or ::FP8ATTN_DTYPE_BF16, for Q, K, V. */
   int32_t output_dtype; /**< ::FP8ATTN_DTYPE_BF16 (default), ::FP8ATTN_DTYPE_F32, or
-                             ::FP8ATTN_DTYPE_E4M3 (CPU backend only; needs an output scale, see
-                             fp8attn_attention_forward()). E5M2 is refused. */
+                             ::FP8ATTN_DTYPE_E4M3 (CPU, emulator and CUDA backends; needs an
+                             output scale, see fp8attn_attention_forward()). E5M2 is refused. */
   int32_t head_dim;     /**< Q/K head dimension: 64, 128 or 256. Default 128. */
   int32_t head_dim_v;   /**< V/O head dimension; 0 means head_dim. Must equal head_dim for now. */
   int32_t num_heads_q;  /**< Query heads; a multiple of num_heads_kv. Default 1. */
@@ -591,12 +591,16 @@ typedef struct fp8attn_attention_args {
                                with E4M3 output and no state: ::FP8ATTN_STATUS_NULL_POINTER. */
   float* amax_o;          /**< Optional out, host: max |O| over the whole output, F32, before the
                                output scale and the cast (0 for an empty output). Written only on
-                               success. The CPU backend only; elsewhere
-                               ::FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND. Borrowed. */
+                               success: by the call on the CPU and emulator backends; on CUDA by
+                               a host function on `stream` after the kernel, so it must stay valid
+                               until the stream reaches it (synchronize before reading). The
+                               reference backend refuses it (::FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND).
+                               Borrowed. */
   struct fp8attn_scale_state_t* scale_state; /**< Optional: a scale state (fp8attn_scale_state)
                                the call reads its scales from and reports its amaxes to; borrowed,
-                               it must outlive the call. See fp8attn_attention_forward(). The CPU
-                               backend only; elsewhere ::FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND. */
+                               it must outlive the call (on CUDA, until the stream reaches the
+                               call's report). See fp8attn_attention_forward(). The reference
+                               backend refuses it (::FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND). */
   int32_t scale_state_layer; /**< The state's layer, 0..num_layers−1
                                   (::FP8ATTN_STATUS_INVALID_ARGUMENT otherwise); must be 0 when
                                   `scale_state` is NULL (::FP8ATTN_STATUS_INVALID_ARGUMENT). */
@@ -640,9 +644,12 @@ typedef struct fp8attn_attention_args {
  *                                      together with `scale_state`.
  * @retval FP8ATTN_STATUS_UNSUPPORTED   the state's layer holds a logit scale other than 1 (see
  *                                      below).
- * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND `amax_o` or `scale_state` on a backend other than
- *                                      the CPU engine (the emulated and Hopper kernels measure no
- *                                      amax of O yet).
+ * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND `amax_o` or `scale_state` on the reference
+ *                                      backend, which measures no amax.
+ * @retval FP8ATTN_STATUS_OUT_OF_MEMORY on a GPU context, all staging slots of the device amax
+ *                                      pickup are in flight (256 calls with an amax or a state,
+ *                                      or device reports, not yet reached by their streams);
+ *                                      nothing was launched.
  *
  * @par FP8 output and the scale state
  * With desc.output_dtype = ::FP8ATTN_DTYPE_E4M3 the output is round_e4m3_satfinite(O · s_O), O
@@ -666,6 +673,16 @@ typedef struct fp8attn_attention_args {
  *   computation, and the state is updated only after it succeeded: a failed call leaves the
  *   state as it was. The scales read and the report each take the state's lock once; another
  *   thread's fp8attn_scale_state_step() between them moves the report into the next step.
+ * - on the GPU backends (CUDA, emulator) the kernel leaves both amaxes in the workspace; the call
+ *   then enqueues on `stream` their copy into page-locked staging and a host function
+ *   (cudaLaunchHostFunc) that folds them into the state under its lock and writes `amax_o`: no
+ *   host synchronization inside the call. Under the emulator this has happened on return. On
+ *   CUDA the report lands when the stream reaches it; as with TransformerEngine, synchronize the
+ *   stream before fp8attn_scale_state_step() (or get_scale/serialize) should see it. Each read
+ *   sees all of a report or none of it. A non-finite amax (an overflowed output) drops the whole
+ *   report: ::FP8ATTN_STATUS_NUMERICS under the emulator, a warning in the context's log on CUDA,
+ *   where the call has returned. Such calls cannot be captured in a CUDA graph: the staging slot
+ *   is taken per call.
  *
  * @par Thread safety
  * Thread-safe: concurrent calls on one plan are allowed (CPU calls on one context run one at a
@@ -1244,14 +1261,20 @@ FP8ATTN_API int32_t fp8attn_scale_state_report_amax_batch(fp8attn_scale_state st
  * floats in ::fp8attn_tensor_kind order, as a kernel writes them; a negative entry means "not
  * reported" and leaves that kind's slot untouched. All entries are checked (finite) before any is
  * recorded, as in fp8attn_scale_state_report_amax_batch().
- * - ::FP8ATTN_BACKEND_EMULATOR (the state's context): device memory is host memory and emulated
- *   streams complete on return, so the floats are read during the call; `stream` may be any
- *   emulated stream or NULL.
+ * - ::FP8ATTN_BACKEND_CUDA (the state's context): stream-ordered, with no host synchronization.
+ *   The call checks `layer` and enqueues on `stream` an async copy of the eight floats into
+ *   page-locked staging owned by the context, then a host function (cudaLaunchHostFunc) that
+ *   checks them and records them under the state's lock. `device_amax` must hold its values when
+ *   the stream reaches the copy. The report lands when the stream reaches it: synchronize the
+ *   stream before fp8attn_scale_state_step() should include it (TransformerEngine's rule); every
+ *   read sees all of a report or none of it. A report with a NaN or infinite entry is dropped
+ *   whole, with a warning in the context's log (the call has returned by then). The state and
+ *   its context must outlive the host function (synchronize the stream before destroying them). Not capturable in a CUDA graph (a staging slot is taken per call).
+ * - ::FP8ATTN_BACKEND_EMULATOR: the same path; device memory is host memory and emulated streams
+ *   complete on return, so the report is recorded (or refused with its status) during the call;
+ *   `stream` may be any emulated stream or NULL.
  * - ::FP8ATTN_BACKEND_CPU and ::FP8ATTN_BACKEND_REFERENCE: `device_amax` is a host pointer, read
  *   during the call; `stream` must be NULL (::FP8ATTN_STATUS_BAD_STREAM).
- * - ::FP8ATTN_BACKEND_CUDA: not implemented yet (the stream-ordered pickup, a host function or a
- *   device-side history update, does not exist): ::FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND, and
- *   nothing is read.
  * @param state       The state.
  * @param layer       0..num_layers−1.
  * @param device_amax Borrowed; 8 floats on the state's context's device.
@@ -1261,9 +1284,10 @@ FP8ATTN_API int32_t fp8attn_scale_state_report_amax_batch(fp8attn_scale_state st
  * @retval FP8ATTN_STATUS_BAD_HANDLE       `state` is NULL.
  * @retval FP8ATTN_STATUS_NULL_POINTER     `device_amax` is NULL.
  * @retval FP8ATTN_STATUS_INVALID_ARGUMENT `layer` out of range.
- * @retval FP8ATTN_STATUS_BAD_SCALE        an entry is NaN or infinite.
+ * @retval FP8ATTN_STATUS_BAD_SCALE        an entry is NaN or infinite (not on CUDA: see above).
  * @retval FP8ATTN_STATUS_BAD_STREAM       a stream given on a CPU or reference context.
- * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND a CUDA context.
+ * @retval FP8ATTN_STATUS_OUT_OF_MEMORY    a GPU context's 256 staging slots are all in flight.
+ * @retval FP8ATTN_STATUS_DEVICE_ERROR     the copy or the host function could not be enqueued.
  *
  * @par Thread safety
  * Thread-safe (exclusive with other updates).
@@ -1654,7 +1678,7 @@ FP8ATTN_API int32_t fp8attn_quantize_async(fp8attn_context ctx, const fp8attn_te
 /**
  * Copies the telemetry of the last forward call that used `workspace` into `telemetry`, ordered
  * on `stream`. On a GPU backend the forward keeps its counters in a device buffer at the start of
- * its workspace (the workspace query includes it when desc.telemetry is 1), and does not write
+ * its workspace (the workspace query always includes it on GPU backends), and does not write
  * args.telemetry itself, which would need a synchronization; this call enqueues one
  * device-to-host copy of p_positive, p_underflow and max_abs_scaled_logit. The values are there
  * once the stream reaches the copy (synchronize on it or on an event). Under the emulator the

@@ -20,11 +20,14 @@ struct SeqTensor {
   int64_t batch_stride = 0, seq_stride = 0, head_stride = 0, dim_stride = 0;  // elements
 };
 
-/// A [batch, heads_kv] F32 descale; absent means 1.
+/// A [batch, heads_kv] F32 descale; absent means `value` (1 by default).
 struct Descale {
   const float* data = nullptr;
   int64_t batch_stride = 0, head_stride = 0;
-  float at(int64_t b, int64_t h) const { return data ? data[b * batch_stride + h * head_stride] : 1.0f; }
+  /// Without data: one per-tensor descale by value (a scale state's: host memory the GPU path
+  /// cannot point its kernel at).
+  float value = 1.0f;
+  float at(int64_t b, int64_t h) const { return data ? data[b * batch_stride + h * head_stride] : value; }
 };
 
 /// A [batch, heads, blocks] F32 per-block descale; absent means 1.

@@ -14,8 +14,8 @@ class ReferenceBackend final : public Backend {
   int32_t tensor_device() const override { return FP8ATTN_DEVICE_HOST; }
   void check_attention(const AttentionConfig& c) const override {
     FP8ATTN_REQUIRE(c.output_dtype != FP8ATTN_DTYPE_E4M3, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
-                    "E4M3 output: the FP64 reference backend writes BF16 or F32 only; E4M3 output runs on the CPU "
-                    "backend");
+                    "E4M3 output: the FP64 reference backend writes BF16 or F32 only; E4M3 output runs on the CPU, "
+                    "emulator and CUDA backends");
   }
 
   size_t attention_workspace_size(const AttentionConfig& config, int64_t, int64_t, int64_t max_seqlen_k) const override {

@@ -33,9 +33,27 @@ class Backend {
   /// problem's sizes (checked by the caller).
   virtual void attention_forward(const AttentionConfig& config, const AttentionProblem& problem, void* workspace,
                                  size_t workspace_bytes, CUstream_st* stream) = 0;
-  /// True when attention_forward() fills problem.amax (max |O| and the logit amax) and honours
-  /// problem.out_scale: the CPU engine only, for now (issue 12).
+  /// True when the forward measures max |O| and the logit amax and honours problem.out_scale
+  /// (issue 12): the CPU engine fills problem.amax; the device backends leave the two figures in
+  /// the workspace (forward_amax_offset()).
   virtual bool measures_forward_amax() const { return false; }
+  /// Device backends: the byte offset in a forward call's workspace of two F32, {max |scaled
+  /// logit|, max |O|}, complete once `stream` reaches the end of the call, when the call's config
+  /// has telemetry on. −1 for the host backends, which fill problem.amax instead.
+  virtual int64_t forward_amax_offset() const { return -1; }
+
+  // The stream-ordered pickup of device amaxes (lib/scale/device_amax_pickup.hpp), on device
+  // backends: page-locked staging made once, then per report an async copy and a host function.
+
+  /// True when device work has completed on return (the emulator, and the host backends).
+  virtual bool completes_on_return() const { return true; }
+  virtual void* allocate_pinned(size_t) { refuse("the device amax pickup"); }
+  virtual void release_pinned(void*) {}
+  /// Enqueues on `stream` the copy of `bytes` from device memory into pinned `staging`, then
+  /// fn(arg) on a host thread after it (cudaLaunchHostFunc); the emulator runs both at once.
+  virtual void enqueue_host_pickup(void*, const void*, size_t, void (*)(void*), void*, CUstream_st*) {
+    refuse("the device amax pickup");
+  }
 
   // Device operations: the GPU backends (CUDA, emulator) run them through their device runtime;
   // the CPU and reference backends keep their host paths in capi/ and refuse these.

@@ -39,6 +39,14 @@ class DeviceRuntime {
   /// True when async calls have completed on return (the emulator), so host results may be read
   /// at once; false on a real stream.
   virtual bool completes_on_return() const = 0;
+  /// Page-locked host memory that copy_to_host_async() may target without the copy turning
+  /// synchronous (cudaHostAlloc): for resources that outlive a call (a context's amax staging),
+  /// never called by an execute call. Throws Error(OUT_OF_MEMORY).
+  virtual void* allocate_pinned(size_t bytes) = 0;
+  virtual void release_pinned(void* host) = 0;
+  /// Enqueues fn(arg) on a host thread once the work before it on `stream` is done
+  /// (cudaLaunchHostFunc); fn must not call CUDA and must not throw. The emulator calls it at once.
+  virtual void launch_host_func(void (*fn)(void*), void* arg, CUstream_st* stream) = 0;
   /// Plan-time setup of one attention kernel (its shared-memory attribute); idempotent.
   virtual void prepare_attention_fwd(const sm90::FwdKernelKey& key) = 0;
   /// Enqueues the attention forward on `stream`. Throws Error on a launch failure.

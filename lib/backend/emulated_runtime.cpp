@@ -41,6 +41,15 @@ class EmulatedRuntime final : public DeviceRuntime {
     std::memcpy(host, device, bytes);
   }
 
+  // NOTE: not counted as a device allocation: host staging, made once at context creation.
+  void* allocate_pinned(size_t bytes) override {
+    void* p = std::malloc(bytes == 0 ? 1 : bytes);
+    require(p != nullptr, FP8ATTN_STATUS_OUT_OF_MEMORY, "host staging of " + std::to_string(bytes) + " bytes failed");
+    return p;
+  }
+  void release_pinned(void* host) override { std::free(host); }
+  void launch_host_func(void (*fn)(void*), void* arg, CUstream_st*) override { fn(arg); }  // the stream is done
+
   void prepare_attention_fwd(const sm90::FwdKernelKey&) override {}  // emulated shared memory has no limit to raise
 
   void launch_attention_fwd(const sm90::FwdLaunch& launch, CUstream_st*) override {

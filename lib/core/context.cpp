@@ -10,6 +10,7 @@
 #include "lib/backend/gpu/gpu_backend.hpp"
 #include "lib/core/error.hpp"
 #include "lib/core/logging.hpp"
+#include "lib/scale/device_amax_pickup.hpp"
 
 namespace fp8attn {
 namespace {
@@ -56,6 +57,9 @@ Context::Context(const fp8attn_context_options& o)
     default:
       throw Error(FP8ATTN_STATUS_BAD_OPTION, "unknown backend " + std::to_string(o.backend));
   }
+  // NOTE: the page-locked staging of the device amax pickup is made here, once: execute calls
+  // must not allocate.
+  if (backend_->forward_amax_offset() >= 0) amax_pickup_ = std::make_unique<DeviceAmaxPickup>(*backend_, log_);
   log_.info("context: backend {}", backend_log_name(backend_->kind()));
   log_.debug("context created: backend {}, {} CPU threads, CPU engine ISA {}", backend_log_name(backend_->kind()),
              pool_.size(), engine::cpu_isa_name(engine::active_cpu_isa()));

@@ -12,6 +12,7 @@
 namespace fp8attn {
 
 struct DeviceRuntimeCounters;
+class DeviceAmaxPickup;
 
 class Context {
  public:
@@ -27,6 +28,9 @@ class Context {
   int num_threads() const { return pool_.size(); }
   /// The device runtime's call counters (EMULATOR backend only; null otherwise).
   const DeviceRuntimeCounters* runtime_counters() const { return runtime_counters_.get(); }
+  /// The stream-ordered pickup of device amaxes (device backends: CUDA, emulator); null on the
+  /// host backends, whose amaxes are host memory.
+  DeviceAmaxPickup* amax_pickup() { return amax_pickup_.get(); }
 
  private:
   std::shared_ptr<spdlog::logger> logger_;
@@ -34,6 +38,7 @@ class Context {
   ThreadPool pool_;
   std::unique_ptr<Backend> backend_;
   std::shared_ptr<DeviceRuntimeCounters> runtime_counters_;
+  std::unique_ptr<DeviceAmaxPickup> amax_pickup_;  ///< after backend_: released before it
 };
 
 }  // namespace fp8attn

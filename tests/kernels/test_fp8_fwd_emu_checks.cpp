@@ -136,7 +136,13 @@ TEST(Fp8FwdEmuChecks, RefusesWhatTheKernelCannotRun) {
   fp8attn_attention_args strided = p.args;
   strided.k.data = wide.data();
   for (int i = 0; i < 4; ++i) strided.k.stride[i] *= 2;
-  EXPECT_EQ(fp8attn_attention_forward(plan, &strided, nullptr, 0, nullptr, &err), FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND);
+  // The queried workspace (the GPU backends always hold their counters there), so that the call
+  // reaches the tensor checks.
+  size_t bytes = 0;
+  ASSERT_EQ(fp8attn_plan_workspace_size(plan, p.shape.batch, p.shape.seqlen_q, p.shape.seqlen_k, &bytes, &err), FP8ATTN_OK);
+  std::vector<unsigned char> workspace(bytes + 1);
+  EXPECT_EQ(fp8attn_attention_forward(plan, &strided, workspace.data(), bytes, nullptr, &err),
+            FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND);
   EXPECT_NE(std::string(err.message).find("dim stride"), std::string::npos) << err.message;
   EXPECT_TRUE(p.outputs_poisoned());
   fp8attn_plan_destroy(plan);

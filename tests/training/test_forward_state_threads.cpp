@@ -1,6 +1,7 @@
 // One scale state shared by forward calls on several threads (issue 12): each thread runs its
 // own layer's forwards while a reader polls scales; after the threads join and one step, every
 // layer's O scale is 448 / (the largest amax_o its calls returned): no report was lost or torn.
+// On the CPU engine and on the emulator, whose reports go through the device amax pickup.
 // Runs under the `tsan` label (ThreadSanitizer build in CI).
 #include <gtest/gtest.h>
 
@@ -17,12 +18,16 @@
 namespace fp8attn::training_test {
 namespace {
 
-TEST(ForwardStateThreads, ConcurrentForwardsReportEveryAmaxIntoTheSharedState) {
+/// `calls` forwards per thread on a context of `backend`. On the emulator the amaxes reach the
+/// state through the device pickup's slots (lib/scale/device_amax_pickup.hpp), taken and
+/// released by several threads at once.
+void concurrent_forwards(int32_t backend, int calls) {
   const uint64_t seed = workloads::fresh_seed();
-  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
-  constexpr int kThreads = 4, kCalls = 6;
+  std::printf("seed %llu backend %d\n", static_cast<unsigned long long>(seed), backend);
+  constexpr int kThreads = 4;
+  const int kCalls = calls;
   const Shape s{1, 24, 40, 2, 1, 64};
-  fp8attn_context ctx = make_context(FP8ATTN_BACKEND_CPU, 2);
+  fp8attn_context ctx = make_context(backend, 2);
   fp8attn_scale_state_options o{};
   o.struct_size = sizeof o;
   o.num_layers = kThreads;
@@ -82,6 +87,13 @@ TEST(ForwardStateThreads, ConcurrentForwardsReportEveryAmaxIntoTheSharedState) {
   fp8attn_plan_destroy(plan);
   fp8attn_scale_state_destroy(state);
   fp8attn_context_destroy(ctx);
+}
+
+TEST(ForwardStateThreads, ConcurrentForwardsReportEveryAmaxIntoTheSharedState) { concurrent_forwards(FP8ATTN_BACKEND_CPU, 6); }
+
+// NOTE: one call per thread: the emulated kernel under ThreadSanitizer took 63 s for two.
+TEST(ForwardStateThreads, ConcurrentEmulatedForwardsReportThroughTheDevicePickup) {
+  concurrent_forwards(FP8ATTN_BACKEND_EMULATOR, 1);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// The epilogue of the attention forward: O·v_descale/l and the LSE of a consumer warpgroup's 64
-// rows, stored from registers; and the merge of the telemetry counters, once per CTA.
+// The epilogue of the attention forward: O·v_descale/l (BF16, F32, or E4M3 after the output
+// scale) and the LSE of a consumer warpgroup's 64 rows, stored from registers; and the merge of
+// the telemetry counters and of max |O| (amax_o), once per CTA.
 #pragma once
 
 #include <cstdint>
@@ -24,12 +25,16 @@ FP8ATTN_ARCH_FN float quad_row_sum(float partial) {
   return pair + arch::shfl_xor_sync(0xffffffffu, pair, 1);
 }
 
-/// Stores rows [row_lo, row_lo + 8] of the tile's output and LSE; rows past the sequence are skipped.
-template <int kHeadDim>
-FP8ATTN_ARCH_FN void store_output(const AttentionFwdParams& p, const arch::WgmmaAccF32<kHeadDim>& o,
-                                  const FwdRowState& rows, int32_t batch, int32_t head, int64_t row_lo,
-                                  int64_t rows_end, float scale_log2, float v_descale) {
+/// Stores rows [row_lo, row_lo + 8] of the tile's output and LSE; rows past the sequence are
+/// skipped. With kAmaxO, returns this thread's max |O| over the rows it stored (before the output
+/// scale, as the engine's amax_o), else 0. NOTE: `a < |O|` keeps the engine's std::max order, so
+/// a NaN never becomes the max.
+template <int kHeadDim, bool kAmaxO>
+FP8ATTN_ARCH_FN float store_output(const AttentionFwdParams& p, const arch::WgmmaAccF32<kHeadDim>& o,
+                                   const FwdRowState& rows, int32_t batch, int32_t head, int64_t row_lo,
+                                   int64_t rows_end, float scale_log2, float v_descale) {
   const int q = static_cast<int>(arch::thread_idx_in_warpgroup() % 4);
+  float amax = 0.0f;
   float factor[2], l[2];
   FP8ATTN_UNROLL
   for (int h = 0; h < 2; ++h) {
@@ -44,8 +49,14 @@ FP8ATTN_ARCH_FN void store_output(const AttentionFwdParams& p, const arch::Wgmma
     const int col = 8 * (i >> 2) + 2 * q + (i & 1);
     const int64_t at = p.out_batch_stride * batch + p.out_seq_stride * row + p.out_head_stride * head + p.out_dim_stride * col;
     const float value = o[i] * factor[h];
+    if constexpr (kAmaxO) {
+      const float magnitude = value < 0.0f ? -value : value;
+      if (amax < magnitude) amax = magnitude;
+    }
     if (p.out_type == FwdOutput::F32)
       static_cast<float*>(p.out)[at] = value;
+    else if (p.out_type == FwdOutput::E4M3)  // cuDNN's scale_o: the scale is applied to O, then the saturating cast
+      static_cast<uint8_t*>(p.out)[at] = static_cast<uint8_t>(arch::cvt_e4m3x2(value * p.out_scale, 0.0f) & 0xffu);
     else
       static_cast<uint16_t*>(p.out)[at] = static_cast<uint16_t>(arch::cvt_bf16x2(value, 0.0f) & 0xffffu);
   }
@@ -57,6 +68,7 @@ FP8ATTN_ARCH_FN void store_output(const AttentionFwdParams& p, const arch::Wgmma
         p.lse[p.lse_batch_stride * batch + p.lse_seq_stride * row + p.lse_head_stride * head] =
             row_lse(rows.max[h], l[h], scale_log2, p.p_scale_log2);
     }
+  return amax;
 }
 
 /// Shared-memory slots of the telemetry merge: one per consumer warp.
@@ -64,6 +76,7 @@ struct FwdTelemetrySlots {
   uint64_t positive[16];
   uint64_t underflow[16];
   float max_abs[16];
+  float max_abs_o[16];
 };
 
 /// Zeroes this warp's slot before its first tile (lane 0 of each consumer warp owns its slot).
@@ -73,6 +86,7 @@ FP8ATTN_ARCH_FN void init_telemetry_slot(FwdTelemetrySlots& slots) {
     arch::smem_store(&slots.positive[warp], uint64_t{0});
     arch::smem_store(&slots.underflow[warp], uint64_t{0});
     arch::smem_store(&slots.max_abs[warp], 0.0f);
+    arch::smem_store(&slots.max_abs_o[warp], 0.0f);
   }
 }
 
@@ -97,6 +111,18 @@ FP8ATTN_ARCH_FN void flush_tile_telemetry(FwdThreadTelemetry& tel, float natural
   tel = FwdThreadTelemetry{};
 }
 
+/// Folds a thread's max |O| of a stored tile into its warp's slot: a warp butterfly, then lane 0.
+/// NOTE: a max is exact in any order, so the CTA's and the grid's merges equal the engine's.
+FP8ATTN_ARCH_FN void flush_amax_o(float amax, FwdTelemetrySlots& slots) {
+  FP8ATTN_UNROLL
+  for (int bit = 1; bit < 32; bit <<= 1) {
+    const float other = arch::shfl_xor_sync(0xffffffffu, amax, bit);
+    if (amax < other) amax = other;
+  }
+  const unsigned warp = (arch::thread_rank() - 128) / 32;
+  if (arch::lane_idx() == 0 && arch::smem_load(&slots.max_abs_o[warp]) < amax) arch::smem_store(&slots.max_abs_o[warp], amax);
+}
+
 /// Merges the consumer warps' slots: once every warp has flushed its last tile, one thread adds
 /// the CTA's totals to the device counters with one atomic each.
 template <int kConsumers>
@@ -104,18 +130,22 @@ FP8ATTN_ARCH_FN void merge_telemetry(const AttentionFwdParams& p, FwdTelemetrySl
   arch::named_barrier_sync(barrier_id, 128 * kConsumers);
   if (arch::thread_rank() == 128) {
     uint64_t positive = 0, underflow = 0;
-    float max_abs = 0.0f;
+    float max_abs = 0.0f, max_abs_o = 0.0f;
     for (int w = 0; w < 4 * kConsumers; ++w) {
       positive += arch::smem_load(&slots.positive[w]);
       underflow += arch::smem_load(&slots.underflow[w]);
       const float m = arch::smem_load(&slots.max_abs[w]);
       if (max_abs < m) max_abs = m;
+      const float mo = arch::smem_load(&slots.max_abs_o[w]);
+      if (max_abs_o < mo) max_abs_o = mo;
     }
-    uint32_t bits;
+    uint32_t bits, o_bits;
     __builtin_memcpy(&bits, &max_abs, sizeof bits);
+    __builtin_memcpy(&o_bits, &max_abs_o, sizeof o_bits);
     arch::atomic_add_u64(&p.telemetry->p_positive, positive);
     arch::atomic_add_u64(&p.telemetry->p_underflow, underflow);
     arch::atomic_max_u32(&p.telemetry->max_abs_scaled_logit_bits, bits);
+    arch::atomic_max_u32(&p.telemetry->max_abs_o_bits, o_bits);
   }
 }
 

@@ -306,8 +306,12 @@ FP8ATTN_ARCH_FN void run_consumer(const AttentionFwdParams& p, FwdSharedStorage<
     else run_blocks_serial<Cfg>(p, smem, tile, ta, role, sb, kv, o, fresh, rows, tel);
     if (role.wg_leader) arch::mbarrier_arrive(&smem.q_empty);
     if constexpr (Cfg::kTelemetry) flush_tile_telemetry(tel, natural_scale, slots);
-    store_output<Cfg::kHeadDim>(p, o, rows, tile.batch, tile.head, tile.q_offset + tile.row0 + my_row,
-                                tile.q_offset + tile.row0 + tile.rows, sb.scale_log2, v_descale);
+    // NOTE: the telemetry kernels also measure max |O| (amax_o): the same per-CTA merge, and the
+    // API runs them whenever a call asks for an amax (capi/forward_api.cpp).
+    const float amax_o = store_output<Cfg::kHeadDim, Cfg::kTelemetry>(
+        p, o, rows, tile.batch, tile.head, tile.q_offset + tile.row0 + my_row, tile.q_offset + tile.row0 + tile.rows,
+        sb.scale_log2, v_descale);
+    if constexpr (Cfg::kTelemetry) flush_amax_o(amax_o, slots);
   }
   if (role.consumer == 0) arch::named_barrier_sync(role.my_turn, 256);
   if constexpr (Cfg::kTelemetry) merge_telemetry<Cfg::kConsumers>(p, slots, barrier_id(FwdBarrier::kTelemetryMerge));

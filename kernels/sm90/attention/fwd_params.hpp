@@ -10,32 +10,37 @@
 
 namespace fp8attn::sm90 {
 
-/// A [batch, heads] or [batch, heads, blocks] F32 descale in device memory; absent (null) = 1.
+/// A [batch, heads] or [batch, heads, blocks] F32 descale in device memory; absent (null) =
+/// `value`, a per-tensor descale passed by value (a scale state's, which lives on the host).
 struct DescaleView {
   const float* data = nullptr;
   int64_t batch_stride = 0, head_stride = 0, block_stride = 0;
+  float value = 1.0f;
   FP8ATTN_HOST_DEVICE float at(int64_t b, int64_t h, int64_t block = 0) const {
-    return data ? data[b * batch_stride + h * head_stride + block * block_stride] : 1.0f;
+    return data ? data[b * batch_stride + h * head_stride + block * block_stride] : value;
   }
 };
 
 /// The kernel's telemetry counters, carved from the caller's workspace and zeroed on the stream
-/// before the launch. One atomic per counter and CTA tile merges them.
+/// before the launch. One atomic per counter and CTA merges them.
+/// NOTE: the two amaxes are adjacent, logit first, so one 8-byte copy picks both up for the
+/// scale state (lib/scale/device_amax_pickup.hpp).
 struct FwdTelemetryCounters {
   uint64_t p_positive;
   uint64_t p_underflow;
   uint32_t max_abs_scaled_logit_bits;  ///< a non-negative float, merged as u32 (arch/atomic.hpp)
-  uint32_t reserved;
+  uint32_t max_abs_o_bits;             ///< max |O| before the output scale (amax_o), merged alike
 };
 
-/// Output element type of the epilogue.
-enum class FwdOutput : int32_t { BF16 = 0, F32 = 1 };
+/// Output element type of the epilogue. E4M3 stores round_e4m3_satfinite(O · out_scale).
+enum class FwdOutput : int32_t { BF16 = 0, F32 = 1, E4M3 = 2 };
 
 /// Everything but the tensor maps: plain data with one layout in both builds, so the host plan
 /// (compiled once, as host C++) fills it for the emulator and the CUDA runtime alike.
 struct FwdArguments {
   void* out = nullptr;
   FwdOutput out_type = FwdOutput::BF16;
+  float out_scale = 1.0f;  ///< E4M3 output only (cuDNN's scale_o)
   int64_t out_batch_stride = 0, out_seq_stride = 0, out_head_stride = 0, out_dim_stride = 1;
   float* lse = nullptr;  ///< optional
   int64_t lse_batch_stride = 0, lse_seq_stride = 0, lse_head_stride = 0;
@@ -59,7 +64,7 @@ struct FwdArguments {
   int32_t promote_interval = 0;  ///< kernels instantiated with promotion: add the PV tile every N blocks
   bool stabilized = false;
   float stabilized_beta = 2.0f, stabilized_tie_tol = 1e-3f, stabilized_shift_cap_log2 = 16.0f;
-  FwdTelemetryCounters* telemetry = nullptr;  ///< kernels instantiated with telemetry
+  FwdTelemetryCounters* telemetry = nullptr;  ///< kernels instantiated with telemetry (they also take max |O|)
 };
 
 /// The kernel's parameters: the arguments plus Q, K, V as 4D tensor maps {dim, head, seq,

@@ -60,9 +60,26 @@ class CudaRuntime final : public DeviceRuntime {
     check(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync (device to host)");
   }
 
+  void* allocate_pinned(size_t bytes) override {
+    select();
+    void* p = nullptr;
+    const cudaError_t status = cudaHostAlloc(&p, bytes == 0 ? 1 : bytes, cudaHostAllocPortable);
+    if (status == cudaErrorMemoryAllocation)
+      throw Error(FP8ATTN_STATUS_OUT_OF_MEMORY, "cudaHostAlloc of " + std::to_string(bytes) + " bytes: out of memory");
+    check(status, "cudaHostAlloc");
+    return p;
+  }
+  void release_pinned(void* host) override { cudaFreeHost(host); }
+  void launch_host_func(void (*fn)(void*), void* arg, CUstream_st* stream) override {
+    select();
+    check(cudaLaunchHostFunc(stream, fn, arg), "cudaLaunchHostFunc");
+  }
+
   void prepare_attention_fwd(const sm90::FwdKernelKey& key) override {
     std::lock_guard<std::mutex> lock(prepared_mutex_);
-    const auto id = std::make_tuple(key.head_dim, static_cast<int>(key.promotion), key.telemetry);
+    // NOTE: the input type is part of the key: an E4M3 and a BF16 kernel of one head dim are
+    // different functions, each with its own shared-memory attribute.
+    const auto id = std::make_tuple(key.head_dim, static_cast<int>(key.promotion), key.telemetry, static_cast<int>(key.input));
     if (prepared_.count(id) != 0) return;
     select();
     check(sm90::prepare_attention_fwd_cuda(key));
@@ -107,7 +124,7 @@ class CudaRuntime final : public DeviceRuntime {
   int sm_count_;
   cublasLtHandle_t lt_;
   std::mutex prepared_mutex_;
-  std::set<std::tuple<int, int, bool>> prepared_;
+  std::set<std::tuple<int, int, bool, int>> prepared_;
   std::set<int> prepared_bwd_;  ///< head dims whose backward kernels have their shared-memory limit
 };
 

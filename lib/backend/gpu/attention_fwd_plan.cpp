@@ -11,7 +11,7 @@ namespace {
 
 constexpr size_t kTelemetryBytes = 256;  // FwdTelemetryCounters, padded to a cache line pair
 
-sm90::DescaleView view(const Descale& d) { return {d.data, d.batch_stride, d.head_stride, 0}; }
+sm90::DescaleView view(const Descale& d) { return {d.data, d.batch_stride, d.head_stride, 0, d.value}; }
 sm90::DescaleView view(const BlockDescale& d) { return {d.data, d.batch_stride, d.head_stride, d.block_stride}; }
 
 /// A [batch, seq, head, dim] FP8 or BF16 tensor as a 4D TMA map {dim, head, seq, batch} with a
@@ -74,7 +74,10 @@ arch::TensorMapSpec attention_tensor_map(const char* name, const SeqTensor& t, a
                      swizzle);
 }
 
-size_t attention_fwd_workspace_bytes(const AttentionConfig& config) { return config.telemetry ? kTelemetryBytes : 0; }
+// NOTE: the counters' bytes whether or not the plan asks for telemetry: a call may ask for
+// amax_o or name a scale state, which runs the telemetry kernel (it measures max |O| too), and
+// the workspace query cannot know that in advance.
+size_t attention_fwd_workspace_bytes(const AttentionConfig&) { return kTelemetryBytes; }
 
 sm90::FwdInput attention_fwd_input(const AttentionConfig& c) {
   return c.fp8() ? sm90::FwdInput::E4M3 : sm90::FwdInput::BF16;
@@ -82,9 +85,6 @@ sm90::FwdInput attention_fwd_input(const AttentionConfig& c) {
 
 void check_attention_fwd_supported(const AttentionConfig& c) {
   require(c.head_dim == c.head_dim_v, FP8ATTN_STATUS_UNSUPPORTED_HEAD_DIM, "head_dim_v must equal head_dim");
-  require(c.output_dtype != FP8ATTN_DTYPE_E4M3, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
-          "E4M3 output: the Hopper attention kernel's epilogue stores BF16 or F32 only (no output scale, no amax "
-          "of O yet); E4M3 output runs on the CPU backend");
   // NOTE: BF16 HGMMA accumulates in full FP32 (mma_order.hpp), so the BF16 kernels have no
   // two-level accumulation (fwd_instances.hpp); the engine would add a second tile, so refuse.
   require(c.fp8() || c.pv_promote_interval == 0, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
@@ -145,7 +145,10 @@ sm90::FwdLaunch plan_attention_fwd(const AttentionConfig& c, const AttentionProb
 
   sm90::FwdArguments& a = l.args;
   a.out = p.out.data;
-  a.out_type = p.out.dtype == FP8ATTN_DTYPE_F32 ? sm90::FwdOutput::F32 : sm90::FwdOutput::BF16;
+  a.out_type = p.out.dtype == FP8ATTN_DTYPE_F32    ? sm90::FwdOutput::F32
+               : p.out.dtype == FP8ATTN_DTYPE_E4M3 ? sm90::FwdOutput::E4M3
+                                                   : sm90::FwdOutput::BF16;
+  a.out_scale = p.out_scale;
   a.out_batch_stride = p.out.batch_stride;
   a.out_seq_stride = p.out.seq_stride;
   a.out_head_stride = p.out.head_stride;

@@ -19,7 +19,8 @@ arch::TensorMapSpec attention_tensor_map(const char* name, const SeqTensor& t, a
                                          int64_t heads, int64_t batch, int head_dim, uint32_t box_dim, uint32_t box_rows,
                                          arch::Swizzle swizzle);
 
-/// Workspace bytes of one forward call: the telemetry counters, when the plan asks for them.
+/// Workspace bytes of one forward call: the telemetry counters and amaxes (always: a call's
+/// amax_o or scale state runs the telemetry kernel whatever the plan says).
 size_t attention_fwd_workspace_bytes(const AttentionConfig& config);
 
 /// Throws Error(UNSUPPORTED_ON_BACKEND or UNSUPPORTED_DTYPE) when the kernel cannot run `config`.

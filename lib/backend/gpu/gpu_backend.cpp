@@ -33,12 +33,30 @@ class GpuBackend final : public Backend {
   /// Plan creation: the configuration check, and the shared-memory attribute of every kernel the
   /// plan's calls may pick (the promotion depends on the call's V descales), set once here so
   /// that execute calls make no such call.
+  /// NOTE: both telemetry variants: a call that asks for amax_o or names a scale state runs the
+  /// telemetry kernel whatever the plan's desc.telemetry (capi/forward_api.cpp).
   void check_attention(const AttentionConfig& config) const override {
     gpu::check_attention_fwd_supported(config);
-    for (const auto promotion : {sm90::PvPromotion::Off, sm90::PvPromotion::EveryBlock, sm90::PvPromotion::EveryN}) {
-      const sm90::FwdKernelKey key{config.head_dim, promotion, config.telemetry, gpu::attention_fwd_input(config)};
-      if (sm90::fwd_kernel_exists(key)) runtime_->prepare_attention_fwd(key);
-    }
+    for (const auto promotion : {sm90::PvPromotion::Off, sm90::PvPromotion::EveryBlock, sm90::PvPromotion::EveryN})
+      for (const bool telemetry : {false, true}) {
+        const sm90::FwdKernelKey key{config.head_dim, promotion, telemetry, gpu::attention_fwd_input(config)};
+        if (sm90::fwd_kernel_exists(key)) runtime_->prepare_attention_fwd(key);
+      }
+  }
+
+  bool measures_forward_amax() const override { return true; }
+  int64_t forward_amax_offset() const override {
+    static_assert(offsetof(sm90::FwdTelemetryCounters, max_abs_o_bits) ==
+                  offsetof(sm90::FwdTelemetryCounters, max_abs_scaled_logit_bits) + sizeof(float));
+    return static_cast<int64_t>(offsetof(sm90::FwdTelemetryCounters, max_abs_scaled_logit_bits));
+  }
+  bool completes_on_return() const override { return runtime_->completes_on_return(); }
+  void* allocate_pinned(size_t bytes) override { return runtime_->allocate_pinned(bytes); }
+  void release_pinned(void* host) override { runtime_->release_pinned(host); }
+  void enqueue_host_pickup(void* staging, const void* device, size_t bytes, void (*fn)(void*), void* arg,
+                           CUstream_st* stream) override {
+    runtime_->copy_to_host_async(staging, device, bytes, stream);
+    runtime_->launch_host_func(fn, arg, stream);
   }
 
   size_t attention_workspace_size(const AttentionConfig& config, int64_t, int64_t, int64_t) const override {
