@@ -116,7 +116,7 @@ def _run_forward(lib, ctx, q8, k8, v8, descales, head_dim, heads_q, heads_kv, ca
 
 
 # head_dim, heads_q, heads_kv, seqlen_q, seqlen_k, causal. The lengths cross the tile
-# boundaries (BlockM × BlockN is 192 × 160 at head_dim 64 and 128 × 224 at 128); the last case
+# boundaries (BlockM × BlockN is 192 × 96 at head_dim 64 and 128 × 224 at 128); the last case
 # has more queries than keys, so its first causal rows see no key at all.
 CASES = [
     (64, 4, 4, 250, 333, False),
