@@ -23,21 +23,10 @@ echo "== sm_90a static checks of $source_file"
 
 cubin="$work/attention_bwd.cubin"
 log="$work/ptxas.log"
-start=$(date +%s)
-if ! "$nvcc" -std=c++17 -I"$root" -arch=sm_90a -cubin -Xptxas -v,-warn-spills,-warn-lmem-usage -o "$cubin" \
-    "$source_file" >"$log" 2>&1; then
-  cat "$log"
-  fail "nvcc -arch=sm_90a does not compile the attention backward"
-  exit 1
-fi
-pass "nvcc -arch=sm_90a compiles the attention backward in $(( $(date +%s) - start )) s"
+compile_sm90a_cubin "$source_file" "$cubin" "$log" "the attention backward"
 
 shapes="$work/kernels.txt"
-if ! c++ -std=c++20 -I"$root" -o "$work/print_bwd_kernels" "$root/tools/print_bwd_kernels.cpp" ||
-    ! "$work/print_bwd_kernels" >"$shapes"; then
-  fail "tools/print_bwd_kernels.cpp does not build or run"
-  exit 1
-fi
+print_kernel_table print_bwd_kernels "$shapes"
 expected=$(wc -l <"$shapes")
 compiled=$(grep -c "Compiling entry function '.*attention_bwd_kernel" "$log")
 helpers=$(grep -cE "Compiling entry function '.*(bwd_preprocess_kernel|bwd_dq_reduce_kernel)" "$log")
@@ -46,13 +35,7 @@ if [ "$compiled" -eq "$expected" ] && [ "$helpers" -eq $((2 * expected)) ]; then
 else
   fail "$compiled attention_bwd_kernel and $helpers helper entries; the table has $expected (and twice as many helpers)"
 fi
-if grep -qE "[1-9][0-9]* bytes spill|[1-9][0-9]* bytes stack frame|lmem" "$log"; then
-  fail "spills, stack frames or local memory:"; grep -E "Compiling entry|spill|stack frame" "$log" | grep -B1 -E "[1-9][0-9]* bytes (spill|stack)"
-else
-  pass "no spills, no stack frame, no local memory in any kernel"
-fi
-if grep -qE "C751[0-5]" "$log"; then fail "ptxas serialized wgmma:"; grep -E "C751[0-5]" "$log"; else pass "no C7510..C7515 (wgmma not serialized)"; fi
-if grep -q "C7508" "$log"; then fail "ptxas ignored setmaxnreg (C7508)"; else pass "no C7508 (setmaxnreg honoured)"; fi
+check_ptxas_log "$log"
 
 find_cuobjdump
 if [ -z "$cuobjdump" ] || [ ! -x "$cuobjdump" ]; then

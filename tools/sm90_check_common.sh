@@ -1,6 +1,7 @@
 # Sourced by the sm_90a static-check scripts (tools/check_sm90_build.sh,
-# tests/quantize/check_quantize_sm90a.sh): the nvcc and cuobjdump lookups and the PASS/FAIL
-# tally they share. Expects $root (the repository root) to be set.
+# tests/quantize/check_quantize_sm90a.sh, tools/check_attention_sm90a.sh,
+# tools/check_attention_bwd_sm90a.sh): the nvcc and cuobjdump lookups, the PASS/FAIL tally and the
+# steps the attention checks share. Expects $root (the repository root) to be set.
 
 # Sets $nvcc, or exits 77 (ctest's skip code) saying why. $1 names what needs it.
 require_nvcc() {
@@ -22,4 +23,39 @@ find_cuobjdump() {
   local venv_bin
   venv_bin=$(find -H "$root/.venv" -path "*nvidia/cu*/bin/cuobjdump" -type f 2>/dev/null | head -1)
   cuobjdump="${CUOBJDUMP:-${venv_bin:-$(command -v cuobjdump || true)}}"
+}
+
+# Compiles $1 (a .cu) to the cubin $2 with ptxas' statistics and warnings in the log $3; exits 1
+# when nvcc fails. $4 names the kernels in the messages.
+compile_sm90a_cubin() {
+  local start
+  start=$(date +%s)
+  if ! "$nvcc" -std=c++17 -I"$root" -arch=sm_90a -cubin -Xptxas -v,-warn-spills,-warn-lmem-usage -o "$2" \
+      "$1" >"$3" 2>&1; then
+    cat "$3"
+    fail "nvcc -arch=sm_90a does not compile $4"
+    exit 1
+  fi
+  pass "nvcc -arch=sm_90a compiles $4 in $(( $(date +%s) - start )) s"
+}
+
+# Builds and runs tools/$1.cpp (a kernel-table printer) into $work, writing its lines to $2;
+# exits 1 when it does not build or run.
+print_kernel_table() {
+  if ! c++ -std=c++20 -I"$root" -o "$work/$1" "$root/tools/$1.cpp" || ! "$work/$1" >"$2"; then
+    fail "tools/$1.cpp does not build or run"
+    exit 1
+  fi
+}
+
+# The ptxas log $1 shows no spill, stack frame or local memory, no serialized wgmma (C7510..C7515)
+# and no ignored setmaxnreg (C7508).
+check_ptxas_log() {
+  if grep -qE "[1-9][0-9]* bytes spill|[1-9][0-9]* bytes stack frame|lmem" "$1"; then
+    fail "spills, stack frames or local memory:"; grep -E "Compiling entry|spill|stack frame" "$1" | grep -B1 -E "[1-9][0-9]* bytes (spill|stack)"
+  else
+    pass "no spills, no stack frame, no local memory in any kernel"
+  fi
+  if grep -qE "C751[0-5]" "$1"; then fail "ptxas serialized wgmma:"; grep -E "C751[0-5]" "$1"; else pass "no C7510..C7515 (wgmma not serialized)"; fi
+  if grep -q "C7508" "$1"; then fail "ptxas ignored setmaxnreg (C7508)"; else pass "no C7508 (setmaxnreg honoured)"; fi
 }
