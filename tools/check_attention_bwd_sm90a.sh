@@ -37,15 +37,8 @@ else
 fi
 check_ptxas_log "$log"
 
-find_cuobjdump
-if [ -z "$cuobjdump" ] || [ ! -x "$cuobjdump" ]; then
-  fail "cuobjdump not found (set CUOBJDUMP, or scripts/install-deps.sh installs nvidia-cuda-cuobjdump in .venv)"
-  exit 1
-fi
 sass="$work/attention_bwd.sass"
-if ! PATH="$(dirname "$cuobjdump"):$PATH" "$cuobjdump" --dump-sass "$cubin" >"$sass" 2>"$work/cuobjdump.err"; then
-  cat "$work/cuobjdump.err"; fail "cuobjdump --dump-sass failed"; exit 1
-fi
+dump_sass "$cubin" "$sass"
 
 printf "\n| kernel (head_dim) | threads | ptxas regs | consumer regs | smem (B) | HGMMA | MUFU.EX2 | SHFL | BAR |\n"
 printf "|---|---|---|---|---|---|---|---|---|\n"

@@ -32,15 +32,8 @@ compiled=$(grep -c "Compiling entry function '.*attention_fwd_kernel" "$log")
 if [ "$compiled" -eq "$expected" ]; then pass "$compiled kernels named attention_fwd_kernel, one per table entry"; else fail "$compiled attention_fwd_kernel entries, table has $expected"; fi
 check_ptxas_log "$log"
 
-find_cuobjdump
-if [ -z "$cuobjdump" ] || [ ! -x "$cuobjdump" ]; then
-  fail "cuobjdump not found in .venv (scripts/install-deps.sh installs nvidia-cuda-cuobjdump)"
-  exit 1
-fi
 sass="$work/attention_fwd.sass"
-if ! PATH="$(dirname "$cuobjdump"):$PATH" "$cuobjdump" --dump-sass "$cubin" >"$sass" 2>"$work/cuobjdump.err"; then
-  cat "$work/cuobjdump.err"; fail "cuobjdump --dump-sass failed"; exit 1
-fi
+dump_sass "$cubin" "$sass"
 
 printf "\n| kernel (input, head_dim, promotion, telemetry) | threads | ptxas regs | consumer regs | smem (B) | GMMA | MUFU.EX2 | SHFL | BAR |\n"
 printf "|---|---|---|---|---|---|---|---|---|\n"

@@ -59,3 +59,15 @@ check_ptxas_log() {
   if grep -qE "C751[0-5]" "$1"; then fail "ptxas serialized wgmma:"; grep -E "C751[0-5]" "$1"; else pass "no C7510..C7515 (wgmma not serialized)"; fi
   if grep -q "C7508" "$1"; then fail "ptxas ignored setmaxnreg (C7508)"; else pass "no C7508 (setmaxnreg honoured)"; fi
 }
+
+# Dumps the SASS of the cubin $1 into $2 with cuobjdump; exits 1 when cuobjdump is missing or fails.
+dump_sass() {
+  find_cuobjdump
+  if [ -z "$cuobjdump" ] || [ ! -x "$cuobjdump" ]; then
+    fail "cuobjdump not found (set CUOBJDUMP, or scripts/install-deps.sh installs nvidia-cuda-cuobjdump in .venv)"
+    exit 1
+  fi
+  if ! PATH="$(dirname "$cuobjdump"):$PATH" "$cuobjdump" --dump-sass "$1" >"$2" 2>"$work/cuobjdump.err"; then
+    cat "$work/cuobjdump.err"; fail "cuobjdump --dump-sass failed"; exit 1
+  fi
+}
