@@ -10,7 +10,9 @@
 #   4. a table per main kernel: registers, shared memory, and the counts of HGMMA, MUFU.EX2, SHFL
 #      and BAR in the consumers' main loop (first WARPGROUP.ARRIVE to last WARPGROUP.DEPBAR).
 # Exit 0 when every check passes, 1 when one fails, 77 when nvcc is not available.
-# Usage: tools/check_attention_bwd_sm90a.sh [work_dir]
+# Usage: tools/check_attention_bwd_sm90a.sh [work_dir [compile_dir]]
+# compile_dir: where the library build keeps its compile of the .cu (cmake/nvcc_ptxas_log.sh);
+# without it the script compiles the .cu itself.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 work="${1:-$(mktemp -d)}"
@@ -21,9 +23,7 @@ source "$root/tools/sm90_check_common.sh"
 require_nvcc "the attention backward's sm_90a checks"
 echo "== sm_90a static checks of $source_file"
 
-cubin="$work/attention_bwd.cubin"
-log="$work/ptxas.log"
-compile_sm90a_cubin "$source_file" "$cubin" "$log" "the attention backward"
+sm90a_compile_products "$source_file" "${2:-}" "the attention backward"
 
 shapes="$work/kernels.txt"
 print_kernel_table print_bwd_kernels "$shapes"

@@ -39,6 +39,28 @@ compile_sm90a_cubin() {
   pass "nvcc -arch=sm_90a compiles $4 in $(( $(date +%s) - start )) s"
 }
 
+# Sets $cubin and $log for the .cu $1: the library build's own object and ptxas log when $2 (its
+# compile directory, cmake/nvcc_ptxas_log.sh) is given, else a fresh compile into $work. Exits 1
+# when $2 is given but holds nothing for $1 (the library is not built yet), rather than compiling
+# silently. $3 names the kernels in the messages.
+sm90a_compile_products() {
+  local name
+  name=$(basename "$1")
+  if [ -n "${2:-}" ]; then
+    cubin="$2/$name.o"
+    log="$2/$name.ptxas.log"
+    if [ ! -s "$log" ] || [ ! -f "$cubin" ]; then
+      fail "no ptxas log or object of $name in $2: build the library (fp8attn_attention_sm90a) first"
+      exit 1
+    fi
+    pass "reading the library build's compile of $3 ($cubin, $log)"
+  else
+    cubin="$work/${name%.cu}.cubin"
+    log="$work/ptxas.log"
+    compile_sm90a_cubin "$1" "$cubin" "$log" "$3"
+  fi
+}
+
 # Builds and runs tools/$1.cpp (a kernel-table printer) into $work, writing its lines to $2;
 # exits 1 when it does not build or run.
 print_kernel_table() {
