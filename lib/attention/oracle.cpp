@@ -8,6 +8,7 @@
 #include "kernels/sm90/mask.hpp"
 #include "lib/core/error.hpp"
 #include "lib/numerics/element_io.hpp"
+#include "lib/numerics/exact_logits.hpp"
 
 namespace fp8attn {
 namespace {
@@ -78,13 +79,10 @@ void oracle_attention(const AttentionConfig& c, const AttentionProblem& p, Threa
       for (int e = 0; e < d; ++e)
         q[e] = qd * p.q_block_descale.at(b, h, i / c.tile.block_m) * num::load_as_float(p.q.data, p.q.dtype, element_offset(p.q, b, s.q_offset + i, h, e));
       const sm90::KeyRange keys = sm90::visible_keys(mask, i);
+      num::exact_logits(q, d, keys.first, keys.last, static_cast<double>(c.softmax_scale),
+                        [&](int64_t j) { return &w.k[j * d]; }, w.logits);
       double m = -std::numeric_limits<double>::infinity();
-      for (int64_t j = keys.first; j <= keys.last; ++j) {
-        double dot = 0.0;
-        for (int e = 0; e < d; ++e) dot += q[e] * w.k[j * d + e];
-        w.logits[j] = dot * static_cast<double>(c.softmax_scale);
-        m = std::max(m, w.logits[j]);
-      }
+      for (int64_t j = keys.first; j <= keys.last; ++j) m = std::max(m, w.logits[j]);
       for (int e = 0; e < dv; ++e) w.out[e] = 0.0;
       double l = 0.0;
       for (int64_t j = keys.first; j <= keys.last; ++j) {

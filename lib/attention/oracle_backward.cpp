@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "kernels/sm90/mask.hpp"
+#include "lib/numerics/exact_logits.hpp"
 
 namespace fp8attn {
 namespace {
@@ -15,13 +16,10 @@ double row_softmax(const AttentionConfig& c, const double* qi, const double* k, 
                    const sm90::KeyRange& keys, std::vector<double>& p) {
   if (keys.empty()) return -std::numeric_limits<double>::infinity();
   const int d = c.head_dim;
+  num::exact_logits(qi, d, keys.first, keys.last, static_cast<double>(c.softmax_scale),
+                    [&](int64_t j) { return &k[j * k_row_stride]; }, p.data());
   double m = -std::numeric_limits<double>::infinity();
-  for (int64_t j = keys.first; j <= keys.last; ++j) {
-    double dot = 0.0;
-    for (int e = 0; e < d; ++e) dot += qi[e] * k[j * k_row_stride + e];
-    p[j] = dot * static_cast<double>(c.softmax_scale);
-    m = std::max(m, p[j]);
-  }
+  for (int64_t j = keys.first; j <= keys.last; ++j) m = std::max(m, p[j]);
   double l = 0.0;
   for (int64_t j = keys.first; j <= keys.last; ++j) l += (p[j] = std::exp(p[j] - m));
   for (int64_t j = keys.first; j <= keys.last; ++j) p[j] /= l;
