@@ -110,6 +110,7 @@ void Cta::run(Dim3 block_idx, const std::function<void()>& body) {
     slot.wait = {};
     slot.fiber->reset(&Cta::fiber_main, &slot);
   }
+  ready_.reset(threads_, true);
   live_ = threads_;
   progress_ = 0;
   failed_ = false;
@@ -151,6 +152,7 @@ void Cta::fiber_main(void* slot_ptr) {
                                   " threw a non-standard exception");
   }
   slot->state = State::Done;
+  cta.ready_.set(slot->context.linear_tid, false);
   --cta.live_;
   ++cta.progress_;
 }
@@ -170,11 +172,15 @@ void Cta::block(const WaitInfo& wait) {
   slot.state = State::Blocked;
   slot.wait = wait;
   slot.spinning = false;
+  ready_.set(current_, false);
   switch_to_scheduler();
 }
 
 void Cta::wake(unsigned tid) {
-  if (slots_[tid].state == State::Blocked) slots_[tid].state = State::Runnable;
+  if (slots_[tid].state == State::Blocked) {
+    slots_[tid].state = State::Runnable;
+    ready_.set(tid, true);  // block() cleared spinning
+  }
   slots_[tid].wait = {};
 }
 
@@ -197,6 +203,7 @@ void Cta::yield_now(bool spinning, const WaitInfo& spin_wait) {
     slot.spinning = false;
   }
   slot.state = State::Runnable;
+  ready_.set(current_, !spinning);
   switch_to_scheduler();
 }
 
@@ -205,17 +212,20 @@ void Cta::maybe_yield() {
 }
 
 int Cta::pick_next() {
+  // Threads with work to do first, round robin from the thread after the last one run (or a
+  // seeded random one of them when shuffling).
+  const unsigned start = last_run_ + 1 == threads_ ? 0 : last_run_ + 1;
+  if (ready_.count() > 0) {
+    const unsigned k = config_.shuffle ? static_cast<unsigned>(rng_() % ready_.count()) : 0;
+    return static_cast<int>(ready_.nth_from(start, k));
+  }
+  // Then pollers that may still see a change.
   std::vector<unsigned>& candidates = candidates_;
   candidates.clear();
-  for (int pass = 0; pass < 2 && candidates.empty(); ++pass) {
-    for (unsigned i = 1; i <= threads_; ++i) {
-      const unsigned t = (last_run_ + i) % threads_;
-      const Slot& s = slots_[t];
-      if (s.state != State::Runnable) continue;
-      // Pass 0: threads with work to do; pass 1: pollers that may still see a change.
-      const bool stuck = s.spinning && s.spin_stamp == progress_ && s.spin_count >= kSpinLimit;
-      if (pass == 0 ? !s.spinning : !stuck) candidates.push_back(t);
-    }
+  for (unsigned i = 0, t = start; i < threads_; ++i, t = t + 1 == threads_ ? 0 : t + 1) {
+    const Slot& s = slots_[t];
+    const bool stuck = s.spin_stamp == progress_ && s.spin_count >= kSpinLimit;
+    if (s.state == State::Runnable && !stuck) candidates.push_back(t);
   }
   if (candidates.empty()) return -1;
   if (!config_.shuffle) return static_cast<int>(candidates.front());

@@ -14,6 +14,7 @@
 
 #include "kernels/emu/collective_table.hpp"
 #include "kernels/emu/fiber.hpp"
+#include "kernels/emu/ready_set.hpp"
 #include "kernels/emu/mbarrier_table.hpp"
 #include "kernels/emu/named_barrier_table.hpp"
 #include "kernels/emu/race_check.hpp"
@@ -104,6 +105,7 @@ class Cta {
   size_t stack_bytes_ = 0;
   std::vector<Slot> slots_;
   std::vector<unsigned> candidates_;  // pick_next's scratch, kept to avoid an allocation per switch
+  ReadySet ready_;  // Runnable and not polling: bit t == (state == Runnable && !spinning)
   HostContext host_;
   const std::function<void()>* body_ = nullptr;
   unsigned current_ = 0;

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <new>
 
+#include "kernels/emu/stack_switch.hpp"
+
 #if defined(__SANITIZE_ADDRESS__)
 #define FP8ATTN_EMU_ASAN 1
 #elif defined(__has_feature)
@@ -34,7 +36,7 @@ namespace {
 
 // NOTE: ASan must be told before and after every stack switch, or it takes the fiber's frames
 // for a stack overflow / use-after-return of the host stack (the protocol of
-// sanitizer/common_interface_defs.h: start_switch before swapcontext, finish_switch after).
+// sanitizer/common_interface_defs.h: start_switch before switch_stack, finish_switch after).
 void start_switch(void** fake_stack_save, const void* bottom, size_t size) {
 #if defined(FP8ATTN_EMU_ASAN)
   __sanitizer_start_switch_fiber(fake_stack_save, bottom, size);
@@ -60,10 +62,7 @@ void tsan_switch(void* to) {
 #endif
 }
 
-void fiber_trampoline(unsigned hi, unsigned lo) {
-  auto* self = reinterpret_cast<Fiber*>((static_cast<uintptr_t>(hi) << 32) | lo);
-  self->on_start();
-}
+void fiber_trampoline(void* self) { static_cast<Fiber*>(self)->on_start(); }
 
 size_t page_size() { return static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
 
@@ -106,20 +105,14 @@ Fiber::~Fiber() {
 void Fiber::reset(Entry entry, void* arg) {
   entry_ = entry;
   arg_ = arg;
-  getcontext(&context_);
-  context_.uc_stack.ss_sp = stack_base_;
-  context_.uc_stack.ss_size = stack_bytes_;
-  context_.uc_link = nullptr;
-  const auto self = reinterpret_cast<uintptr_t>(this);
-  makecontext(&context_, reinterpret_cast<void (*)()>(&fiber_trampoline), 2,
-              static_cast<unsigned>(self >> 32), static_cast<unsigned>(self & 0xffffffffu));
+  stack_pointer_ = prepare_stack(stack_base_, stack_bytes_, &fiber_trampoline, this);
 }
 
 void Fiber::resume(HostContext& host) {
   host_ = &host;
   start_switch(&host.fake_stack, stack_base_, stack_bytes_);
   tsan_switch(tsan_fiber_);
-  swapcontext(&host.context, &context_);
+  switch_stack(&host.stack_pointer, stack_pointer_);
   finish_switch(host.fake_stack, nullptr, nullptr);
 }
 
@@ -132,7 +125,7 @@ void Fiber::on_start() {
 void Fiber::suspend() {
   start_switch(&fake_stack_, host_->stack_bottom, host_->stack_size);
   tsan_switch(host_->tsan_fiber);
-  swapcontext(&context_, &host_->context);
+  switch_stack(&stack_pointer_, host_->stack_pointer);
   finish_switch(fake_stack_, &host_->stack_bottom, &host_->stack_size);
 }
 
@@ -140,8 +133,9 @@ void Fiber::finish() {
   // A null fake-stack slot tells ASan this fiber's frames are gone for good.
   start_switch(nullptr, host_->stack_bottom, host_->stack_size);
   tsan_switch(host_->tsan_fiber);
-  setcontext(&host_->context);
-  std::abort();  // setcontext does not return
+  void* abandoned = nullptr;  // this stack is never resumed: reset() lays out a fresh frame
+  switch_stack(&abandoned, host_->stack_pointer);
+  std::abort();  // never resumed
 }
 
 void host_context_init(HostContext& host) {

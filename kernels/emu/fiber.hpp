@@ -1,9 +1,7 @@
-// One fiber of the emulator: a ucontext with its own mmap'd stack under a guard page. The CTA
+// One fiber of the emulator: its own mmap'd stack under a guard page, entered by switch_stack. The CTA
 // scheduler (cta.cpp) switches between fibers and its own host-thread context; the sanitizer
 // hooks tell ASan and TSan about every switch so they track the right stack.
 #pragma once
-
-#include <ucontext.h>
 
 #include <cstddef>
 
@@ -11,7 +9,7 @@ namespace fp8attn::emu {
 
 // The scheduler's side of the switches: the host thread's own context and stack.
 struct HostContext {
-  ucontext_t context{};
+  void* stack_pointer = nullptr;      // where the scheduler's context is saved while a fiber runs
   void* fake_stack = nullptr;         // ASan fake-stack handle of the scheduler while away
   const void* stack_bottom = nullptr;  // the host thread's stack, learned on the first switch
   size_t stack_size = 0;
@@ -47,7 +45,7 @@ class Fiber {
   size_t mapping_bytes_ = 0;
   void* stack_base_ = nullptr;  // lowest usable byte
   size_t stack_bytes_ = 0;
-  ucontext_t context_{};
+  void* stack_pointer_ = nullptr;  // saved while suspended; a prepared frame before the first run
   HostContext* host_ = nullptr;
   Entry entry_ = nullptr;
   void* arg_ = nullptr;

@@ -27,7 +27,11 @@ std::optional<RaceConflict> RaceCheck::read_byte(unsigned slot, size_t offset) {
   Shadow& cell = shadow_[offset];
   const uint32_t* mine = row(slot);
   const uint32_t now = mine[slot];
-  if (cell.read_slot == slot && cell.read_clock == now) return std::nullopt;  // same epoch
+  if (cell.readers != kManyReaders) {
+    for (int r = 0; r < cell.readers; ++r) {
+      if (cell.reader_slot[r] == slot && cell.reader_clock[r] == now) return std::nullopt;  // same epoch
+    }
+  }
   if (cell.write_clock > mine[cell.write_slot]) {
     return RaceConflict{RaceConflict::Kind::Race, offset, cell.write_slot, true, slot, false};
   }
@@ -38,20 +42,35 @@ std::optional<RaceConflict> RaceCheck::read_byte(unsigned slot, size_t offset) {
       fence_epoch_[cell.write_slot] < cell.write_clock) {
     return RaceConflict{RaceConflict::Kind::MissingProxyFence, offset, cell.write_slot, true, slot, false};
   }
-  if (cell.read_slot == kSharedReads) {
+  if (cell.readers == kManyReaders) {
     auto& readers = shared_reads_[offset];
     auto it = std::find_if(readers.begin(), readers.end(),
                            [&](const auto& r) { return r.first == slot; });
     if (it != readers.end()) it->second = now;
     else readers.emplace_back(static_cast<uint16_t>(slot), now);
-  } else if (cell.read_clock == 0 || cell.read_slot == slot ||
-             cell.read_clock <= mine[cell.read_slot]) {
-    cell.read_slot = static_cast<uint16_t>(slot);  // the earlier read is ordered before this one
-    cell.read_clock = now;
-  } else {
-    shared_reads_[offset] = {{cell.read_slot, cell.read_clock}, {static_cast<uint16_t>(slot), now}};
-    cell.read_slot = kSharedReads;
+    return std::nullopt;
   }
+  // Keep the earlier readers this read is not ordered after (a reader ordered before it is
+  // covered: whatever is ordered after this read is ordered after that one too), then add it.
+  int kept = 0;
+  for (int r = 0; r < cell.readers; ++r) {
+    const uint16_t other = cell.reader_slot[r];
+    if (other == slot || cell.reader_clock[r] <= mine[other]) continue;
+    cell.reader_slot[kept] = other;
+    cell.reader_clock[kept] = cell.reader_clock[r];
+    ++kept;
+  }
+  if (kept < kInlineReaders) {
+    cell.reader_slot[kept] = static_cast<uint16_t>(slot);
+    cell.reader_clock[kept] = now;
+    cell.readers = static_cast<uint16_t>(kept + 1);
+    return std::nullopt;
+  }
+  auto& readers = shared_reads_[offset];
+  readers.clear();
+  for (int r = 0; r < kept; ++r) readers.emplace_back(cell.reader_slot[r], cell.reader_clock[r]);
+  readers.emplace_back(static_cast<uint16_t>(slot), now);
+  cell.readers = kManyReaders;
   return std::nullopt;
 }
 
@@ -59,22 +78,28 @@ std::optional<RaceConflict> RaceCheck::write_byte(unsigned slot, size_t offset) 
   Shadow& cell = shadow_[offset];
   const uint32_t* mine = row(slot);
   const uint32_t now = mine[slot];
-  if (cell.write_slot == slot && cell.write_clock == now && cell.read_clock == 0) {
+  if (cell.write_slot == slot && cell.write_clock == now && cell.readers == 0) {
     return std::nullopt;  // same epoch, nobody read it since
   }
   if (cell.write_clock > mine[cell.write_slot]) {
     return RaceConflict{RaceConflict::Kind::Race, offset, cell.write_slot, true, slot, true};
   }
-  if (cell.read_slot == kSharedReads) {
+  if (cell.readers == kManyReaders) {
     auto it = shared_reads_.find(offset);
     for (const auto& [reader, clock] : it->second) {
       if (clock > mine[reader]) return RaceConflict{RaceConflict::Kind::Race, offset, reader, false, slot, true};
     }
     shared_reads_.erase(it);
-  } else if (cell.read_clock > mine[cell.read_slot]) {
-    return RaceConflict{RaceConflict::Kind::Race, offset, cell.read_slot, false, slot, true};
+  } else {
+    for (int r = 0; r < cell.readers; ++r) {
+      if (cell.reader_clock[r] > mine[cell.reader_slot[r]]) {
+        return RaceConflict{RaceConflict::Kind::Race, offset, cell.reader_slot[r], false, slot, true};
+      }
+    }
   }
-  cell = Shadow{now, static_cast<uint16_t>(slot), 0, 0};
+  cell = Shadow{};
+  cell.write_clock = now;
+  cell.write_slot = static_cast<uint16_t>(slot);
   return std::nullopt;
 }
 

@@ -60,14 +60,19 @@ class RaceCheck {
   void proxy_fence(unsigned thread);
 
  private:
-  static constexpr uint16_t kSharedReads = 0xffff;  // several unordered reads: see shared_reads_
-  // NOTE: 12 bytes per shared-memory byte: 227 KB of shared memory need 2.7 MB of shadow, which
-  // is reset per CTA; a full vector clock per byte would need 1000x more.
+  // NOTE: up to kInlineReaders unordered readers per byte live in its shadow cell: the two or
+  // three consumer warpgroups' wgmma agents read every K and V byte, and keeping those readers in
+  // a map (a heap vector per byte, freed by the next TMA write) was a fifth of an emulated
+  // kernel's time. More readers than that move to shared_reads_. 28 bytes per shared-memory byte:
+  // 6.4 MB of shadow for 227 KB, reset per CTA; a full vector clock per byte would need 100x more.
+  static constexpr int kInlineReaders = 3;
+  static constexpr uint16_t kManyReaders = 0xffff;  // readers > kInlineReaders: see shared_reads_
   struct Shadow {
     uint32_t write_clock = 0;  // 0 = never written
     uint16_t write_slot = 0;
-    uint16_t read_slot = 0;
-    uint32_t read_clock = 0;  // 0 = never read since the last write
+    uint16_t readers = 0;      // reads since the last write with no order among them, or kManyReaders
+    uint16_t reader_slot[kInlineReaders] = {};
+    uint32_t reader_clock[kInlineReaders] = {};
   };
   uint32_t* row(unsigned slot) { return clocks_.data() + size_t{slot} * slots(); }
   const uint32_t* row(unsigned slot) const { return clocks_.data() + size_t{slot} * slots(); }
@@ -80,7 +85,7 @@ class RaceCheck {
   std::vector<Shadow> shadow_;
   // fence_epoch_[t]: thread t's clock at its latest fence.proxy.async (0 = none yet).
   std::vector<uint32_t> fence_epoch_;
-  // Bytes read by several threads with no order among the reads: (slot, clock) of each reader.
+  // Bytes read by more than kInlineReaders slots with no order among the reads: (slot, clock) of each.
   std::unordered_map<size_t, std::vector<std::pair<uint16_t, uint32_t>>> shared_reads_;
 };
 

@@ -86,6 +86,16 @@ void check_smem_access(const void* addr, size_t bytes, bool is_write);
 // acquire_async_accesses (the wgmma.wait_group instruction of PTX ISA 9.0).
 void record_async_smem_access(const void* addr, size_t bytes, bool is_write,
                               const void* completing_mbarrier /*may be null*/);
+// One async-proxy operation over several ranges (a wgmma's operand rows, a swizzled TMA box): the
+// agent is ordered after the thread once, and every range is recorded in that one epoch.
+// NOTE: one ordering per operation, not per range: ordering copies a vector clock of 2 × threads
+// entries, and a wgmma's operands are hundreds of 16-byte ranges.
+struct AsyncSmemRange {
+  const void* addr;
+  size_t bytes;
+};
+void record_async_smem_accesses(std::span<const AsyncSmemRange> ranges, bool is_write,
+                                const void* completing_mbarrier /*may be null*/);
 // The calling thread acquires the async agents of every thread of its group: all async accesses
 // they recorded so far happen-before the caller's later actions.
 enum class Group { Warp, Warpgroup };

@@ -23,10 +23,14 @@ void check_smem_access(const void* addr, size_t bytes, bool is_write) {
 
 void record_async_smem_access(const void* addr, size_t bytes, bool is_write,
                               const void* completing_mbarrier) {
+  const AsyncSmemRange range{addr, bytes};
+  record_async_smem_accesses({&range, 1}, is_write, completing_mbarrier);
+}
+
+void record_async_smem_accesses(std::span<const AsyncSmemRange> ranges, bool is_write,
+                                const void* completing_mbarrier) {
   Cta& cta = current_cta();
-  const size_t offset = cta.smem_offset(addr, bytes,
-                                        is_write ? "async-proxy shared memory write (TMA)"
-                                                 : "async-proxy shared memory read (wgmma/TMA store)");
+  const char* what = is_write ? "async-proxy shared memory write (TMA)" : "async-proxy shared memory read (wgmma/TMA store)";
   if (completing_mbarrier != nullptr) {
     const size_t bar = cta.smem_offset(completing_mbarrier, 8, "completing mbarrier of an async copy");
     auto it = cta.mbarriers().by_offset.find(bar);
@@ -36,10 +40,13 @@ void record_async_smem_access(const void* addr, size_t bytes, bool is_write,
                std::to_string(bar) + ", which is not initialized");
     }
   }
-  if (RaceCheck* race = cta.race()) {
-    const unsigned me = cta.current_thread();
-    race->order_agent_after_thread(me);
-    if (auto conflict = race->access(race->agent_slot(me), offset, bytes, is_write)) {
+  RaceCheck* race = cta.race();
+  const unsigned me = cta.current_thread();
+  if (race != nullptr) race->order_agent_after_thread(me);
+  for (const AsyncSmemRange& r : ranges) {
+    const size_t offset = cta.smem_offset(r.addr, r.bytes, what);
+    if (race == nullptr) continue;
+    if (auto conflict = race->access(race->agent_slot(me), offset, r.bytes, is_write)) {
       cta.report_race(*conflict);
     }
   }

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "kernels/emu/runtime.hpp"
 #include "kernels/emu/swizzle.hpp"
@@ -71,8 +72,9 @@ void record_box(uint32_t smem_base, const arch::TensorMapSpec& map, bool is_writ
     record_async_smem_access(base + smem_base, bytes, is_write, mbar);
     return;
   }
-  for (uint32_t off = 0; off < bytes; off += 16)
-    record_async_smem_access(base + swizzle_address(smem_base + off, map.swizzle), 16, is_write, mbar);
+  std::vector<AsyncSmemRange> chunks;
+  for (uint32_t off = 0; off < bytes; off += 16) chunks.push_back({base + swizzle_address(smem_base + off, map.swizzle), 16});
+  record_async_smem_accesses(chunks, is_write, mbar);
 }
 
 }  // namespace

@@ -66,20 +66,22 @@ void record_operand_reads(uint64_t desc, OperandMajor major, MmaInputType type, 
   const auto f = arch::decode_wgmma_descriptor(desc);
   const uint32_t e = mma_input_bytes(type);
   const int k_len = mma_instruction_k(type);
+  std::vector<AsyncSmemRange> ranges;
   if (major == OperandMajor::K) {
     // A row's K elements sit in two 16-byte chunks, each contiguous under every swizzle.
     for (int r = 0; r < rows; ++r)
       for (int chunk = 0; chunk < 2; ++chunk) {
         const uint32_t a = wgmma_operand_address(f, major, e, r, chunk * (16 / e));
-        record_async_smem_access(smem_bytes(a, 16), 16, false, nullptr);
+        ranges.push_back({smem_bytes(a, 16), 16});
       }
-    return;
+  } else {
+    for (int r = 0; r < rows; ++r)
+      for (int k = 0; k < k_len; ++k) {
+        const uint32_t a = wgmma_operand_address(f, major, e, r, k);
+        ranges.push_back({smem_bytes(a, e), e});
+      }
   }
-  for (int r = 0; r < rows; ++r)
-    for (int k = 0; k < k_len; ++k) {
-      const uint32_t a = wgmma_operand_address(f, major, e, r, k);
-      record_async_smem_access(smem_bytes(a, e), e, false, nullptr);
-    }
+  record_async_smem_accesses(ranges, false, nullptr);
 }
 
 std::vector<float> snapshot_accumulators(const WgmmaOperation& op) {
