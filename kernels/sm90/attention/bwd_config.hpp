@@ -49,9 +49,6 @@ struct BwdConfig {
   static constexpr BwdSplit kSplit = kBlockN == 64 * kConsumers ? BwdSplit::KeyHalves : BwdSplit::SharedKeys;
   static_assert(kSplit == BwdSplit::KeyHalves || kBlockN == 64,
                 "shared keys: the block's keys are one wgmma M (64) of Sᵀ, dPᵀ, dV and dK");
-  /// Keys of a consumer's Sᵀ, dPᵀ, dK and dV rows (the wgmma M), its first at 64 · consumer when
-  /// the keys are split.
-  static constexpr int kKeyStride = kSplit == BwdSplit::KeyHalves ? 64 : 0;
   /// Query columns of a consumer's Sᵀ and dPᵀ (their N), its first at kQueryCols · consumer when
   /// the keys are shared.
   static constexpr int kQueryCols = kSplit == BwdSplit::KeyHalves ? kBlockM : kBlockM / kConsumers;

@@ -66,8 +66,9 @@ FP8ATTN_ARCH_FN void store_dk_dv(const BwdArguments& p, const BwdWork& w, const 
     const int32_t key = key_base + at.row;
     if (key >= w.keys) continue;
     const int64_t row = static_cast<int64_t>(w.k_offset) + w.key0 + key;
-    const int64_t k_at = w.batch * p.dk_batch_stride + row * p.dk_seq_stride + w.head_kv * p.dk_head_stride + n0 + at.col;
-    const int64_t v_at = w.batch * p.dv_batch_stride + row * p.dv_seq_stride + w.head_kv * p.dv_head_stride + n0 + at.col;
+    const int32_t col = n0 + at.col;
+    const int64_t k_at = w.batch * p.dk_batch_stride + row * p.dk_seq_stride + w.head_kv * p.dk_head_stride + col;
+    const int64_t v_at = w.batch * p.dv_batch_stride + row * p.dv_seq_stride + w.head_kv * p.dv_head_stride + col;
     p.dk[k_at] = static_cast<uint16_t>(arch::cvt_bf16x2(dk[i] * p.softmax_scale, 0.0f) & 0xffffu);
     p.dv[v_at] = static_cast<uint16_t>(arch::cvt_bf16x2(dv[i] * 1.0f, 0.0f) & 0xffffu);
   }

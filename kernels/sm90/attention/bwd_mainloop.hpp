@@ -1,6 +1,6 @@
 // A consumer warpgroup of the attention backward when each owns 64 keys of the CTA's key block
-// (BwdSplit::KeyHalves, head dims 64 and 128; head_dim 256 is bwd_mainloop_shared_keys.hpp), for each
-// (query head, query block) that visits the block (bwd_producer.hpp, for_each_visit):
+// (BwdSplit::KeyHalves, head dims 64 and 128; head_dim 256 is bwd_mainloop_shared_keys.hpp),
+// for each (query head, query block) that visits the block (bwd_producer.hpp, for_each_visit):
 //   Sᵀ, dPᵀ on the tensor cores; P = exp2(S·scale·log2e − LSE·log2e) and dS = P∘(dP − D) on the
 //   fragments, cast to BF16; dV += Pᵀ·dO and dK += dSᵀ·Q (RS); dS to shared memory; then
 //   dQ = dS·K for one 64-column part of head_dim, stored into the workspace.
