@@ -26,9 +26,11 @@ enum class BwdSplit : int {
   KeyHalves = 0,
   /// They share the block's 64 keys and split along N (head dim 256): Sᵀ and dPᵀ by query
   /// columns, dK, dV and dQ by head-dim parts; P and dS go through shared memory.
-  /// NOTE: FlashAttention-3's hdim-256 backward likewise tiles its two MMA warpgroups along N
-  /// (AtomLayoutMSdP = 1): dK and dV of 64 keys × 256 dims would take 256 registers per thread in
-  /// one warpgroup; a head-dim half takes 128.
+  /// NOTE: dK and dV of 64 keys × 256 dims would take 256 registers per thread in one warpgroup;
+  /// a head-dim half takes 128. FlashAttention-3's hdim-256 backward (hopper/
+  /// flash_bwd_launch_template.h: BlockM 64, two MMA warpgroups, AtomLayoutMSdP 1, dKV_swapAB)
+  /// likewise splits S and dP along N and gives each warpgroup a head-dim half of dKᵀ and dVᵀ;
+  /// its BlockN is 80 in current sources, ours 64, the CPU engine's tile (tile_config.hpp).
   SharedKeys = 1,
 };
 
