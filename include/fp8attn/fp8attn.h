@@ -762,18 +762,17 @@ typedef struct fp8attn_attention_bwd_args {
  * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND the context's backend has no backward
  *                                     (::FP8ATTN_BACKEND_REFERENCE), or the Hopper backward
  *                                     (::FP8ATTN_BACKEND_CUDA, ::FP8ATTN_BACKEND_EMULATOR) cannot
- *                                     run the plan: it has kernels for head_dim 64 and 128 only
- *                                     (at 256 a consumer's dK and dV alone would take 256
- *                                     registers per thread), needs head_dim_v = head_dim and BF16
- *                                     out and dout (desc.output_dtype BF16). The CPU backend runs
- *                                     all of these.
+ *                                     run the plan: it has kernels for head_dim 64, 128 and
+ *                                     256 only, needs head_dim_v = head_dim and BF16 out and
+ *                                     dout (desc.output_dtype BF16). The CPU backend runs all of
+ *                                     these.
  * The CPU workspace covers every buffer a backward call uses (per-worker tiles, tables of
  * batch + 1 work offsets, and an F32 dq accumulator of batch·max_seqlen_q·heads_q·head_dim with
  * one counter per query block): the call itself allocates no memory. The Hopper workspace holds
  * 2 F32 per (row, query head) (the LSE in log2 units and rowsum(dout∘out)) and one F32 dq share
- * of batch·max_seqlen_q·heads_q·head_dim per key block of 128 keys (ceil(max_seqlen_k / 128)
- * of them, for deterministic mode; atomic mode uses the first): dq's size times the key
- * blocks.
+ * of batch·max_seqlen_q·heads_q·head_dim per key block of 128 keys, 64 at head_dim 256
+ * (ceil(max_seqlen_k / 128) of them, for deterministic mode; atomic mode uses the first): dq's
+ * size times the key blocks.
  *
  * @par Thread safety
  * Thread-safe.

@@ -53,17 +53,19 @@ FP8ATTN_HOST_DEVICE constexpr AttentionTile attention_tile(int head_dim, bool fp
 
 /// Tile sizes of the BF16 attention backward (the CPU engine's and the sm_90a kernel's,
 /// kernels/sm90/attention/attention_bwd_kernel.hpp): block_m query rows per step of a key block's
-/// loop, block_n keys per work item (a CTA), consumer_warpgroups of 64 keys each.
+/// loop, block_n keys per work item (a CTA), consumer_warpgroups MMA warpgroups.
 /// NOTE: FlashAttention-3's sm90 backward uses BlockM 64 (hopper/tile_size.h, bwd) and BlockN 128
 /// for head dims 64 and 128, with each MMA warpgroup owning 64 of the block's keys so that Pᵀ and
 /// dSᵀ come out of the wgmma in the A-fragment layout of dV += Pᵀ·dO and dK += dSᵀ·Q. block_n
 /// fixes the order of dQ's sums (one partial per key block), so the engine and the kernel must
 /// share it; block_m only decides which (query block, key block) pairs are skipped, and the two
-/// share it too. Head dim 256 keeps BlockN 64 in the engine; the kernel refuses it (its dK and dV
-/// tiles alone would take 256 registers per consumer thread).
+/// share it too. Head dim 256 takes BlockM 64 and BlockN 64 with two MMA warpgroups that share the
+/// block's 64 keys and split the work along N (queries for Sᵀ and dPᵀ, head-dim halves for dK, dV
+/// and dQ), as FlashAttention-3's hdim-256 backward splits its two MMA warpgroups: 64 keys × 256
+/// dims of dK and dV would take 256 registers per thread in one warpgroup, half of them 128.
 FP8ATTN_HOST_DEVICE constexpr AttentionTile attention_bwd_tile(int head_dim) {
   if (head_dim <= 128) return {64, 128, 16, 16, 2, 2};
-  return {64, 64, 16, 16, 1, 2};
+  return {64, 64, 16, 16, 2, 2};
 }
 
 /// The promotion interval the FP8 kernel uses for two-level PV accumulation: every this many KV

@@ -116,6 +116,7 @@ void expect_gpu_close_to_engine(const AttentionShape& s, bool causal) {
 
 TEST(Bf16BwdCuda, HeadDim64) { expect_gpu_close_to_engine({2, 300, 260, 4, 2, 64}, false); }
 TEST(Bf16BwdCuda, HeadDim128Causal) { expect_gpu_close_to_engine({2, 300, 260, 4, 1, 128}, true); }
+TEST(Bf16BwdCuda, HeadDim256Causal) { expect_gpu_close_to_engine({2, 300, 260, 4, 2, 256}, true); }
 
 }  // namespace
 }  // namespace fp8attn::testing

@@ -26,15 +26,15 @@ void head_dim_cases(int hd) {
 TEST(Bf16BwdEmu, HeadDim64CausalAndNot) { head_dim_cases(64); }
 TEST(Bf16BwdEmu, HeadDim128CausalAndNot) { head_dim_cases(128); }
 
-/// Sequence lengths around the key block BlockN (128): 1, BlockN − 1, BlockN, BlockN + 1 and
-/// 3·BlockN + 5, queries and keys alike, causal for the longest.
-void length_cases(const std::vector<int64_t>& lengths) {
-  const int bn = bwd_block_n(64);
+/// Sequence lengths around the key block BlockN (128 at head_dim 64, 64 at 256): 1, BlockN − 1,
+/// BlockN, BlockN + 1 and 3·BlockN + 5, queries and keys alike, causal for the longest.
+void length_cases(const std::vector<int64_t>& lengths, int hd = 64) {
+  const int bn = bwd_block_n(hd);
   for (int64_t l : lengths) {
     BwdCase c;
-    c.shape = {1, l, l, 2, 1, 64};
+    c.shape = {1, l, l, 2, 1, hd};
     c.causal = l > 2 * bn;
-    c.name = "length " + std::to_string(l) + (c.causal ? " causal" : "");
+    c.name = "hd" + std::to_string(hd) + " length " + std::to_string(l) + (c.causal ? " causal" : "");
     expect_bwd_emulator_matches_engine(c);
   }
 }
@@ -106,6 +106,75 @@ TEST(Bf16BwdEmu, EmptySequencesAndBf16Dq) {
   f.dq_dtype = FP8ATTN_DTYPE_BF16;
   f.name = "hd128 causal, dq BF16";
   expect_bwd_emulator_matches_engine(f);
+}
+
+
+// Head dim 256: the two consumer warpgroups share the 64-key block and split along N
+// (kernels/sm90/attention/bwd_mainloop_shared_keys.hpp), so P and dS cross between them through
+// shared memory. The same cases as above, at this head dim.
+TEST(Bf16BwdEmu, HeadDim256CausalAndNot) { head_dim_cases(256); }
+
+/// Odd lengths around its BlockN of 64: a query block whose second warpgroup's 32 columns are all
+/// padding (length 1, 63), exactly one block, one past it, and 3·64 + 5 causal.
+TEST(Bf16BwdEmu, HeadDim256LengthsUpToTheKeyBlock) {
+  const int bn = bwd_block_n(256);
+  length_cases({1, bn - 1, bn}, 256);
+}
+TEST(Bf16BwdEmu, HeadDim256LengthsPastTheKeyBlock) {
+  const int bn = bwd_block_n(256);
+  length_cases({bn + 1, 3 * bn + 5}, 256);
+}
+
+TEST(Bf16BwdEmu, HeadDim256Gqa4To1) {
+  BwdCase g;
+  g.shape = {1, 90, 100, 8, 2, 256};  // GQA 4:1
+  g.causal = true;
+  g.name = "hd256 heads 8:2 causal";
+  expect_bwd_emulator_matches_engine(g);
+}
+
+TEST(Bf16BwdEmu, HeadDim256SlidingWindow) {
+  BwdCase w;
+  w.shape = {1, 200, 200, 1, 1, 256};
+  w.window_left = 40;
+  w.window_right = 10;
+  w.name = "hd256 window (40, 10)";
+  expect_bwd_emulator_matches_engine(w);
+}
+
+TEST(Bf16BwdEmu, HeadDim256Varlen) {
+  const std::vector<int32_t> cu_q{0, 1, 131, 195}, cu_k{0, 200, 205, 334};
+  for (bool causal : {false, true}) {
+    BwdCase c;
+    c.shape = {1, cu_q.back(), cu_k.back(), 2, 1, 256};
+    c.cu_q = &cu_q;
+    c.cu_k = &cu_k;
+    c.causal = causal;
+    c.name = std::string("hd256 varlen 3 sequences") + (causal ? " causal" : "");
+    expect_bwd_emulator_matches_engine(c);
+  }
+}
+
+/// Empty query and key sequences, and a BF16 dq.
+TEST(Bf16BwdEmu, HeadDim256EmptySequencesAndBf16Dq) {
+  const std::vector<int32_t> eq{0, 0, 50, 80}, ek{0, 40, 40, 110};
+  BwdCase e;
+  e.shape = {1, eq.back(), ek.back(), 2, 1, 256};
+  e.cu_q = &eq;
+  e.cu_k = &ek;
+  e.dq_dtype = FP8ATTN_DTYPE_BF16;
+  e.name = "hd256 varlen with empty query and key sequences, dq BF16";
+  expect_bwd_emulator_matches_engine(e);
+}
+
+/// Atomic mode at head_dim 256 within the bound of the other head dims
+/// (test_bf16_bwd_emu_checks.cpp, AtomicModeWithinBoundOfTheOracle).
+TEST(Bf16BwdEmu, HeadDim256AtomicModeWithinBoundOfTheOracle) {
+  BwdCase c;
+  c.shape = {1, 150, 300, 2, 1, 256};  // up to five key blocks add into a query block's dQ
+  c.causal = true;
+  c.name = "atomic hd256 causal";
+  expect_bwd_atomic_within_oracle_bound(c);
 }
 
 }  // namespace

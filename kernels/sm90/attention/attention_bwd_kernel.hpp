@@ -1,12 +1,13 @@
 // The BF16 attention backward kernel for sm_90a (HGMMA), FlashAttention-3's structure: one CTA per
 // work item of the CPU engine's backward (a key block of one KV head of one sequence); warpgroup 0
 // is the producer (TMA loads of K and V once, then Q and dO per visited query block through an
-// mbarrier pipeline), warpgroups 1.. are consumers of 64 keys each (bwd_mainloop.hpp). dK and dV
-// stay in accumulators for the whole item; dQ shares go into an F32 workspace, summed per key
-// block in ascending order by bwd_dq_reduce_kernel (deterministic) or added atomically.
+// mbarrier pipeline), warpgroups 1 and 2 are consumers: of 64 keys each at head dims 64 and 128
+// (bwd_mainloop.hpp), of the same 64 keys split along N at head dim 256
+// (bwd_mainloop_shared_keys.hpp; bwd_config.hpp, BwdSplit). dK and dV stay in accumulators for
+// the whole item; dQ shares go into an F32 workspace, summed per key block in ascending order by
+// bwd_dq_reduce_kernel (deterministic) or added atomically.
 // The same text compiles with nvcc for sm_90a and runs on the SIMT emulator (kernels/emu), where
 // in deterministic mode it is bit-equal to the CPU engine.
-// Head dims 64 and 128; 256 does not fit (bwd_config.hpp), and the plan refuses it.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,7 @@
 #include "kernels/arch/thread_index.hpp"
 #include "kernels/sm90/attention/bwd_config.hpp"
 #include "kernels/sm90/attention/bwd_mainloop.hpp"
+#include "kernels/sm90/attention/bwd_mainloop_shared_keys.hpp"
 #include "kernels/sm90/attention/bwd_params.hpp"
 #include "kernels/sm90/attention/bwd_preprocess.hpp"
 #include "kernels/sm90/attention/bwd_producer.hpp"
@@ -58,7 +60,8 @@ FP8ATTN_KERNEL void FP8ATTN_LAUNCH_BOUNDS(Cfg::kThreads, 1)
     run_bwd_producer<Cfg>(params, smem, work);
   } else {
     arch::setmaxnreg_inc<Cfg::kConsumerRegisters>();
-    run_bwd_consumer<Cfg>(params, smem, work);
+    if constexpr (Cfg::kSplit == BwdSplit::KeyHalves) run_bwd_consumer<Cfg>(params, smem, work);
+    else run_bwd_consumer_shared_keys<Cfg>(params, smem, work);
   }
 }
 

@@ -54,20 +54,21 @@ FP8ATTN_ARCH_FN void store_dq_share(const BwdArguments& p, const BwdWork& w, con
   }
 }
 
-/// dK·softmax_scale and dV of the warpgroup's keys inside the sequence, as BF16 (the engine
-/// stores them so: acc · scale rounded to nearest even).
+/// dK·softmax_scale and dV of the warpgroup's keys inside the sequence, columns [n0, n0 +
+/// kDkvCols), as BF16 (the engine stores them so: acc · scale rounded to nearest even).
 template <class Cfg>
-FP8ATTN_ARCH_FN void store_dk_dv(const BwdArguments& p, const BwdWork& w, const arch::WgmmaAccF32<Cfg::kHeadDim>& dk,
-                                 const arch::WgmmaAccF32<Cfg::kHeadDim>& dv, int key_base) {
+FP8ATTN_ARCH_FN void store_dk_dv(const BwdArguments& p, const BwdWork& w, const arch::WgmmaAccF32<Cfg::kDkvCols>& dk,
+                                 const arch::WgmmaAccF32<Cfg::kDkvCols>& dv, int key_base, int n0 = 0) {
   const int t = static_cast<int>(arch::thread_idx_in_warpgroup());
   FP8ATTN_UNROLL
-  for (int i = 0; i < Cfg::kHeadDim / 2; ++i) {
+  for (int i = 0; i < Cfg::kDkvCols / 2; ++i) {
     const arch::FragmentCoord at = arch::wgmma_d_coord(t, i);
     const int32_t key = key_base + at.row;
     if (key >= w.keys) continue;
     const int64_t row = static_cast<int64_t>(w.k_offset) + w.key0 + key;
-    const int64_t k_at = w.batch * p.dk_batch_stride + row * p.dk_seq_stride + w.head_kv * p.dk_head_stride + at.col;
-    const int64_t v_at = w.batch * p.dv_batch_stride + row * p.dv_seq_stride + w.head_kv * p.dv_head_stride + at.col;
+    const int32_t col = n0 + at.col;
+    const int64_t k_at = w.batch * p.dk_batch_stride + row * p.dk_seq_stride + w.head_kv * p.dk_head_stride + col;
+    const int64_t v_at = w.batch * p.dv_batch_stride + row * p.dv_seq_stride + w.head_kv * p.dv_head_stride + col;
     p.dk[k_at] = static_cast<uint16_t>(arch::cvt_bf16x2(dk[i] * p.softmax_scale, 0.0f) & 0xffffu);
     p.dv[v_at] = static_cast<uint16_t>(arch::cvt_bf16x2(dv[i] * 1.0f, 0.0f) & 0xffffu);
   }

@@ -1,9 +1,10 @@
 // The tile GEMMs of a consumer warpgroup of the attention backward, all HGMMA (m64nNk16, BF16 in,
-// F32 accumulate), for the warpgroup's 64 keys of the block:
-//   Sᵀ  = K·Qᵀ     SS: K rows K-major, Q K-major          (N = BlockM)
-//   dPᵀ = V·dOᵀ    SS: V rows K-major, dO K-major         (N = BlockM)
-//   dV += Pᵀ·dO    RS: Pᵀ from registers, dO N-major      (N = head_dim)
-//   dK += dSᵀ·Q    RS: dSᵀ from registers, Q N-major      (N = head_dim)
+// F32 accumulate), for 64 keys of the block (the warpgroup's own, or all of a shared block):
+//   Sᵀ  = K·Qᵀ     SS: K rows K-major, Q K-major          (N = kQueryCols)
+//   dPᵀ = V·dOᵀ    SS: V rows K-major, dO K-major         (N = kQueryCols)
+//   dV += Pᵀ·dO    RS: Pᵀ from registers, dO N-major      (N = head_dim; key halves)
+//                  SS: Pᵀ (no swizzle) K-major, dO N-major (N = head_dim / 2; shared keys)
+//   dK += dSᵀ·Q    as dV, with dSᵀ and Q
 //   dQ  = dS·K     SS: dS (no swizzle) K-major, K N-major (N = 64, one part of head_dim)
 // Computing Sᵀ and dPᵀ rather than S and dP leaves Pᵀ and dSᵀ in the accumulator layout whose
 // 16-column slices are the A fragments of dV and dK (FlashAttention-3's SdP_swapAB).
@@ -18,18 +19,20 @@
 namespace fp8attn::sm90 {
 
 /// acc = A·Bᵀ over head_dim for A = 64 rows of a [rows][head_dim] tile starting at row `a_row0`
-/// and B = a [BlockM][head_dim] tile, both as TMA loads them (128 B chunks, 128B swizzle):
-/// head_dim/16 wgmmas stepping K by 32 bytes, to the next chunk every four (PTX_FACTS.md §3b).
+/// and B = N rows of a [BlockM][head_dim] tile starting at row `b_row0`, both as TMA loads them
+/// (128 B chunks, 128B swizzle): head_dim/16 wgmmas stepping K by 32 bytes, to the next chunk
+/// every four (PTX_FACTS.md §3b). Row offsets are multiples of 8, whole swizzle atoms.
 template <class Cfg, int N>
 FP8ATTN_ARCH_FN void mm_rows_by_rows(arch::WgmmaAccF32<N>& acc, const uint8_t (&a)[Cfg::kChunks][Cfg::kKChunkBytes],
-                                     int a_row0, const uint8_t (&b)[Cfg::kChunks][Cfg::kQChunkBytes]) {
+                                     int a_row0, const uint8_t (&b)[Cfg::kChunks][Cfg::kQChunkBytes], int b_row0 = 0) {
   FP8ATTN_UNROLL
   for (int kb = 0; kb < Cfg::kHdSteps; ++kb) {
     const int chunk = kb * 32 / static_cast<int>(Cfg::kChunkBytes);
     const uint32_t offset = (kb * 32) % Cfg::kChunkBytes;
     const uint64_t da = arch::make_wgmma_descriptor(arch::smem_address(a[chunk] + a_row0 * Cfg::kChunkBytes), 0,
                                                     Cfg::kAtomBytes, arch::Swizzle::B128);
-    const uint64_t db = arch::make_wgmma_descriptor(arch::smem_address(b[chunk]), 0, Cfg::kAtomBytes, arch::Swizzle::B128);
+    const uint64_t db = arch::make_wgmma_descriptor(arch::smem_address(b[chunk] + b_row0 * Cfg::kChunkBytes), 0,
+                                                    Cfg::kAtomBytes, arch::Swizzle::B128);
     arch::wgmma_bf16<N>(acc, arch::wgmma_descriptor_advance(da, offset), arch::wgmma_descriptor_advance(db, offset),
                         kb > 0);
   }
@@ -55,6 +58,22 @@ FP8ATTN_ARCH_FN void mma_over_rows(arch::WgmmaAccF32<Cfg::kHeadDim>& acc,
   for (int kb = 0; kb < Cfg::kBlockM / 16; ++kb)
     arch::wgmma_bf16<Cfg::kHeadDim, arch::WgmmaMajor::MN>(acc, a[kb], n_major_descriptor<Cfg>(b[0], Cfg::kQChunkBytes, 0, kb),
                                                           true);
+}
+
+/// acc += Aᵀ·B[:, n0 : n0 + kDkvCols] over the step's BlockM query rows, A from shared memory:
+/// Pᵀ or dSᵀ [BlockN keys][BlockM rows] (no swizzle, K-major, bwd_exchange.hpp), B = dO or Q of the
+/// stage read N-major. The shared-keys split's dV and dK: the same products, in the same order
+/// over 16-row chunks, as mma_over_rows.
+template <class Cfg>
+FP8ATTN_ARCH_FN void mma_over_rows_smem(arch::WgmmaAccF32<Cfg::kDkvCols>& acc, const uint8_t* a,
+                                        const uint8_t (&b)[Cfg::kChunks][Cfg::kQChunkBytes], int n0) {
+  FP8ATTN_UNROLL
+  for (int kb = 0; kb < Cfg::kBlockM / 16; ++kb) {
+    const uint64_t da = arch::make_wgmma_descriptor(arch::smem_address(a + kb * 2 * Cfg::kDsLeadingBytes),
+                                                    Cfg::kDsLeadingBytes, Cfg::kPtStrideBytes, arch::Swizzle::None);
+    arch::wgmma_bf16<Cfg::kDkvCols, arch::WgmmaMajor::K, arch::WgmmaMajor::MN>(
+        acc, da, n_major_descriptor<Cfg>(b[0], Cfg::kQChunkBytes, n0, kb), true);
+  }
 }
 
 /// Byte offset of dS(row, key) in the canonical no-swizzle K-major layout of bwd_config.hpp.

@@ -48,9 +48,8 @@ void check_attention_bwd_supported(const AttentionConfig& c) {
   require(c.head_dim == c.head_dim_v, FP8ATTN_STATUS_UNSUPPORTED_HEAD_DIM,
           "the Hopper backward needs head_dim_v = head_dim");
   require(sm90::bwd_kernel_exists({c.head_dim}), FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
-          "the Hopper BF16 backward has kernels for head_dim 64 and 128 only (got " + std::to_string(c.head_dim) +
-              "): at 256, dK and dV of a consumer's 64 keys would take 256 registers per thread; head_dim 256 runs "
-              "on the CPU backend");
+          "the Hopper BF16 backward has kernels for head_dim 64, 128 and 256 only (got " + std::to_string(c.head_dim) +
+              "); other head dims run on the CPU backend");
   require(c.output_dtype == FP8ATTN_DTYPE_BF16, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
           "the Hopper backward takes O and dO in BF16 (its wgmmas read dO as BF16); this plan's output_dtype is " +
               std::to_string(c.output_dtype) + " (F32 O and dO run on the CPU backend)");
