@@ -12,12 +12,11 @@
 
 namespace fp8attn::sm90 {
 
-/// Two-level accumulation of P·V (DESIGN §3), as compiled into a kernel.
-/// NOTE: EveryN keeps a second FP32 tile of O alive across blocks; with S, O and that tile the
-/// consumers of head_dim 128 and 256 need more than their 240 registers, so only head_dim 64 has
-/// it (fwd_instances.hpp). EveryBlock needs the fresh tile only during P·V, in 64-column parts,
-/// and fits every head dim.
-enum class PvPromotion : int { Off = 0, EveryBlock = 1, EveryN = 2 };
+// PvPromotion (tile_config.hpp): two-level accumulation of P·V as compiled into a kernel.
+// NOTE: EveryN keeps a second FP32 tile of O alive across blocks; it fits next to S and O at
+// head_dim 64 and at head_dim 128 with its own smaller BlockN (tile_config.hpp), not at 256, where
+// O alone is 128 registers (fwd_instances.hpp). EveryBlock needs the fresh tile only during P·V,
+// in 64-column parts, and fits every head dim.
 
 /// A planted bug, for the seeded-failure tests only (tests/kernels): the emulator must report each
 /// one. Every kernel the library instantiates has None, and `if constexpr` removes the hooks.
@@ -40,7 +39,7 @@ struct FwdConfig {
   static constexpr FwdInput kInput = kInputT;
   static constexpr bool kBf16 = kInput == FwdInput::BF16;
   static constexpr uint32_t kElementBytes = kBf16 ? 2 : 1;
-  static constexpr AttentionTile kTile = attention_tile(kHeadDim, !kBf16);
+  static constexpr AttentionTile kTile = attention_tile(kHeadDim, !kBf16, kPromotion);
   static constexpr int kBlockM = kTile.block_m;
   static constexpr int kBlockN = kTile.block_n;
   static constexpr int kConsumers = kTile.consumer_warpgroups;
