@@ -4,6 +4,7 @@
 // round-robin and three shuffled schedules.
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -173,8 +174,7 @@ TEST(Fp8FwdEmu, PromotionBlockDescalesAndSinks) {
 /// Two-level accumulation every N > 1 blocks at head_dim 128, on that kernel's own tile (BlockN
 /// 128, not 224: tile_config.hpp): N = 2 and 16 (with more than 16 blocks, so that a promotion
 /// falls inside the loop), causal and not, GQA, sliding windows, varlen, key lengths that are no
-/// multiple of BlockN, V with its keys contiguous, and telemetry on in one case. Per-block V
-/// descales (which promote every block, on the every-block kernel's BlockN 224) are refused.
+/// multiple of BlockN, V with its keys contiguous, and telemetry on in one case.
 TEST(Fp8FwdEmu, PromotionEveryNBlocksAtHeadDim128) {
   const int bn = sm90::attention_tile(128, true, sm90::PvPromotion::EveryN).block_n;
   ASSERT_EQ(bn, 128) << "the every-N tile of head_dim 128";
@@ -196,8 +196,7 @@ TEST(Fp8FwdEmu, PromotionEveryNBlocksAtHeadDim128) {
   c.name = "hd128 every 16 blocks, 17 blocks";
   run_case(c);
   c.causal = true;
-  c.accumulator_model = false;
-  c.name = "hd128 every 16 blocks, causal, FP32 accumulator";
+  c.name = "hd128 every 16 blocks, causal";
   run_case(c);
   c.shape = {1, 500, 700, 2, 1, 128};
   c.causal = false;
@@ -211,7 +210,12 @@ TEST(Fp8FwdEmu, PromotionEveryNBlocksAtHeadDim128) {
   c.v_keys_contiguous = true;
   c.name = "hd128 every 2 blocks, causal window 250, V keys contiguous";
   run_case(c);
+}
 
+/// Varlen with every-N promotion at head_dim 128: three sequences, one empty of queries, one with
+/// more than three KV blocks.
+TEST(Fp8FwdEmu, PromotionEveryNBlocksAtHeadDim128Varlen) {
+  const int bn = sm90::attention_tile(128, true, sm90::PvPromotion::EveryN).block_n;
   const std::vector<int32_t> cu_q = {0, 130, 130, 400};
   const std::vector<int32_t> cu_k = {0, 250, 300, 3 * bn + 300};
   const AttentionShape shape{1, cu_q.back(), cu_k.back(), 4, 2, 128};
@@ -224,14 +228,27 @@ TEST(Fp8FwdEmu, PromotionEveryNBlocksAtHeadDim128) {
   o.cu_seqlens_q = &cu_q;
   o.cu_seqlens_k = &cu_k;
   expect_emulator_matches_engine(d, shape, q, seed, o, "hd128 every 2 blocks, varlen causal");
+}
 
+/// Per-block V descales promote every block, on the every-block kernel (BlockN 224 at head_dim
+/// 128); with an every-N interval the engine's tile is BlockN 128, so the backend refuses.
+TEST(Fp8FwdEmu, PromotionEveryNWithPerBlockVDescalesRefusedAtHeadDim128) {
+  const int bn = sm90::attention_tile(128, true, sm90::PvPromotion::EveryN).block_n;
+  const uint64_t seed = fresh_seed();
   const AttentionShape small{1, 130, 2 * bn + 9, 2, 1, 128};
   const QuantizedInputs blocks =
       quantize(normal_inputs(small, seed), FP8ATTN_DTYPE_E4M3, ScaleGranularity::PerBlock, 128, bn);
   fp8attn_attention_desc bd = make_desc(small, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_BF16);
   bd.pv_promote_interval = 2;
   EXPECT_EQ(run_forward(bd, small, blocks).status, FP8ATTN_OK) << "the CPU engine runs it";
-  EXPECT_EQ(run_emulated(bd, small, blocks, "round-robin").status, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND);
+  std::string why;
+  try {
+    run_emulated(bd, small, blocks, "round-robin");
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  EXPECT_NE(why.find("FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND"), std::string::npos) << "got: " << why;
+  EXPECT_NE(why.find("per-block V descales"), std::string::npos) << why;
 }
 
 /// V passed with its keys contiguous: the kernel loads Vᵀ with TMA instead of transposing it.

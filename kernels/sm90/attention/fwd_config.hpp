@@ -84,6 +84,8 @@ struct FwdConfig {
   /// NOTE: at head_dim 128 the overlapped consumers hold S (112 registers at BlockN 224), O (64)
   /// and the previous block's P (28) through the softmax, within 240 only because the mask is two
   /// bounds per row and telemetry keeps only the tile's counts in registers (fwd_softmax.hpp).
+  /// The every-N kernel there adds the fresh tile (64) and so runs at BlockN 128 (tile_config.hpp):
+  /// S 64 + P 16 + O 64 + fresh 64 = 208, spill-free (tools/check_attention_sm90a.sh).
   /// NOTE: the BF16 kernels overlap too, except head_dim 64 (three consumers of 160 registers) and
   /// head_dim 256 with telemetry, which spilled with the previous block's P live through the
   /// softmax (ptxas -warn-spills: 20 to 32 bytes at 64, 8 at 256); pingpong still overlaps one
