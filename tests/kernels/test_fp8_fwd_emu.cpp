@@ -193,7 +193,7 @@ TEST(Fp8FwdEmu, PromotionEveryNBlocksAtHeadDim128) {
   c.shape = {1, 130, 17 * bn + 5, 2, 1, 128};
   c.causal = false;
   c.promote = 16;
-  c.name = "hd128 every 16 blocks, 17 blocks";
+  c.name = "hd128 every 16 blocks, 18 blocks";
   run_case(c);
   c.causal = true;
   c.name = "hd128 every 16 blocks, causal";
