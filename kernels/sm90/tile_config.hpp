@@ -29,6 +29,18 @@ struct AttentionTile {
   int stages;         ///< K/V pipeline depth
 };
 
+/// Two-level accumulation of P·V (DESIGN §3), as a kernel compiles it and as the tile sizes see
+/// it: Off (pv_promote_interval 0), EveryBlock (1, or per-block V descales: a fresh tile lives only
+/// during one block's P·V) and EveryN (N > 1: the fresh tile lives across blocks, next to O).
+enum class PvPromotion : int { Off = 0, EveryBlock = 1, EveryN = 2 };
+
+/// The promotion a pv_promote_interval asks for. The tile sizes depend only on this (the engine's
+/// config and the plan both call it); per-block V descales promote every block at run time but
+/// keep the tile of the interval asked for (the plan refuses a kernel whose tile differs).
+FP8ATTN_HOST_DEVICE constexpr PvPromotion pv_promotion_of_interval(int interval) {
+  return interval == 0 ? PvPromotion::Off : interval == 1 ? PvPromotion::EveryBlock : PvPromotion::EveryN;
+}
+
 /// NOTE: the sizes follow FlashAttention-3's sm90 choices for the same head dims (hopper/
 /// tile_size.h): larger BlockN for FP8, since its operands are half the bytes. BlockN must be a
 /// multiple of mma_k_pv, because the block's keys are the K dimension of the PV wgmma.
@@ -38,12 +50,19 @@ struct AttentionTile {
 /// fresh tile 32 and the previous block's P 12 registers fit with the softmax overlapping P·V,
 /// where BlockN 160 spilled 28 to 640 bytes and 128 still 4 in the every-N kernel (README, kernel
 /// limits). Head_dim 256 takes a BlockN of 96 too (S 48 registers, not 64, next to O's 128).
+/// NOTE: FP8 head_dim 128 with every-N promotion has its own BlockN of 128: the overlapped
+/// consumers hold S (64 registers), the previous block's P (16), O (64) and the fresh tile (64)
+/// through the softmax, 208 of 240; at BlockN 224, S alone is 112 and the fresh tile does not fit.
+/// Only that kernel and the engine's every-N runs at head_dim 128 change tile, so every other
+/// configuration keeps its bits. Head_dim 256 has no every-N tile: O alone is 128 registers per
+/// consumer thread, and a second O tile of 128 cannot fit in 240 next to it at any BlockN.
 /// ptxas -warn-spills is clean for every instantiated kernel with these sizes
 /// (tools/check_attention_sm90a.sh).
-FP8ATTN_HOST_DEVICE constexpr AttentionTile attention_tile(int head_dim, bool fp8) {
+FP8ATTN_HOST_DEVICE constexpr AttentionTile attention_tile(int head_dim, bool fp8, PvPromotion promotion) {
   if (fp8) {
     if (head_dim <= 64) return {192, 96, 32, 32, 3, 2};
-    if (head_dim <= 128) return {128, 224, 32, 32, 2, 2};
+    if (head_dim <= 128) return promotion == PvPromotion::EveryN ? AttentionTile{128, 128, 32, 32, 2, 2}
+                                                                 : AttentionTile{128, 224, 32, 32, 2, 2};
     return {128, 96, 32, 32, 2, 2};
   }
   if (head_dim <= 64) return {192, 128, 16, 16, 3, 2};

@@ -31,7 +31,7 @@ TEST(BlockDescales, WithinBoundAndMoreAccurateThanPerTensor) {
   const uint64_t seed = workloads::fresh_seed();
   const AttentionShape shape{1, 1024, 1024, 2, 2, 128};
   auto real = outlier_inputs(shape, seed);
-  const auto tile = sm90::attention_tile(128, true);
+  const auto tile = sm90::attention_tile(128, true, sm90::PvPromotion::Off);
   for (int64_t j = 0; j < tile.block_n; ++j)
     for (int64_t i = 0; i < shape.heads_kv * shape.head_dim; ++i) {
       real.v[j * shape.heads_kv * shape.head_dim + i] *= 30.0f;
@@ -97,7 +97,7 @@ TEST(SinkIsolation, CombinesWithPerBlockDescales) {
   const uint64_t seed = workloads::fresh_seed();
   const AttentionShape shape{1, 256, 2048, 1, 1, 128};
   auto sink = sink_inputs(shape, seed, 4, 3.0, 1.0f / std::sqrt(128.0f));
-  const auto tile = sm90::attention_tile(128, true);
+  const auto tile = sm90::attention_tile(128, true, sm90::PvPromotion::Off);
   for (int64_t key = 0; key < shape.seqlen_k; ++key) {
     const int64_t slot = sm90::kv_descale_slot(key, 4, tile.block_n);
     const float factor = slot == 0 ? 50.0f : 1.0f + 7.0f * static_cast<float>(slot % 3);

@@ -45,7 +45,8 @@ Measured measure(double delta, int p_scale_log2, int32_t kv_order, uint64_t seed
   model.k_sink = kSinks;
   model.p_scale = std::ldexp(1.0, p_scale_log2);
   model.kv_order = kv_order;
-  model.block_n = sm90::attention_tile(128, true).block_n;
+  model.block_n =
+      sm90::attention_tile(128, true, sm90::pv_promotion_of_interval(desc.pv_promote_interval)).block_n;
   model.seqlen_k = kShape.seqlen_k;
   fp8attn_error err{sizeof err, 0, {0}};
   EXPECT_EQ(fp8attn_predict_p_underflow(&model, &m.leading_order, &m.expected, &err), FP8ATTN_OK) << err.message;

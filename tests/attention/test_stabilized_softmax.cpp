@@ -32,7 +32,7 @@ workloads::AttentionInputs tied_inputs(uint64_t seed) {
   const float alpha = 6.0f * std::sqrt(static_cast<float>(d)) / norm2;  // logit of the tied key ≈ 6
   for (int64_t i = 0; i < kShape.seqlen_q * kShape.heads_q; ++i)
     for (int e = 0; e < d; ++e) in.q[i * d + e] = u[e] + 0.1f * n(rng);
-  const int bn = sm90::attention_tile(d, false).block_n;
+  const int bn = sm90::attention_tile(d, false, sm90::PvPromotion::Off).block_n;
   for (int64_t j = 0; j < kShape.seqlen_k; ++j) {
     const bool tied = (j % bn) % 37 == 5 && (j % bn) < 3 * 37;  // three copies per block
     for (int e = 0; e < d; ++e) in.k[j * d + e] = tied ? alpha * u[e] : 0.3f * in.k[j * d + e];

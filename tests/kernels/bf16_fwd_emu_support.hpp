@@ -29,7 +29,7 @@ struct Bf16Case {
 };
 
 /// BF16 tiles of the CPU engine and the kernel (tile_config.hpp).
-inline int bf16_block_n(int head_dim) { return sm90::attention_tile(head_dim, false).block_n; }
+inline int bf16_block_n(int head_dim) { return sm90::attention_tile(head_dim, false, sm90::PvPromotion::Off).block_n; }
 
 inline workloads::QuantizedInputs bf16_inputs(const Bf16Case& c, uint64_t seed) {
   workloads::AttentionInputs real = workloads::normal_inputs(c.shape, seed);

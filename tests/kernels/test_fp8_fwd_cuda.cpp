@@ -31,7 +31,7 @@ fp8attn_tensor on_device(fp8attn_tensor t, void* data) {
 }
 
 void expect_gpu_close_to_engine(const AttentionShape& s, bool causal, int32_t dtype = FP8ATTN_DTYPE_E4M3,
-                                bool stabilized = false) {
+                                bool stabilized = false, int32_t promote = 0) {
   std::string why;
   if (!hopper_present(&why)) GTEST_SKIP() << "needs an sm_90 GPU: " << why;
   const uint64_t seed = fresh_seed();
@@ -41,6 +41,7 @@ void expect_gpu_close_to_engine(const AttentionShape& s, bool causal, int32_t dt
   fp8attn_attention_desc d = make_desc(s, dtype, FP8ATTN_DTYPE_F32);
   d.causal = causal;
   if (stabilized) d.softmax_variant = FP8ATTN_SOFTMAX_STABILIZED;
+  d.pv_promote_interval = promote;
   d.telemetry = 1;
   const ForwardResult engine = run_forward(d, s, in);
   ASSERT_EQ(engine.status, FP8ATTN_OK);
@@ -100,6 +101,10 @@ void expect_gpu_close_to_engine(const AttentionShape& s, bool causal, int32_t dt
 TEST(Fp8FwdCuda, HeadDim128CloseToTheEngine) { expect_gpu_close_to_engine({2, 700, 900, 4, 2, 128}, false); }
 TEST(Fp8FwdCuda, HeadDim64CausalCloseToTheEngine) { expect_gpu_close_to_engine({1, 500, 500, 4, 1, 64}, true); }
 TEST(Fp8FwdCuda, HeadDim256CloseToTheEngine) { expect_gpu_close_to_engine({1, 300, 400, 2, 2, 256}, false); }
+// Every-N promotion at head_dim 128 on its own tile (BlockN 128): 17 KV blocks, promoted every 16.
+TEST(Fp8FwdCuda, HeadDim128EveryNCloseToTheEngine) {
+  expect_gpu_close_to_engine({1, 300, 17 * 128 + 5, 2, 1, 128}, false, FP8ATTN_DTYPE_E4M3, false, 16);
+}
 
 // The BF16 forward kernels (HGMMA), standard and stabilized softmax, at every head dim.
 TEST(Bf16FwdCuda, HeadDim64CausalCloseToTheEngine) {

@@ -4,6 +4,7 @@
 // round-robin and three shuffled schedules.
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,7 @@ struct Case {
 
 void run_case(const Case& c) {
   const uint64_t seed = fresh_seed();
-  const auto tile = sm90::attention_tile(c.shape.head_dim, true);
+  const auto tile = sm90::attention_tile(c.shape.head_dim, true, sm90::pv_promotion_of_interval(c.promote));
   const AttentionInputs real = normal_inputs(c.shape, seed);
   const QuantizedInputs q = c.block_descales
                                 ? quantize(real, FP8ATTN_DTYPE_E4M3, ScaleGranularity::PerBlock, tile.block_m,
@@ -63,7 +64,7 @@ void run_case(const Case& c) {
 /// Query and key lengths 1, BlockN − 1, BlockN, BlockN + 1 and 3·BlockN + 5, each varied with
 /// the other held at a length that spans several blocks (head_dim 128, BlockN 224).
 TEST(Fp8FwdEmu, SequenceLengthsAroundTheBlockSize) {
-  const int bn = sm90::attention_tile(128, true).block_n;
+  const int bn = sm90::attention_tile(128, true, sm90::PvPromotion::Off).block_n;
   const std::vector<int64_t> lengths = {1, bn - 1, bn, bn + 1, 3 * bn + 5};
   for (int64_t len : lengths) {
     Case c;
@@ -80,7 +81,7 @@ TEST(Fp8FwdEmu, SequenceLengthsAroundTheBlockSize) {
 /// Every head dim, causal and not, with ragged lengths on both sides.
 TEST(Fp8FwdEmu, EveryHeadDimCausalAndNot) {
   for (int hd : {64, 128, 256}) {
-    const int bn = sm90::attention_tile(hd, true).block_n;
+    const int bn = sm90::attention_tile(hd, true, sm90::PvPromotion::Off).block_n;
     for (bool causal : {false, true}) {
       Case c;
       c.shape = {2, bn + 37, 2 * bn + 5, 2, 2, hd};
@@ -143,7 +144,7 @@ TEST(Fp8FwdEmu, OrderScaleVariantAndAccumulatorModel) {
 TEST(Fp8FwdEmu, PromotionBlockDescalesAndSinks) {
   for (int hd : {64, 128, 256}) {
     Case c;
-    c.shape = {1, 200, 4 * sm90::attention_tile(hd, true).block_n + 9, 2, 1, hd};
+    c.shape = {1, 200, 4 * sm90::attention_tile(hd, true, sm90::PvPromotion::EveryBlock).block_n + 9, 2, 1, hd};
     c.promote = 1;
     c.accumulator_model = true;
     c.name = "hd" + std::to_string(hd) + " promotion every block";
@@ -170,14 +171,95 @@ TEST(Fp8FwdEmu, PromotionBlockDescalesAndSinks) {
   run_case(b);
 }
 
+/// Two-level accumulation every N > 1 blocks at head_dim 128, on that kernel's own tile (BlockN
+/// 128, not 224: tile_config.hpp): N = 2 and 16 (with more than 16 blocks, so that a promotion
+/// falls inside the loop), causal and not, GQA, sliding windows, varlen, key lengths that are no
+/// multiple of BlockN, V with its keys contiguous, and telemetry on in one case.
+TEST(Fp8FwdEmu, PromotionEveryNBlocksAtHeadDim128) {
+  const int bn = sm90::attention_tile(128, true, sm90::PvPromotion::EveryN).block_n;
+  ASSERT_EQ(bn, 128) << "the every-N tile of head_dim 128";
+  Case c;
+  c.shape = {1, 200, 5 * bn + 9, 2, 1, 128};
+  c.promote = 2;
+  c.accumulator_model = true;
+  c.name = "hd128 every 2 blocks, telemetry";
+  run_case(c);
+  c.telemetry = false;
+  c.shape = {2, 150, 3 * bn + 37, 8, 2, 128};
+  c.causal = true;
+  c.out_dtype = FP8ATTN_DTYPE_F32;
+  c.name = "hd128 every 2 blocks, GQA 4:1, causal";
+  run_case(c);
+  c.shape = {1, 130, 17 * bn + 5, 2, 1, 128};
+  c.causal = false;
+  c.promote = 16;
+  c.name = "hd128 every 16 blocks, 18 blocks";
+  run_case(c);
+  c.causal = true;
+  c.name = "hd128 every 16 blocks, causal";
+  run_case(c);
+  c.shape = {1, 500, 700, 2, 1, 128};
+  c.causal = false;
+  c.promote = 2;
+  c.window_left = 250;
+  c.window_right = 40;
+  c.name = "hd128 every 2 blocks, window (250, 40)";
+  run_case(c);
+  c.causal = true;
+  c.window_right = -1;
+  c.v_keys_contiguous = true;
+  c.name = "hd128 every 2 blocks, causal window 250, V keys contiguous";
+  run_case(c);
+}
+
+/// Varlen with every-N promotion at head_dim 128: three sequences, one empty of queries, one with
+/// more than three KV blocks.
+TEST(Fp8FwdEmu, PromotionEveryNBlocksAtHeadDim128Varlen) {
+  const int bn = sm90::attention_tile(128, true, sm90::PvPromotion::EveryN).block_n;
+  const std::vector<int32_t> cu_q = {0, 130, 130, 400};
+  const std::vector<int32_t> cu_k = {0, 250, 300, 3 * bn + 300};
+  const AttentionShape shape{1, cu_q.back(), cu_k.back(), 4, 2, 128};
+  const uint64_t seed = fresh_seed();
+  const QuantizedInputs q = quantize(normal_inputs(shape, seed), FP8ATTN_DTYPE_E4M3, ScaleGranularity::PerTensor);
+  fp8attn_attention_desc d = make_desc(shape, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_F32);
+  d.causal = 1;
+  d.pv_promote_interval = 2;
+  ForwardOptions o;
+  o.cu_seqlens_q = &cu_q;
+  o.cu_seqlens_k = &cu_k;
+  expect_emulator_matches_engine(d, shape, q, seed, o, "hd128 every 2 blocks, varlen causal");
+}
+
+/// Per-block V descales promote every block, on the every-block kernel (BlockN 224 at head_dim
+/// 128); with an every-N interval the engine's tile is BlockN 128, so the backend refuses.
+TEST(Fp8FwdEmu, PromotionEveryNWithPerBlockVDescalesRefusedAtHeadDim128) {
+  const int bn = sm90::attention_tile(128, true, sm90::PvPromotion::EveryN).block_n;
+  const uint64_t seed = fresh_seed();
+  const AttentionShape small{1, 130, 2 * bn + 9, 2, 1, 128};
+  const QuantizedInputs blocks =
+      quantize(normal_inputs(small, seed), FP8ATTN_DTYPE_E4M3, ScaleGranularity::PerBlock, 128, bn);
+  fp8attn_attention_desc bd = make_desc(small, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_BF16);
+  bd.pv_promote_interval = 2;
+  EXPECT_EQ(run_forward(bd, small, blocks).status, FP8ATTN_OK) << "the CPU engine runs it";
+  std::string why;
+  try {
+    run_emulated(bd, small, blocks, "round-robin");
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  EXPECT_NE(why.find("FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND"), std::string::npos) << "got: " << why;
+  EXPECT_NE(why.find("per-block V descales"), std::string::npos) << why;
+}
+
 /// V passed with its keys contiguous: the kernel loads Vᵀ with TMA instead of transposing it.
 TEST(Fp8FwdEmu, VWithKeysContiguous) {
   for (int hd : {64, 128, 256}) {
     Case c;
-    c.shape = {2, 150, 2 * sm90::attention_tile(hd, true).block_n + 7, 2, 1, hd};
+    c.promote = hd == 256 ? 1 : 0;
+    const int bn = sm90::attention_tile(hd, true, sm90::pv_promotion_of_interval(c.promote)).block_n;
+    c.shape = {2, 150, 2 * bn + 7, 2, 1, hd};
     c.v_keys_contiguous = true;
     c.causal = hd == 64;
-    c.promote = hd == 256 ? 1 : 0;
     c.name = "hd" + std::to_string(hd) + " V keys contiguous";
     run_case(c);
   }

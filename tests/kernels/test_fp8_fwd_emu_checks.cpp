@@ -82,6 +82,21 @@ TEST(Fp8FwdEmuChecks, WithinTheOracleBound) {
   EXPECT_LE(err, bound) << "seed " << seed;
 }
 
+// The smallest every-N case at head_dim 128 (its own BlockN 128, tile_config.hpp): three KV
+// blocks promoted every two, causal, bit-equal to the engine under every schedule (the larger
+// cases are Fp8FwdEmu.PromotionEveryNBlocksAtHeadDim128, label emu_matrix).
+TEST(Fp8FwdEmuChecks, EveryTwoBlocksAtHeadDim128) {
+  const uint64_t seed = fresh_seed();
+  const AttentionShape shape{1, 70, 3 * 128 - 50, 2, 1, 128};
+  const QuantizedInputs q = quantize(normal_inputs(shape, seed), FP8ATTN_DTYPE_E4M3, ScaleGranularity::PerHead);
+  fp8attn_attention_desc d = make_desc(shape, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_F32);
+  d.causal = 1;
+  d.pv_promote_interval = 2;
+  d.accumulator_model = 1;
+  d.accumulator_mantissa_bits = 13;
+  expect_emulator_matches_engine(d, shape, q, seed, {}, "hd128 every 2 blocks, causal");
+}
+
 // A forward call on the emulator backend launches once and neither allocates device memory nor
 // synchronizes, so on CUDA it can be captured in a graph.
 TEST(Fp8FwdEmuChecks, ForwardMakesNoAllocationOrSynchronization) {
@@ -122,10 +137,21 @@ TEST(Fp8FwdEmuChecks, RefusesWhatTheKernelCannotRun) {
   bf16.pv_promote_interval = 1;
   EXPECT_EQ(fp8attn_plan_create(ctx, &bf16, &plan, &err), FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND);
   EXPECT_NE(std::string(err.message).find("BF16"), std::string::npos) << err.message;
+  // Every-N promotion runs at head_dims 64 and 128; at 256 a second O tile cannot fit next to O.
   fp8attn_attention_desc every2 = p.desc();
   every2.pv_promote_interval = 2;
-  EXPECT_EQ(fp8attn_plan_create(ctx, &every2, &plan, &err), FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND);
-  EXPECT_NE(std::string(err.message).find("pv_promote_interval"), std::string::npos) << err.message;
+  ASSERT_EQ(fp8attn_plan_create(ctx, &every2, &plan, &err), FP8ATTN_OK) << err.message;
+  fp8attn_plan_destroy(plan);
+  plan = nullptr;
+  AttentionShape hd256 = p.shape;
+  hd256.head_dim = 256;
+  fp8attn_attention_desc every16 = make_desc(hd256, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_BF16);
+  every16.pv_promote_interval = 16;
+  EXPECT_EQ(fp8attn_plan_create(ctx, &every16, &plan, &err), FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND);
+  EXPECT_EQ(plan, nullptr);
+  const std::string why = err.message;
+  EXPECT_NE(why.find("pv_promote_interval 16 at head_dim 256"), std::string::npos) << why;
+  EXPECT_NE(why.find("128 FP32 registers"), std::string::npos) << why;
 
   const fp8attn_attention_desc d = p.desc();
   ASSERT_EQ(fp8attn_plan_create(ctx, &d, &plan, &err), FP8ATTN_OK);

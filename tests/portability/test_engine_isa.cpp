@@ -74,7 +74,8 @@ TEST(EngineIsa, EveryBuildComputesTheSameBits) {
     auto desc = make_desc(c.shape, c.dtype, FP8ATTN_DTYPE_F32);
     c.tweak(desc);
     desc.telemetry = 1;
-    const sm90::AttentionTile tile = sm90::attention_tile(c.shape.head_dim, c.dtype == FP8ATTN_DTYPE_E4M3);
+    const sm90::AttentionTile tile = sm90::attention_tile(c.shape.head_dim, c.dtype == FP8ATTN_DTYPE_E4M3,
+                                                         sm90::pv_promotion_of_interval(desc.pv_promote_interval));
     const QuantizedInputs q = quantize(inputs, c.dtype, c.granularity, tile.block_m, tile.block_n);
     const ForwardResult base = run_with(CpuIsa::kBaseline, desc, c.shape, q);
     ASSERT_FALSE(base.out.empty());

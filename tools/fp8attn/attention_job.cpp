@@ -110,7 +110,8 @@ int run_attention_job(int argc, char** argv) {
     m.k_sink = o.k_sink;
     m.p_scale = 256.0;
     m.kv_order = order;
-    m.block_n = sm90::attention_tile(o.head_dim, true).block_n;
+    m.block_n = sm90::attention_tile(o.head_dim, true, sm90::pv_promotion_of_interval(desc.pv_promote_interval))
+                    .block_n;
     m.seqlen_k = o.seqlen;
     double leading = 0, expected = 0;
     fp8attn_error err{sizeof err, 0, {0}};

@@ -14,7 +14,7 @@
 
 namespace fp8attn::study {
 
-int kv_block_size(int head_dim) { return sm90::attention_tile(head_dim, true).block_n; }
+int kv_block_size(int head_dim) { return sm90::attention_tile(head_dim, true, sm90::PvPromotion::Off).block_n; }
 
 SinkCase make_sink_case(int64_t rows, int64_t seqlen_k, int head_dim, int k_sink, double delta, uint64_t seed,
                         bool with_oracle) {

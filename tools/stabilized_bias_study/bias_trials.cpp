@@ -18,7 +18,7 @@ BiasStudyResult run_bias_trials(const BiasStudyOptions& o,
                                 const std::function<void(const std::string&)>& on_step) {
   const AttentionShape shape{1, o.rows, o.keys, o.heads, o.heads, o.head_dim};
   BiasStudyResult result;
-  result.block_n = sm90::attention_tile(o.head_dim, false).block_n;
+  result.block_n = sm90::attention_tile(o.head_dim, false, sm90::PvPromotion::Off).block_n;
   for (int draw = 0; draw < o.draws; ++draw) {
     if (on_step) on_step("draw " + std::to_string(draw + 1) + "/" + std::to_string(o.draws));
     const uint64_t seed = o.seed * 1000003ull + static_cast<uint64_t>(draw);

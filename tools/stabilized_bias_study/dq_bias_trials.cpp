@@ -74,7 +74,7 @@ DqBiasStudyResult run_dq_bias_trials(const BiasStudyOptions& o, int32_t out_dtyp
   const AttentionShape shape{1, o.rows, o.keys, o.heads, o.heads, o.head_dim};
   const int64_t d = o.head_dim, heads = o.heads, rows = o.rows;
   DqBiasStudyResult result;
-  result.block_n = sm90::attention_tile(o.head_dim, false).block_n;
+  result.block_n = sm90::attention_tile(o.head_dim, false, sm90::PvPromotion::Off).block_n;
   for (int draw = 0; draw < o.draws; ++draw) {
     if (on_step) on_step("dQ draw " + std::to_string(draw + 1) + "/" + std::to_string(o.draws));
     // The bias study's seeds: draw k here has the inputs of the bias study's draw k.

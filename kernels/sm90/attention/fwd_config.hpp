@@ -12,12 +12,11 @@
 
 namespace fp8attn::sm90 {
 
-/// Two-level accumulation of P·V (DESIGN §3), as compiled into a kernel.
-/// NOTE: EveryN keeps a second FP32 tile of O alive across blocks; with S, O and that tile the
-/// consumers of head_dim 128 and 256 need more than their 240 registers, so only head_dim 64 has
-/// it (fwd_instances.hpp). EveryBlock needs the fresh tile only during P·V, in 64-column parts,
-/// and fits every head dim.
-enum class PvPromotion : int { Off = 0, EveryBlock = 1, EveryN = 2 };
+// PvPromotion (tile_config.hpp): two-level accumulation of P·V as compiled into a kernel.
+// NOTE: EveryN keeps a second FP32 tile of O alive across blocks; it fits next to S and O at
+// head_dim 64 and at head_dim 128 with its own smaller BlockN (tile_config.hpp), not at 256, where
+// O alone is 128 registers (fwd_instances.hpp). EveryBlock needs the fresh tile only during P·V,
+// in 64-column parts, and fits every head dim.
 
 /// A planted bug, for the seeded-failure tests only (tests/kernels): the emulator must report each
 /// one. Every kernel the library instantiates has None, and `if constexpr` removes the hooks.
@@ -40,7 +39,7 @@ struct FwdConfig {
   static constexpr FwdInput kInput = kInputT;
   static constexpr bool kBf16 = kInput == FwdInput::BF16;
   static constexpr uint32_t kElementBytes = kBf16 ? 2 : 1;
-  static constexpr AttentionTile kTile = attention_tile(kHeadDim, !kBf16);
+  static constexpr AttentionTile kTile = attention_tile(kHeadDim, !kBf16, kPromotion);
   static constexpr int kBlockM = kTile.block_m;
   static constexpr int kBlockN = kTile.block_n;
   static constexpr int kConsumers = kTile.consumer_warpgroups;
@@ -85,6 +84,8 @@ struct FwdConfig {
   /// NOTE: at head_dim 128 the overlapped consumers hold S (112 registers at BlockN 224), O (64)
   /// and the previous block's P (28) through the softmax, within 240 only because the mask is two
   /// bounds per row and telemetry keeps only the tile's counts in registers (fwd_softmax.hpp).
+  /// The every-N kernel there adds the fresh tile (64) and so runs at BlockN 128 (tile_config.hpp):
+  /// S 64 + P 16 + O 64 + fresh 64 = 208, spill-free (tools/check_attention_sm90a.sh).
   /// NOTE: the BF16 kernels overlap too, except head_dim 64 (three consumers of 160 registers) and
   /// head_dim 256 with telemetry, which spilled with the previous block's P live through the
   /// softmax (ptxas -warn-spills: 20 to 32 bytes at 64, 8 at 256); pingpong still overlaps one
