@@ -8,7 +8,7 @@
 // RMSE ≤ 1.0e-2 with both on, and an improvement ≥ 2.0×. The project goal of 2.5× is not asserted:
 // no draw reaches it (see the document for why).
 //
-// About 30 s on two cores in a Release build; labelled "study".
+// About a minute of CPU in a Release build (the FP64 oracle is most of it); labelled "study".
 #include <gtest/gtest.h>
 
 #include <cstdio>
