@@ -43,12 +43,7 @@ FP8ATTN_ARCH_FN void run_bwd_consumer_shared_keys(const AttentionBwdParams& p, B
   const int32_t key_lo = static_cast<int32_t>(16 * (t / 32) + (t % 32) / 4);  // h = 0 row's key (of all 64)
   const float scale_log2 = p.softmax_scale * kLog2e;  // the engine's scale_log2
   int32_t* key_rows = smem.key_rows[128 * consumer + t];  // the rows that see the thread's two keys
-  FP8ATTN_UNROLL
-  for (int h = 0; h < 2; ++h) {
-    const KeyRange rows = visible_rows(w.mask(p), w.key0 + key_lo + 8 * h);
-    arch::smem_store(&key_rows[2 * h], static_cast<int32_t>(rows.first));
-    arch::smem_store(&key_rows[2 * h + 1], static_cast<int32_t>(rows.last));
-  }
+  store_key_rows(w.mask(p), w.key0 + key_lo, key_rows);
   arch::WgmmaAccF32<Cfg::kDkvCols> dk, dv;
   fill_acc(dk, 0.0f);
   fill_acc(dv, 0.0f);

@@ -14,6 +14,7 @@
 #include "kernels/arch/thread_index.hpp"
 #include "kernels/arch/warp.hpp"
 #include "kernels/arch/wgmma.hpp"
+#include "kernels/sm90/mask.hpp"
 #include "kernels/sm90/softmax_math.hpp"
 
 namespace fp8attn::sm90 {
@@ -30,6 +31,17 @@ struct BwdStepMask {
     return c >= lo[h] && c <= hi[h];
   }
 };
+
+/// Stores, for each of the thread's two keys (key and key + 8 of the sequence), the first and last
+/// query rows that see it, into the thread's `key_rows` slot of shared memory (read by step_mask).
+FP8ATTN_ARCH_FN void store_key_rows(const MaskParams& mask, int32_t key, int32_t* key_rows) {
+  FP8ATTN_UNROLL
+  for (int h = 0; h < 2; ++h) {
+    const KeyRange rows = visible_rows(mask, key + 8 * h);
+    arch::smem_store(&key_rows[2 * h], static_cast<int32_t>(rows.first));
+    arch::smem_store(&key_rows[2 * h + 1], static_cast<int32_t>(rows.last));
+  }
+}
 
 FP8ATTN_ARCH_FN BwdStepMask step_mask(const int32_t* key_rows, int32_t row0) {
   const int32_t q = static_cast<int32_t>(arch::thread_idx_in_warpgroup() % 4);
