@@ -397,10 +397,11 @@ typedef struct fp8attn_attention_desc {
   int32_t p_scale_log2; /**< log2 of the static P scale S_p, 0..8; default 8 (S_p = 256). E4M3 only;
                              BF16 inputs always use S_p = 1. */
   int32_t pv_promote_interval; /**< Add the PV tile into O every N blocks; 0 = accumulate in O.
-                                    The Hopper kernel (CUDA and emulator backends) takes 0 or 1 for
-                                    E4M3 (any N at head_dims 64 and 128; N > 1 at 128 has KV blocks
-                                    of 128 keys, not 224: fp8attn_plan_get_tile(), and refuses
-                                    per-block V descales) and only 0 for BF16 inputs, whose
+                                    The Hopper kernel (CUDA and emulator backends) takes any N for
+                                    E4M3 (N > 1 has its own tile at head_dim 128, KV blocks of 128
+                                    keys, not 224, and at 256, query tiles of 64 rows, not 128:
+                                    fp8attn_plan_get_tile(); there it refuses per-block V descales)
+                                    and only 0 for BF16 inputs, whose
                                     P·V accumulates in FP32; it also refuses per-block V descales
                                     and V with keys contiguous for BF16 inputs. Refusals are
                                     ::FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND; the CPU backend runs all. */
@@ -511,8 +512,8 @@ FP8ATTN_API int32_t fp8attn_plan_workspace_size(fp8attn_plan plan, int64_t batch
 /**
  * The tile sizes the plan's kernel and CPU engine use: query rows per tile and keys per KV block.
  * Per-block descales (fp8attn_attention_args) and the quantizer's block sizes follow them. They
- * depend on head_dim, the input dtype and, for E4M3 at head_dim 128, on whether
- * pv_promote_interval > 1 (128 × 128 then, else 128 × 224).
+ * depend on head_dim, the input dtype and, for E4M3 at head_dims 128 and 256, on whether
+ * pv_promote_interval > 1 (128 × 128 then, else 128 × 224, at 128; 64 × 96, else 128 × 96, at 256).
  * @param plan    The plan.
  * @param block_m Out: rows per query tile; written only on success.
  * @param block_n Out: keys per KV block; written only on success.

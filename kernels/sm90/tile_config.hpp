@@ -27,6 +27,10 @@ struct AttentionTile {
   int mma_k_pv;       ///< K of one wgmma for O += P·V (runs over the block's keys)
   int consumer_warpgroups;
   int stages;         ///< K/V pipeline depth
+  /// Consumer warpgroups that share each 64 query rows, each with head_dim / head_dim_split columns
+  /// of O (1: every warpgroup owns its own 64 rows and all of head_dim). Per-row arithmetic does
+  /// not depend on it, so the CPU engine only reads block_m and block_n.
+  int head_dim_split = 1;
 };
 
 /// Two-level accumulation of P·V (DESIGN §3), as a kernel compiles it and as the tile sizes see
@@ -54,8 +58,15 @@ FP8ATTN_HOST_DEVICE constexpr PvPromotion pv_promotion_of_interval(int interval)
 /// consumers hold S (64 registers), the previous block's P (16), O (64) and the fresh tile (64)
 /// through the softmax, 208 of 240; at BlockN 224, S alone is 112 and the fresh tile does not fit.
 /// Only that kernel and the engine's every-N runs at head_dim 128 change tile, so every other
-/// configuration keeps its bits. Head_dim 256 has no every-N tile: O alone is 128 registers per
-/// consumer thread, and a second O tile of 128 cannot fit in 240 next to it at any BlockN.
+/// configuration keeps its bits.
+/// NOTE: FP8 head_dim 256 with every-N promotion splits the head dim instead: O of 64 rows × 256
+/// columns is 128 registers per consumer thread, and O plus a fresh tile (256) cannot fit in 240 at
+/// any BlockN. So the CTA takes 64 query rows (BlockM 64) and its two consumer warpgroups share
+/// them: each computes the same S = Q·Kᵀ and softmax (redundant Q·Kᵀ, no exchange) and owns half of
+/// the head dim for O and the fresh tile: S 48 + P 12 + O 64 + fresh 64 = 188 of 240 at BlockN 96
+/// (FlashAttention-3's head_dim-256 backward splits its two MMA warpgroups along N the same way).
+/// BlockM 64 also fixes the engine's query tiles (per-block Q descales, causal block skipping, so
+/// the promotion points): the engine reads the same tile.
 /// ptxas -warn-spills is clean for every instantiated kernel with these sizes
 /// (tools/check_attention_sm90a.sh).
 FP8ATTN_HOST_DEVICE constexpr AttentionTile attention_tile(int head_dim, bool fp8, PvPromotion promotion) {
@@ -63,7 +74,8 @@ FP8ATTN_HOST_DEVICE constexpr AttentionTile attention_tile(int head_dim, bool fp
     if (head_dim <= 64) return {192, 96, 32, 32, 3, 2};
     if (head_dim <= 128) return promotion == PvPromotion::EveryN ? AttentionTile{128, 128, 32, 32, 2, 2}
                                                                  : AttentionTile{128, 224, 32, 32, 2, 2};
-    return {128, 96, 32, 32, 2, 2};
+    return promotion == PvPromotion::EveryN ? AttentionTile{64, 96, 32, 32, 2, 2, 2}
+                                            : AttentionTile{128, 96, 32, 32, 2, 2};
   }
   if (head_dim <= 64) return {192, 128, 16, 16, 3, 2};
   if (head_dim <= 128) return {128, 176, 16, 16, 2, 2};

@@ -113,8 +113,9 @@ AttentionConfig make_attention_config(const fp8attn_attention_desc& d) {
   c.sink_tokens = d.sink_tokens;
   // NOTE: the model describes the FP8 tensor core's accumulator; BF16 MMAs keep full FP32 here.
   if (d.accumulator_model && c.fp8()) c.mma_model.chunk_mantissa_bits = d.accumulator_mantissa_bits;
-  // NOTE: the tile depends on the promotion asked for (FP8 head_dim 128 with every-N promotion
-  // has its own BlockN, tile_config.hpp), decided here once for the engine and the plans.
+  // NOTE: the tile depends on the promotion asked for (FP8 every-N promotion has its own BlockN at
+  // head_dim 128 and BlockM 64 at 256, tile_config.hpp), decided here once for the engine and the
+  // plans.
   c.tile = sm90::attention_tile(d.head_dim, c.fp8(), sm90::pv_promotion_of_interval(d.pv_promote_interval));
   require(c.sink_tokens <= c.tile.block_n, FP8ATTN_STATUS_BAD_OPTION,
           "desc.sink_tokens (" + std::to_string(c.sink_tokens) + ") must not exceed the KV block size " +

@@ -105,6 +105,12 @@ TEST(Fp8FwdCuda, HeadDim256CloseToTheEngine) { expect_gpu_close_to_engine({1, 30
 TEST(Fp8FwdCuda, HeadDim128EveryNCloseToTheEngine) {
   expect_gpu_close_to_engine({1, 300, 17 * 128 + 5, 2, 1, 128}, false, FP8ATTN_DTYPE_E4M3, false, 16);
 }
+// Every-N promotion at head_dim 256 on the head-dim split tile (BlockM 64, BlockN 96, two
+// warpgroups per 64 rows): 18 KV blocks, promoted every 16, causal (the P̃ count checks that each
+// row is counted once).
+TEST(Fp8FwdCuda, HeadDim256EveryNCloseToTheEngine) {
+  expect_gpu_close_to_engine({1, 300, 17 * 96 + 5, 2, 1, 256}, true, FP8ATTN_DTYPE_E4M3, false, 16);
+}
 
 // The BF16 forward kernels (HGMMA), standard and stabilized softmax, at every head dim.
 TEST(Bf16FwdCuda, HeadDim64CausalCloseToTheEngine) {

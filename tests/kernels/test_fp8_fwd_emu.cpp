@@ -4,6 +4,7 @@
 // round-robin and three shuffled schedules.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -230,25 +231,93 @@ TEST(Fp8FwdEmu, PromotionEveryNBlocksAtHeadDim128Varlen) {
   expect_emulator_matches_engine(d, shape, q, seed, o, "hd128 every 2 blocks, varlen causal");
 }
 
-/// Per-block V descales promote every block, on the every-block kernel (BlockN 224 at head_dim
-/// 128); with an every-N interval the engine's tile is BlockN 128, so the backend refuses.
-TEST(Fp8FwdEmu, PromotionEveryNWithPerBlockVDescalesRefusedAtHeadDim128) {
-  const int bn = sm90::attention_tile(128, true, sm90::PvPromotion::EveryN).block_n;
+/// Two-level accumulation every N > 1 blocks at head_dim 256, on the head-dim split tile (BlockM
+/// 64, BlockN 96; two warpgroups share the 64 rows, each with 128 columns of O: tile_config.hpp):
+/// N = 2 and 16 (18 blocks, so a promotion falls inside the loop), causal and not, GQA, windows,
+/// query lengths past one BlockM, key lengths no multiple of BlockN, V with its keys contiguous,
+/// and telemetry on in the first case (each row's P̃ counted once, though two warpgroups run it).
+TEST(Fp8FwdEmu, PromotionEveryNBlocksAtHeadDim256) {
+  const auto tile = sm90::attention_tile(256, true, sm90::PvPromotion::EveryN);
+  ASSERT_EQ(tile.block_m, 64) << "the head-dim split tile of head_dim 256";
+  ASSERT_EQ(tile.head_dim_split, 2);
+  const int bn = tile.block_n;
+  Case c;
+  c.shape = {1, 100, 5 * bn + 9, 2, 1, 256};
+  c.promote = 2;
+  c.accumulator_model = true;
+  c.name = "hd256 every 2 blocks, telemetry";
+  run_case(c);
+  c.telemetry = false;
+  c.shape = {2, 90, 3 * bn + 37, 4, 1, 256};
+  c.causal = true;
+  c.out_dtype = FP8ATTN_DTYPE_F32;
+  c.name = "hd256 every 2 blocks, GQA 4:1, causal";
+  run_case(c);
+  c.shape = {1, 70, 17 * bn + 5, 1, 1, 256};
+  c.causal = false;
+  c.promote = 16;
+  c.name = "hd256 every 16 blocks, 18 blocks";
+  run_case(c);
+  c.causal = true;
+  c.name = "hd256 every 16 blocks, causal";
+  run_case(c);
+  c.shape = {1, 300, 500, 1, 1, 256};
+  c.causal = false;
+  c.promote = 2;
+  c.window_left = 250;
+  c.window_right = 40;
+  c.name = "hd256 every 2 blocks, window (250, 40)";
+  run_case(c);
+  c.causal = true;
+  c.window_right = -1;
+  c.v_keys_contiguous = true;
+  c.name = "hd256 every 2 blocks, causal window 250, V keys contiguous";
+  run_case(c);
+}
+
+/// Varlen with every-N promotion at head_dim 256: three sequences, one empty of queries, one with
+/// more than three KV blocks, telemetry on.
+TEST(Fp8FwdEmu, PromotionEveryNBlocksAtHeadDim256Varlen) {
+  const int bn = sm90::attention_tile(256, true, sm90::PvPromotion::EveryN).block_n;
+  const std::vector<int32_t> cu_q = {0, 130, 130, 300};
+  const std::vector<int32_t> cu_k = {0, 250, 300, 3 * bn + 300};
+  const AttentionShape shape{1, cu_q.back(), cu_k.back(), 2, 1, 256};
   const uint64_t seed = fresh_seed();
-  const AttentionShape small{1, 130, 2 * bn + 9, 2, 1, 128};
-  const QuantizedInputs blocks =
-      quantize(normal_inputs(small, seed), FP8ATTN_DTYPE_E4M3, ScaleGranularity::PerBlock, 128, bn);
-  fp8attn_attention_desc bd = make_desc(small, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_BF16);
-  bd.pv_promote_interval = 2;
-  EXPECT_EQ(run_forward(bd, small, blocks).status, FP8ATTN_OK) << "the CPU engine runs it";
-  std::string why;
-  try {
-    run_emulated(bd, small, blocks, "round-robin");
-  } catch (const std::exception& e) {
-    why = e.what();
+  const QuantizedInputs q = quantize(normal_inputs(shape, seed), FP8ATTN_DTYPE_E4M3, ScaleGranularity::PerTensor);
+  fp8attn_attention_desc d = make_desc(shape, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_F32);
+  d.causal = 1;
+  d.pv_promote_interval = 2;
+  d.telemetry = 1;
+  ForwardOptions o;
+  o.cu_seqlens_q = &cu_q;
+  o.cu_seqlens_k = &cu_k;
+  expect_emulator_matches_engine(d, shape, q, seed, o, "hd256 every 2 blocks, varlen causal, telemetry");
+}
+
+/// Per-block V descales promote every block, on the every-block kernel, whose tile is not the
+/// every-N one (head_dim 128: BlockN 224, not 128; head_dim 256: BlockM 128, not 64), so the
+/// backend refuses them with an every-N interval.
+TEST(Fp8FwdEmu, PromotionEveryNWithPerBlockVDescalesRefused) {
+  for (int hd : {128, 256}) {
+    const auto tile = sm90::attention_tile(hd, true, sm90::PvPromotion::EveryN);
+    const uint64_t seed = fresh_seed();
+    const AttentionShape small{1, 130, 2 * tile.block_n + 9, 2, 1, hd};
+    const QuantizedInputs blocks = quantize(normal_inputs(small, seed), FP8ATTN_DTYPE_E4M3, ScaleGranularity::PerBlock,
+                                            tile.block_m, tile.block_n);
+    fp8attn_attention_desc bd = make_desc(small, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_BF16);
+    bd.pv_promote_interval = 2;
+    EXPECT_EQ(run_forward(bd, small, blocks).status, FP8ATTN_OK) << "the CPU engine runs it, hd " << hd;
+    std::string why;
+    try {
+      run_emulated(bd, small, blocks, "round-robin");
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    std::printf("hd%d: %s\n", hd, why.c_str());
+    EXPECT_NE(why.find("FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND"), std::string::npos) << "got: " << why;
+    EXPECT_NE(why.find("per-block V descales"), std::string::npos) << why;
+    EXPECT_NE(why.find("not the every-N tile " + std::to_string(tile.block_m)), std::string::npos) << why;
   }
-  EXPECT_NE(why.find("FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND"), std::string::npos) << "got: " << why;
-  EXPECT_NE(why.find("per-block V descales"), std::string::npos) << why;
 }
 
 /// V passed with its keys contiguous: the kernel loads Vᵀ with TMA instead of transposing it.

@@ -1,7 +1,8 @@
 // The attention forward kernel for sm_90a, E4M3 (QGMMA) or BF16 (HGMMA) inputs by its config, in
 // FlashAttention-3's structure: warpgroup 0 is the producer (TMA loads, Vᵀ for E4M3), warpgroups
-// 1.. are consumers of 64 query rows each (wgmma, softmax, epilogue), over a persistent tile
-// scheduler. The same text compiles with nvcc for
+// 1.. are consumers of 64 query rows each (wgmma, softmax, epilogue; on the head-dim split tile of
+// FP8 head_dim 256 every-N, two consumers share the 64 rows, each with half of O's columns:
+// tile_config.hpp), over a persistent tile scheduler. The same text compiles with nvcc for
 // sm_90a and runs on the SIMT emulator (kernels/emu), where it is bit-equal to the CPU engine.
 #pragma once
 

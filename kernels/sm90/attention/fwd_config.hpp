@@ -14,9 +14,10 @@ namespace fp8attn::sm90 {
 
 // PvPromotion (tile_config.hpp): two-level accumulation of P·V as compiled into a kernel.
 // NOTE: EveryN keeps a second FP32 tile of O alive across blocks; it fits next to S and O at
-// head_dim 64 and at head_dim 128 with its own smaller BlockN (tile_config.hpp), not at 256, where
-// O alone is 128 registers (fwd_instances.hpp). EveryBlock needs the fresh tile only during P·V,
-// in 64-column parts, and fits every head dim.
+// head_dim 64 and at head_dim 128 with its own smaller BlockN (tile_config.hpp); at head_dim 256,
+// where O alone is 128 registers, the two consumer warpgroups share 64 query rows and split the
+// head dim (kHeadDimSplit below). EveryBlock needs the fresh tile only during P·V, in 64-column
+// parts, and fits every head dim.
 
 /// A planted bug, for the seeded-failure tests only (tests/kernels): the emulator must report each
 /// one. Every kernel the library instantiates has None, and `if constexpr` removes the hooks.
@@ -43,11 +44,19 @@ struct FwdConfig {
   static constexpr int kBlockM = kTile.block_m;
   static constexpr int kBlockN = kTile.block_n;
   static constexpr int kConsumers = kTile.consumer_warpgroups;
+  /// Consumer warpgroups per 64 query rows (tile_config.hpp): with 2 (FP8 head_dim 256 every-N),
+  /// both compute the rows' S and softmax, and each owns kHeadDimO columns of O, from column
+  /// kHeadDimO · (consumer % kHeadDimSplit); only the first of them writes the LSE and counts P̃.
+  static constexpr int kHeadDimSplit = kTile.head_dim_split;
+  static constexpr int kHeadDimO = kHeadDim / kHeadDimSplit;  ///< columns of O per warpgroup
   static constexpr int kStages = kTile.stages;
   static constexpr int kThreads = 128 * (1 + kConsumers);  // warpgroup 0 is the producer
   static constexpr int kMmaK = kTile.mma_k_pv;  ///< keys per P·V wgmma: 32 (E4M3) or 16 (BF16)
   static_assert(kTile.mma_k_qk == kMmaK, "one wgmma K for both products");
-  static_assert(kBlockM == 64 * kConsumers, "each consumer warpgroup owns 64 query rows");
+  static_assert(kBlockM * kHeadDimSplit == 64 * kConsumers, "each 64 query rows have kHeadDimSplit warpgroups");
+  static_assert(kHeadDimSplit == 1 || (kPromotion == PvPromotion::EveryN && !kBf16),
+                "the head-dim split is the FP8 every-N tile's (its overlapped main loop)");
+  static_assert(kHeadDimO % 64 == 0, "a warpgroup's O columns are whole 64-column wgmma parts");
   static_assert(kBlockN % kMmaK == 0 && kBlockN <= 256, "BlockN is the N of Q·Kᵀ and the K of P·V");
   static_assert(kHeadDim % 32 == 0 && kHeadDim <= 256, "head_dim is the K of Q·Kᵀ and the N of P·V");
   static_assert(!kBf16 || kPromotion == PvPromotion::Off,
@@ -85,7 +94,8 @@ struct FwdConfig {
   /// and the previous block's P (28) through the softmax, within 240 only because the mask is two
   /// bounds per row and telemetry keeps only the tile's counts in registers (fwd_softmax.hpp).
   /// The every-N kernel there adds the fresh tile (64) and so runs at BlockN 128 (tile_config.hpp):
-  /// S 64 + P 16 + O 64 + fresh 64 = 208, spill-free (tools/check_attention_sm90a.sh).
+  /// S 64 + P 16 + O 64 + fresh 64 = 208, spill-free (tools/check_attention_sm90a.sh). At
+  /// head_dim 256 it splits the head dim: S 48 + P 12 + O 64 + fresh 64 = 188 (tile_config.hpp).
   /// NOTE: the BF16 kernels overlap too, except head_dim 64 (three consumers of 160 registers) and
   /// head_dim 256 with telemetry, which spilled with the previous block's P live through the
   /// softmax (ptxas -warn-spills: 20 to 32 bytes at 64, 8 at 256); pingpong still overlaps one

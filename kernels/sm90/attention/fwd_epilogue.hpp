@@ -25,14 +25,15 @@ FP8ATTN_ARCH_FN float quad_row_sum(float partial) {
   return pair + arch::shfl_xor_sync(0xffffffffu, pair, 1);
 }
 
-/// Stores rows [row_lo, row_lo + 8] of the tile's output and LSE; rows past the sequence are
-/// skipped. With kAmaxO, returns this thread's max |O| over the rows it stored (before the output
+/// Stores rows [row_lo, row_lo + 8] of the tile's output, columns [col0, col0 + kHeadDimO), and
+/// with `write_lse` their LSE (one warpgroup per row writes it under the head-dim split); rows past
+/// the sequence are skipped. With kAmaxO, returns this thread's max |O| over the rows it stored (before the output
 /// scale, as the engine's amax_o), else 0. NOTE: `a < |O|` keeps the engine's std::max order, so
 /// a NaN never becomes the max.
-template <int kHeadDim, bool kAmaxO>
-FP8ATTN_ARCH_FN float store_output(const AttentionFwdParams& p, const arch::WgmmaAccF32<kHeadDim>& o,
+template <int kHeadDimO, bool kAmaxO>
+FP8ATTN_ARCH_FN float store_output(const AttentionFwdParams& p, const arch::WgmmaAccF32<kHeadDimO>& o,
                                    const FwdRowState& rows, int32_t batch, int32_t head, int64_t row_lo,
-                                   int64_t rows_end, float scale_log2, float v_descale) {
+                                   int64_t rows_end, int col0, bool write_lse, float scale_log2, float v_descale) {
   const int q = static_cast<int>(arch::thread_idx_in_warpgroup() % 4);
   float amax = 0.0f;
   float factor[2], l[2];
@@ -42,11 +43,11 @@ FP8ATTN_ARCH_FN float store_output(const AttentionFwdParams& p, const arch::Wgmm
     factor[h] = output_factor(l[h], v_descale);
   }
   FP8ATTN_UNROLL
-  for (int i = 0; i < kHeadDim / 2; ++i) {
+  for (int i = 0; i < kHeadDimO / 2; ++i) {
     const int h = (i >> 1) & 1;
     const int64_t row = row_lo + 8 * h;
     if (row >= rows_end) continue;
-    const int col = 8 * (i >> 2) + 2 * q + (i & 1);
+    const int col = col0 + 8 * (i >> 2) + 2 * q + (i & 1);
     const int64_t at = p.out_batch_stride * batch + p.out_seq_stride * row + p.out_head_stride * head + p.out_dim_stride * col;
     const float value = o[i] * factor[h];
     if constexpr (kAmaxO) {
@@ -60,7 +61,7 @@ FP8ATTN_ARCH_FN float store_output(const AttentionFwdParams& p, const arch::Wgmm
     else
       static_cast<uint16_t*>(p.out)[at] = static_cast<uint16_t>(arch::cvt_bf16x2(value, 0.0f) & 0xffffu);
   }
-  if (p.lse != nullptr && q == 0)
+  if (p.lse != nullptr && q == 0 && write_lse)
     FP8ATTN_UNROLL
     for (int h = 0; h < 2; ++h) {
       const int64_t row = row_lo + 8 * h;

@@ -21,14 +21,15 @@ struct FwdKernelKey {
 constexpr bool fwd_kernel_exists(const FwdKernelKey& key) {
   const bool dim = key.head_dim == 64 || key.head_dim == 128 || key.head_dim == 256;
   if (key.input == FwdInput::BF16) return dim && key.promotion == PvPromotion::Off;
-  // NOTE: no EveryN at head_dim 256: O alone is 128 of the consumers' 240 registers (tile_config.hpp).
-  return dim && (key.promotion != PvPromotion::EveryN || key.head_dim <= 128);
+  // NOTE: EveryN at head_dim 256 runs on the head-dim split tile (BlockM 64, tile_config.hpp).
+  return dim;
 }
 
 /// Calls f(Cfg{}) with the configuration of `key`; returns false when no kernel has that key.
-/// NOTE: E4M3: 3 head dims × {Off, EveryBlock} × telemetry, plus EveryN at head_dims 64 and 128
-/// (the latter with its own BlockN, tile_config.hpp): 16 kernels; BF16: 3 head dims × telemetry, promotion Off only (its accumulator is full FP32, so
-/// the plan refuses promotion): 6 kernels. Each is compiled once per build; output dtype, masks,
+/// NOTE: E4M3: 3 head dims × {Off, EveryBlock, EveryN} × telemetry (EveryN at head_dim 128 with
+/// its own BlockN, at 256 on the head-dim split tile: tile_config.hpp): 18 kernels; BF16: 3 head
+/// dims × telemetry, promotion Off only (its accumulator is full FP32, so the plan refuses
+/// promotion): 6 kernels. Each is compiled once per build; output dtype, masks,
 /// varlen, descales and the softmax variant are runtime parameters.
 template <class F>
 bool with_fwd_config(const FwdKernelKey& key, F&& f) {
@@ -48,7 +49,7 @@ bool with_fwd_config(const FwdKernelKey& key, F&& f) {
     using P = PvPromotion;
     if (key.promotion == P::Off) with_promotion(std::integral_constant<P, P::Off>{});
     else if (key.promotion == P::EveryBlock) with_promotion(std::integral_constant<P, P::EveryBlock>{});
-    else if constexpr (kHd <= 128) with_promotion(std::integral_constant<P, P::EveryN>{});
+    else with_promotion(std::integral_constant<P, P::EveryN>{});
     return true;
   };
   switch (key.head_dim) {

@@ -29,9 +29,13 @@
 
 namespace fp8attn::sm90 {
 
-/// What a consumer warpgroup knows about itself: its rows and its pingpong barriers.
+/// What a consumer warpgroup knows about itself: its rows, its columns of O and its pingpong
+/// barriers.
 struct FwdConsumerRole {
   unsigned consumer;   ///< 0.. among the consumer warpgroups
+  unsigned rows;       ///< which 64 query rows of the tile: consumer / kHeadDimSplit
+  int col0;            ///< first column of O it owns: kHeadDimO · (consumer % kHeadDimSplit)
+  bool row_owner;      ///< the first warpgroup of its rows: writes the LSE and counts P̃ (telemetry)
   bool wg_leader;      ///< thread 0 of the warpgroup arrives on the pipeline's empty barriers
   unsigned my_turn;    ///< named barrier this warpgroup waits on for the tensor cores
   unsigned next_turn;  ///< the next consumer's
@@ -69,7 +73,7 @@ FP8ATTN_ARCH_FN void issue_qk(arch::WgmmaAccF32<Cfg::kBlockN>& s, FwdSharedStora
   constexpr uint32_t kPhaseFault = Cfg::kFault == FwdFault::WrongFullPhase ? 1u : 0u;
   arch::mbarrier_wait_parity(&smem.k_full[kv.stage], kv.phase ^ kPhaseFault);
   arch::wgmma_fence();
-  mm_qk<Cfg>(s, smem.q, smem.k[kv.stage], role.consumer);
+  mm_qk<Cfg>(s, smem.q, smem.k[kv.stage], role.rows);
   arch::wgmma_commit_group();
 }
 
@@ -87,13 +91,15 @@ FP8ATTN_ARCH_FN const uint8_t* pv_operand(const FwdSharedStorage<Cfg>& smem, int
   else return smem.vt[stage];
 }
 
-/// Waits for the stage's V operand and issues acc += P·V (one commit group, not waited for).
+/// Waits for the stage's V operand and issues acc += P·V[:, col0 : col0 + N] (one commit group, not
+/// waited for): with the head-dim split, the warpgroup's half of Vᵀ's rows.
 template <class Cfg, int N>
 FP8ATTN_ARCH_FN void issue_pv(arch::WgmmaAccF32<N>& acc, const arch::WgmmaAFragment (&pf)[Cfg::kPFragments],
-                              FwdSharedStorage<Cfg>& smem, const PipelineState<Cfg::kStages>& kv, bool v_transposed) {
+                              FwdSharedStorage<Cfg>& smem, const PipelineState<Cfg::kStages>& kv, int col0,
+                              bool v_transposed) {
   arch::mbarrier_wait_parity(&smem.vt_full[kv.stage], kv.phase);
   arch::wgmma_fence();
-  mma_pv<Cfg>(acc, pf, pv_operand(smem, kv.stage), 0, true, v_transposed);
+  mma_pv<Cfg>(acc, pf, pv_operand(smem, kv.stage), col0, true, v_transposed);
   arch::wgmma_commit_group();
 }
 
@@ -114,10 +120,10 @@ FP8ATTN_ARCH_FN void make_p(arch::WgmmaAFragment (&pf)[Cfg::kPFragments], const 
 
 /// O ← r·O per row (and the fresh tile with EveryN, whose P·V has not reached O yet).
 template <class Cfg, int F>
-FP8ATTN_ARCH_FN void rescale_o(arch::WgmmaAccF32<Cfg::kHeadDim>& o, arch::WgmmaAccF32<F>& fresh,
+FP8ATTN_ARCH_FN void rescale_o(arch::WgmmaAccF32<Cfg::kHeadDimO>& o, arch::WgmmaAccF32<F>& fresh,
                                const float (&rescale)[2]) {
   FP8ATTN_UNROLL
-  for (int i = 0; i < Cfg::kHeadDim / 2; ++i) {
+  for (int i = 0; i < Cfg::kHeadDimO / 2; ++i) {
     o[i] *= rescale[(i >> 1) & 1];
     if constexpr (Cfg::kPromotion == PvPromotion::EveryN) fresh[i] *= rescale[(i >> 1) & 1];
   }
@@ -134,7 +140,7 @@ template <class Cfg, int F>
 FP8ATTN_ARCH_FN void run_blocks_overlapped(const AttentionFwdParams& p, FwdSharedStorage<Cfg>& smem,
                                            const FwdTile& tile, const FwdTileArgs& ta, const FwdConsumerRole& role,
                                            FwdBlockSoftmax& sb, PipelineState<Cfg::kStages>& kv,
-                                           arch::WgmmaAccF32<Cfg::kHeadDim>& o, arch::WgmmaAccF32<F>& fresh,
+                                           arch::WgmmaAccF32<Cfg::kHeadDimO>& o, arch::WgmmaAccF32<F>& fresh,
                                            FwdRowState& rows, FwdThreadTelemetry& tel) {
   constexpr bool kEveryN = Cfg::kPromotion == PvPromotion::EveryN;
   const BasicKvSchedule<int32_t> sched = tile.kv.as<int32_t>();  // NOTE: 32-bit: registers
@@ -160,8 +166,8 @@ FP8ATTN_ARCH_FN void run_blocks_overlapped(const AttentionFwdParams& p, FwdShare
     kv.advance();
     begin_block(sb, p, tile, sched, step, ta);
     issue_qk<Cfg>(s, smem, kv, role);
-    if constexpr (kEveryN) issue_pv<Cfg>(fresh, pf, smem, prev, p.v_transposed);
-    else issue_pv<Cfg>(o, pf, smem, prev, p.v_transposed);
+    if constexpr (kEveryN) issue_pv<Cfg>(fresh, pf, smem, prev, role.col0, p.v_transposed);
+    else issue_pv<Cfg>(o, pf, smem, prev, role.col0, p.v_transposed);
     pass_turn<Cfg>(role);
     arch::wgmma_wait_group<1>();  // Q·Kᵀ of this block is done; P·V of the last one may run on
     arch::wgmma_fence_operand(s);
@@ -183,8 +189,8 @@ FP8ATTN_ARCH_FN void run_blocks_overlapped(const AttentionFwdParams& p, FwdShare
   }
 
   // The last block's P·V, and its promotion (the last block always closes an interval).
-  if constexpr (kEveryN) issue_pv<Cfg>(fresh, pf, smem, kv, p.v_transposed);
-  else issue_pv<Cfg>(o, pf, smem, kv, p.v_transposed);
+  if constexpr (kEveryN) issue_pv<Cfg>(fresh, pf, smem, kv, role.col0, p.v_transposed);
+  else issue_pv<Cfg>(o, pf, smem, kv, role.col0, p.v_transposed);
   arch::wgmma_wait_group<0>();
   arch::wgmma_fence_operand(o);
   if (role.wg_leader) arch::mbarrier_arrive(&smem.kv_empty[kv.stage]);
@@ -204,9 +210,10 @@ FP8ATTN_ARCH_FN void run_blocks_overlapped(const AttentionFwdParams& p, FwdShare
 template <class Cfg, int F>
 FP8ATTN_ARCH_FN void run_blocks_serial(const AttentionFwdParams& p, FwdSharedStorage<Cfg>& smem, const FwdTile& tile,
                                        const FwdTileArgs& ta, const FwdConsumerRole& role, FwdBlockSoftmax& sb,
-                                       PipelineState<Cfg::kStages>& kv, arch::WgmmaAccF32<Cfg::kHeadDim>& o,
+                                       PipelineState<Cfg::kStages>& kv, arch::WgmmaAccF32<Cfg::kHeadDimO>& o,
                                        arch::WgmmaAccF32<F>& fresh, FwdRowState& rows, FwdThreadTelemetry& tel) {
   static_assert(Cfg::kPromotion != PvPromotion::EveryN, "EveryN runs overlapped (its fresh tile lives across blocks)");
+  static_assert(Cfg::kHeadDimSplit == 1, "a warpgroup owns all of O's columns here");
   const BasicKvSchedule<int32_t> sched = tile.kv.as<int32_t>();  // NOTE: 32-bit: registers
   const int32_t blocks = sched.count();
   for (int32_t step = 0; step < blocks; ++step, kv.advance()) {
@@ -225,7 +232,7 @@ FP8ATTN_ARCH_FN void run_blocks_serial(const AttentionFwdParams& p, FwdSharedSto
     rescale_o<Cfg>(o, fresh, rescale);
 
     if constexpr (Cfg::kPromotion == PvPromotion::Off) {
-      issue_pv<Cfg>(o, pf, smem, kv, p.v_transposed);
+      issue_pv<Cfg>(o, pf, smem, kv, 0, p.v_transposed);
       if constexpr (Cfg::kFault == FwdFault::RewritePBeforeWait) pf[0] = p_fragment<Cfg::kBlockN>(words, 1);
       arch::wgmma_wait_group<0>();
       arch::wgmma_fence_operand(o);
@@ -235,7 +242,7 @@ FP8ATTN_ARCH_FN void run_blocks_serial(const AttentionFwdParams& p, FwdSharedSto
       arch::mbarrier_wait_parity(&smem.vt_full[kv.stage], kv.phase);
       const float vb = p.v_block_descale.at(tile.batch, tile.head_kv, block.index);
       FP8ATTN_UNROLL
-      for (int n0 = 0; n0 < Cfg::kHeadDim; n0 += Cfg::kPvSplitN) {
+      for (int n0 = 0; n0 < Cfg::kHeadDimO; n0 += Cfg::kPvSplitN) {
         arch::WgmmaAccF32<Cfg::kPvSplitN> part;
         fill(part, 0.0f);  // NOTE: starts the registers' live range here for ptxas (scale-d is 0)
         arch::wgmma_fence();
@@ -257,12 +264,15 @@ template <class Cfg>
 FP8ATTN_ARCH_FN void run_consumer(const AttentionFwdParams& p, FwdSharedStorage<Cfg>& smem, FwdTelemetrySlots& slots) {
   FwdConsumerRole role;
   role.consumer = arch::warpgroup_idx() - 1;
+  role.rows = role.consumer / Cfg::kHeadDimSplit;
+  role.col0 = Cfg::kHeadDimO * static_cast<int>(role.consumer % Cfg::kHeadDimSplit);
+  role.row_owner = role.consumer % Cfg::kHeadDimSplit == 0;
   role.wg_leader = arch::thread_idx_in_warpgroup() == 0;
   role.my_turn = barrier_id(FwdBarrier::kConsumerTurn0, role.consumer);
   role.next_turn = barrier_id(FwdBarrier::kConsumerTurn0, (role.consumer + 1) % Cfg::kConsumers);
   const unsigned t = arch::thread_idx_in_warpgroup();
   // This thread's h = 0 row in the tile (wgmma_d_coord).
-  const int32_t my_row = static_cast<int32_t>(64 * role.consumer + 16 * (t / 32) + (t % 32) / 4);
+  const int32_t my_row = static_cast<int32_t>(64 * role.rows + 16 * (t / 32) + (t % 32) / 4);
   // The last consumer opens the first turn; consumer 0 takes the matching extra turn at the end.
   if (role.consumer == Cfg::kConsumers - 1) arch::named_barrier_arrive(barrier_id(FwdBarrier::kConsumerTurn0), 256);
   PipelineState<Cfg::kStages> kv{0, 0};
@@ -295,9 +305,9 @@ FP8ATTN_ARCH_FN void run_consumer(const AttentionFwdParams& p, FwdSharedStorage<
                          static_cast<int32_t>(all.first), static_cast<int32_t>(all.last)};
 
     constexpr bool kEveryN = Cfg::kPromotion == PvPromotion::EveryN;
-    arch::WgmmaAccF32<Cfg::kHeadDim> o;
+    arch::WgmmaAccF32<Cfg::kHeadDimO> o;
     fill(o, 0.0f);
-    [[maybe_unused]] arch::WgmmaAccF32<kEveryN ? Cfg::kHeadDim : 16> fresh;  // EveryN: lives across blocks
+    [[maybe_unused]] arch::WgmmaAccF32<kEveryN ? Cfg::kHeadDimO : 16> fresh;  // EveryN: lives across blocks
     if constexpr (kEveryN) fill(fresh, 0.0f);
     FwdRowState rows{{kNegInf, kNegInf}, {0.0f, 0.0f}};
     arch::mbarrier_wait_parity(&smem.q_full, q_phase);
@@ -305,12 +315,17 @@ FP8ATTN_ARCH_FN void run_consumer(const AttentionFwdParams& p, FwdSharedStorage<
     if constexpr (Cfg::kIntraWgOverlap) run_blocks_overlapped<Cfg>(p, smem, tile, ta, role, sb, kv, o, fresh, rows, tel);
     else run_blocks_serial<Cfg>(p, smem, tile, ta, role, sb, kv, o, fresh, rows, tel);
     if (role.wg_leader) arch::mbarrier_arrive(&smem.q_empty);
-    if constexpr (Cfg::kTelemetry) flush_tile_telemetry(tel, natural_scale, slots);
+    if constexpr (Cfg::kTelemetry) {
+      // NOTE: with the head-dim split both warpgroups run the same softmax on the same rows; only
+      // the rows' first one counts P̃, so the counts are the engine's (max |logit| is a max).
+      if (!role.row_owner) tel.tile_positive = tel.tile_underflow = 0;
+      flush_tile_telemetry(tel, natural_scale, slots);
+    }
     // NOTE: the telemetry kernels also measure max |O| (amax_o): the same per-CTA merge, and the
     // API runs them whenever a call asks for an amax (capi/forward_api.cpp).
-    const float amax_o = store_output<Cfg::kHeadDim, Cfg::kTelemetry>(
+    const float amax_o = store_output<Cfg::kHeadDimO, Cfg::kTelemetry>(
         p, o, rows, tile.batch, tile.head, tile.q_offset + tile.row0 + my_row, tile.q_offset + tile.row0 + tile.rows,
-        sb.scale_log2, v_descale);
+        role.col0, role.row_owner, sb.scale_log2, v_descale);
     if constexpr (Cfg::kTelemetry) flush_amax_o(amax_o, slots);
   }
   if (role.consumer == 0) arch::named_barrier_sync(role.my_turn, 256);

@@ -12,17 +12,18 @@
 
 namespace fp8attn::sm90 {
 
-/// S = Q·Kᵀ for the warpgroup's 64 rows: row_bytes/32 wgmmas stepping K by 32 bytes (32 E4M3 or 16
-/// BF16 elements), moving to the next 128-byte chunk every four (PTX_FACTS.md §3b: the start
-/// advances by the unswizzled offset).
+/// S = Q·Kᵀ for the warpgroup's 64 rows (the tile's rows-th 64; with the head-dim split two
+/// warpgroups compute the same S): row_bytes/32 wgmmas stepping K by 32 bytes (32 E4M3 or 16 BF16
+/// elements), moving to the next 128-byte chunk every four (PTX_FACTS.md §3b: the start advances
+/// by the unswizzled offset).
 template <class Cfg>
 FP8ATTN_ARCH_FN void mm_qk(arch::WgmmaAccF32<Cfg::kBlockN>& s, const uint8_t (&q)[Cfg::kChunks][Cfg::kQChunkBytes],
-                           const uint8_t (&k)[Cfg::kChunks][Cfg::kKChunkBytes], unsigned consumer) {
+                           const uint8_t (&k)[Cfg::kChunks][Cfg::kKChunkBytes], unsigned rows) {
   FP8ATTN_UNROLL
   for (int kb = 0; kb < Cfg::kQkSteps; ++kb) {
     const int chunk = kb * 32 / static_cast<int>(Cfg::kChunkBytes);
     const uint32_t offset = (kb * 32) % Cfg::kChunkBytes;
-    const uint64_t da = arch::make_wgmma_descriptor(arch::smem_address(q[chunk] + consumer * 64 * Cfg::kChunkBytes), 0,
+    const uint64_t da = arch::make_wgmma_descriptor(arch::smem_address(q[chunk] + rows * 64 * Cfg::kChunkBytes), 0,
                                                     Cfg::kAtomBytes, Cfg::kSwizzle);
     const uint64_t db = arch::make_wgmma_descriptor(arch::smem_address(k[chunk]), 0, Cfg::kAtomBytes, Cfg::kSwizzle);
     const uint64_t a = arch::wgmma_descriptor_advance(da, offset), b = arch::wgmma_descriptor_advance(db, offset);

@@ -91,16 +91,9 @@ void check_attention_fwd_supported(const AttentionConfig& c) {
           "pv_promote_interval " + std::to_string(c.pv_promote_interval) +
               " with BF16 inputs: the Hopper BF16 kernel accumulates P·V in FP32 and has no two-level accumulation; "
               "use 0");
-  // NOTE: the every-N kernel keeps a second FP32 O tile across KV blocks next to O; at head_dim
-  // 256 O alone is 128 of a consumer thread's 240 registers, so two cannot fit at any BlockN
-  // (tile_config.hpp; README, kernel limits). Head dims 64 and 128 have every-N kernels.
-  require(c.pv_promote_interval <= 1 || c.head_dim <= 128, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
-          "pv_promote_interval " + std::to_string(c.pv_promote_interval) + " at head_dim " +
-              std::to_string(c.head_dim) +
-              ": the Hopper kernel cannot keep the every-N fresh O tile across KV blocks at this head_dim (O "
-              "alone is " + std::to_string(c.head_dim / 2) +
-              " FP32 registers per consumer thread, two O tiles exceed its 240); use 0 (accumulate in O) or 1 "
-              "(promote every block), or head_dim 64 or 128");
+  // NOTE: every-N promotion (N > 1) runs at every head dim: at 256, where O and a second O tile
+  // would take 256 of a consumer thread's 240 registers, on the head-dim split tile (BlockM 64,
+  // two warpgroups per 64 rows, tile_config.hpp; README, kernel limits).
 }
 
 namespace {
@@ -125,15 +118,17 @@ sm90::FwdLaunch plan_attention_fwd(const AttentionConfig& c, const AttentionProb
   require(shape.threads > 0, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
           "no Hopper kernel for head_dim " + std::to_string(c.head_dim) + " with this promotion");
   // NOTE: the engine's tile follows the interval asked for (attention_config.cpp); per-block V
-  // descales run the every-block kernel, whose head_dim-128 tile (BlockN 224) is not the every-N
-  // one (128), so the two would visit different blocks: refuse rather than differ from the engine.
+  // descales run the every-block kernel, whose tile is not the every-N one at head_dims 128
+  // (BlockN 224, not 128) and 256 (BlockM 128, not the head-dim split's 64), so the two would
+  // visit different tiles and blocks: refuse rather than differ from the engine.
   const sm90::AttentionTile kernel_tile = sm90::attention_tile(c.head_dim, !bf16, l.key.promotion);
   require(kernel_tile.block_m == c.tile.block_m && kernel_tile.block_n == c.tile.block_n,
           FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
           "per-block V descales with pv_promote_interval " + std::to_string(c.pv_promote_interval) +
               " at head_dim " + std::to_string(c.head_dim) +
-              ": they promote every block, and the Hopper kernel that does so has BlockN " +
-              std::to_string(kernel_tile.block_n) + ", not the every-N BlockN " + std::to_string(c.tile.block_n) +
+              ": they promote every block, and the Hopper kernel that does so has a tile of BlockM " +
+              std::to_string(kernel_tile.block_m) + " x BlockN " + std::to_string(kernel_tile.block_n) +
+              ", not the every-N tile " + std::to_string(c.tile.block_m) + " x " + std::to_string(c.tile.block_n) +
               "; use pv_promote_interval 0 or 1 with per-block V descales");
   const int64_t batch = p.varlen ? 1 : p.batch;
   const int64_t rows_q = p.varlen ? p.total_q : p.padded_seqlen_q;
