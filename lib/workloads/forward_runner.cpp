@@ -46,6 +46,7 @@ fp8attn_tensor descale_tensor(const std::vector<float>& d, int64_t batch, int he
 fp8attn_tensor block_descale_tensor(const std::vector<float>& d, int64_t batch, int heads, int64_t blocks) {
   fp8attn_tensor t{};
   t.struct_size = sizeof t;
+  if (d.empty()) return t;  // absent (data NULL): per-block descales of the other tensors only
   t.data = const_cast<float*>(d.data());
   t.dtype = FP8ATTN_DTYPE_F32;
   t.rank = 3;

@@ -275,6 +275,30 @@ TEST(Fp8FwdEmu, PromotionEveryNBlocksAtHeadDim256) {
   run_case(c);
 }
 
+/// Per-block Q and K descales (V per head) with every-N promotion at head_dim 256: the Q blocks
+/// are the split tile's 64 rows in the engine and in the kernel alike. (Per-block V descales are
+/// refused there: PromotionEveryNWithPerBlockVDescalesRefused.)
+TEST(Fp8FwdEmu, PromotionEveryNWithQAndKBlockDescalesAtHeadDim256) {
+  const auto tile = sm90::attention_tile(256, true, sm90::PvPromotion::EveryN);
+  for (const bool causal : {false, true}) {
+    const AttentionShape shape{1, 3 * tile.block_m + 7, 4 * tile.block_n + 11, 2, 1, 256};
+    const uint64_t seed = fresh_seed();
+    const AttentionInputs real = normal_inputs(shape, seed);
+    QuantizedInputs q = quantize(real, FP8ATTN_DTYPE_E4M3, ScaleGranularity::PerBlock, tile.block_m, tile.block_n);
+    const QuantizedInputs per_head = quantize(real, FP8ATTN_DTYPE_E4M3, ScaleGranularity::PerHead);
+    q.v = per_head.v;
+    q.v_descale = per_head.v_descale;
+    q.v_block_descale.clear();
+    ASSERT_GT(q.q_blocks, 3) << "several 64-row Q blocks, each with its own descale";
+    fp8attn_attention_desc d = make_desc(shape, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_BF16);
+    d.causal = causal;
+    d.pv_promote_interval = 2;
+    d.telemetry = 1;
+    expect_emulator_matches_engine(d, shape, q, seed, ForwardOptions{},
+                                   causal ? "hd256 every 2, Q/K block descales, causal" : "hd256 every 2, Q/K block descales");
+  }
+}
+
 /// Varlen with every-N promotion at head_dim 256: three sequences, one empty of queries, one with
 /// more than three KV blocks, telemetry on.
 TEST(Fp8FwdEmu, PromotionEveryNBlocksAtHeadDim256Varlen) {
