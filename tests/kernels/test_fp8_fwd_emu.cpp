@@ -172,45 +172,65 @@ TEST(Fp8FwdEmu, PromotionBlockDescalesAndSinks) {
   run_case(b);
 }
 
+/// The every-N promotion cases of one head dim, on its every-N tile (the shapes' head_dim):
+///   1. N = 2, telemetry on, 5 blocks and a partial one;
+///   2. N = 2, GQA, causal, F32 output, 3 blocks and a partial one;
+///   3. N = 16 over 18 blocks (a promotion inside the loop), causal and not;
+///   4. N = 2 with a window (250, 40), then causal with a window of 250 and V keys contiguous.
+/// The shapes give batch, query rows and heads (smaller at head_dim 256, whose kernel is slower to
+/// emulate); the key lengths of 1–3 follow the tile's BlockN, so none is a multiple of it.
+struct EveryNShapes {
+  AttentionShape first, gqa, long_loop, window;
+};
+
+void run_every_n_cases(const EveryNShapes& s) {
+  const int hd = s.first.head_dim;
+  const int bn = sm90::attention_tile(hd, true, sm90::PvPromotion::EveryN).block_n;
+  const std::string at = "hd" + std::to_string(hd) + " every ";
+  Case c;
+  c.shape = s.first;
+  c.shape.seqlen_k = 5 * bn + 9;
+  c.promote = 2;
+  c.accumulator_model = true;
+  c.name = at + "2 blocks, telemetry";
+  run_case(c);
+  c.telemetry = false;
+  c.shape = s.gqa;
+  c.shape.seqlen_k = 3 * bn + 37;
+  c.causal = true;
+  c.out_dtype = FP8ATTN_DTYPE_F32;
+  c.name = at + "2 blocks, GQA " + std::to_string(s.gqa.heads_q / s.gqa.heads_kv) + ":1, causal";
+  run_case(c);
+  c.shape = s.long_loop;
+  c.shape.seqlen_k = 17 * bn + 5;
+  c.causal = false;
+  c.promote = 16;
+  c.name = at + "16 blocks, 18 blocks";
+  run_case(c);
+  c.causal = true;
+  c.name = at + "16 blocks, causal";
+  run_case(c);
+  c.shape = s.window;
+  c.causal = false;
+  c.promote = 2;
+  c.window_left = 250;
+  c.window_right = 40;
+  c.name = at + "2 blocks, window (250, 40)";
+  run_case(c);
+  c.causal = true;
+  c.window_right = -1;
+  c.v_keys_contiguous = true;
+  c.name = at + "2 blocks, causal window 250, V keys contiguous";
+  run_case(c);
+}
+
 /// Two-level accumulation every N > 1 blocks at head_dim 128, on that kernel's own tile (BlockN
 /// 128, not 224: tile_config.hpp): N = 2 and 16 (with more than 16 blocks, so that a promotion
 /// falls inside the loop), causal and not, GQA, sliding windows, varlen, key lengths that are no
 /// multiple of BlockN, V with its keys contiguous, and telemetry on in one case.
 TEST(Fp8FwdEmu, PromotionEveryNBlocksAtHeadDim128) {
-  const int bn = sm90::attention_tile(128, true, sm90::PvPromotion::EveryN).block_n;
-  ASSERT_EQ(bn, 128) << "the every-N tile of head_dim 128";
-  Case c;
-  c.shape = {1, 200, 5 * bn + 9, 2, 1, 128};
-  c.promote = 2;
-  c.accumulator_model = true;
-  c.name = "hd128 every 2 blocks, telemetry";
-  run_case(c);
-  c.telemetry = false;
-  c.shape = {2, 150, 3 * bn + 37, 8, 2, 128};
-  c.causal = true;
-  c.out_dtype = FP8ATTN_DTYPE_F32;
-  c.name = "hd128 every 2 blocks, GQA 4:1, causal";
-  run_case(c);
-  c.shape = {1, 130, 17 * bn + 5, 2, 1, 128};
-  c.causal = false;
-  c.promote = 16;
-  c.name = "hd128 every 16 blocks, 18 blocks";
-  run_case(c);
-  c.causal = true;
-  c.name = "hd128 every 16 blocks, causal";
-  run_case(c);
-  c.shape = {1, 500, 700, 2, 1, 128};
-  c.causal = false;
-  c.promote = 2;
-  c.window_left = 250;
-  c.window_right = 40;
-  c.name = "hd128 every 2 blocks, window (250, 40)";
-  run_case(c);
-  c.causal = true;
-  c.window_right = -1;
-  c.v_keys_contiguous = true;
-  c.name = "hd128 every 2 blocks, causal window 250, V keys contiguous";
-  run_case(c);
+  ASSERT_EQ(sm90::attention_tile(128, true, sm90::PvPromotion::EveryN).block_n, 128) << "the every-N tile of head_dim 128";
+  run_every_n_cases({{1, 200, 0, 2, 1, 128}, {2, 150, 0, 8, 2, 128}, {1, 130, 0, 2, 1, 128}, {1, 500, 700, 2, 1, 128}});
 }
 
 /// Varlen with every-N promotion at head_dim 128: three sequences, one empty of queries, one with
@@ -240,39 +260,7 @@ TEST(Fp8FwdEmu, PromotionEveryNBlocksAtHeadDim256) {
   const auto tile = sm90::attention_tile(256, true, sm90::PvPromotion::EveryN);
   ASSERT_EQ(tile.block_m, 64) << "the head-dim split tile of head_dim 256";
   ASSERT_EQ(tile.head_dim_split, 2);
-  const int bn = tile.block_n;
-  Case c;
-  c.shape = {1, 100, 5 * bn + 9, 2, 1, 256};
-  c.promote = 2;
-  c.accumulator_model = true;
-  c.name = "hd256 every 2 blocks, telemetry";
-  run_case(c);
-  c.telemetry = false;
-  c.shape = {2, 90, 3 * bn + 37, 4, 1, 256};
-  c.causal = true;
-  c.out_dtype = FP8ATTN_DTYPE_F32;
-  c.name = "hd256 every 2 blocks, GQA 4:1, causal";
-  run_case(c);
-  c.shape = {1, 70, 17 * bn + 5, 1, 1, 256};
-  c.causal = false;
-  c.promote = 16;
-  c.name = "hd256 every 16 blocks, 18 blocks";
-  run_case(c);
-  c.causal = true;
-  c.name = "hd256 every 16 blocks, causal";
-  run_case(c);
-  c.shape = {1, 300, 500, 1, 1, 256};
-  c.causal = false;
-  c.promote = 2;
-  c.window_left = 250;
-  c.window_right = 40;
-  c.name = "hd256 every 2 blocks, window (250, 40)";
-  run_case(c);
-  c.causal = true;
-  c.window_right = -1;
-  c.v_keys_contiguous = true;
-  c.name = "hd256 every 2 blocks, causal window 250, V keys contiguous";
-  run_case(c);
+  run_every_n_cases({{1, 100, 0, 2, 1, 256}, {2, 90, 0, 4, 1, 256}, {1, 70, 0, 1, 1, 256}, {1, 300, 500, 1, 1, 256}});
 }
 
 /// Per-block Q and K descales (V per head) with every-N promotion at head_dim 256: the Q blocks

@@ -82,38 +82,30 @@ TEST(Fp8FwdEmuChecks, WithinTheOracleBound) {
   EXPECT_LE(err, bound) << "seed " << seed;
 }
 
-// The smallest every-N case at head_dim 128 (its own BlockN 128, tile_config.hpp): three KV
-// blocks promoted every two, causal, bit-equal to the engine under every schedule (the larger
-// cases are Fp8FwdEmu.PromotionEveryNBlocksAtHeadDim128, label emu_matrix).
-TEST(Fp8FwdEmuChecks, EveryTwoBlocksAtHeadDim128) {
+// The smallest every-N case of a head dim, on its every-N tile (tile_config.hpp): three KV blocks
+// promoted every two, causal, bit-equal to the engine under every schedule (the larger cases are
+// Fp8FwdEmu.PromotionEveryNBlocksAtHeadDim*, label emu_matrix).
+void expect_every_two_blocks_match(int head_dim, bool telemetry) {
   const uint64_t seed = fresh_seed();
-  const AttentionShape shape{1, 70, 3 * 128 - 50, 2, 1, 128};
+  const int bn = sm90::attention_tile(head_dim, true, sm90::PvPromotion::EveryN).block_n;
+  const AttentionShape shape{1, 70, 3 * bn - 50, 2, 1, head_dim};
   const QuantizedInputs q = quantize(normal_inputs(shape, seed), FP8ATTN_DTYPE_E4M3, ScaleGranularity::PerHead);
   fp8attn_attention_desc d = make_desc(shape, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_F32);
   d.causal = 1;
   d.pv_promote_interval = 2;
+  d.telemetry = telemetry;
   d.accumulator_model = 1;
   d.accumulator_mantissa_bits = 13;
-  expect_emulator_matches_engine(d, shape, q, seed, {}, "hd128 every 2 blocks, causal");
+  const std::string name = "hd" + std::to_string(head_dim) + " every 2 blocks, causal" + (telemetry ? ", telemetry" : "");
+  expect_emulator_matches_engine(d, shape, q, seed, {}, name.c_str());
 }
 
-// The smallest every-N case at head_dim 256, on the head-dim split tile (BlockM 64, BlockN 96,
-// two warpgroups per 64 rows: tile_config.hpp): three KV blocks promoted every two, causal, with
-// telemetry (P̃ counted once per row), bit-equal to the engine under every schedule (the larger
-// cases are Fp8FwdEmu.PromotionEveryNBlocksAtHeadDim256, label emu_matrix).
-TEST(Fp8FwdEmuChecks, EveryTwoBlocksAtHeadDim256) {
-  const uint64_t seed = fresh_seed();
-  const auto tile = sm90::attention_tile(256, true, sm90::PvPromotion::EveryN);
-  const AttentionShape shape{1, 70, 3 * tile.block_n - 50, 2, 1, 256};
-  const QuantizedInputs q = quantize(normal_inputs(shape, seed), FP8ATTN_DTYPE_E4M3, ScaleGranularity::PerHead);
-  fp8attn_attention_desc d = make_desc(shape, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_F32);
-  d.causal = 1;
-  d.pv_promote_interval = 2;
-  d.telemetry = 1;
-  d.accumulator_model = 1;
-  d.accumulator_mantissa_bits = 13;
-  expect_emulator_matches_engine(d, shape, q, seed, {}, "hd256 every 2 blocks, causal, telemetry");
-}
+// Head_dim 128: its own BlockN 128.
+TEST(Fp8FwdEmuChecks, EveryTwoBlocksAtHeadDim128) { expect_every_two_blocks_match(128, false); }
+
+// Head_dim 256: the head-dim split tile (BlockM 64, two warpgroups per 64 rows), with telemetry
+// (P̃ counted once per row).
+TEST(Fp8FwdEmuChecks, EveryTwoBlocksAtHeadDim256) { expect_every_two_blocks_match(256, true); }
 
 // A forward call on the emulator backend launches once and neither allocates device memory nor
 // synchronizes, so on CUDA it can be captured in a graph.
