@@ -76,19 +76,22 @@ TEST(Bf16BwdEmu, SlidingWindows) {
   }
 }
 
-/// Three packed sequences (cu_seqlens): lengths 1, 130, 64 queries against 200, 5, 129 keys.
-TEST(Bf16BwdEmu, VarlenThreeSequences) {
+/// Three packed sequences (cu_seqlens): lengths 1, 130, 64 queries against 200, 5, 129 keys,
+/// causal and not.
+void expect_varlen_three_sequences_match(int head_dim) {
   const std::vector<int32_t> cu_q{0, 1, 131, 195}, cu_k{0, 200, 205, 334};
   for (bool causal : {false, true}) {
     BwdCase c;
-    c.shape = {1, cu_q.back(), cu_k.back(), 2, 1, 64};
+    c.shape = {1, cu_q.back(), cu_k.back(), 2, 1, head_dim};
     c.cu_q = &cu_q;
     c.cu_k = &cu_k;
     c.causal = causal;
-    c.name = std::string("varlen 3 sequences") + (causal ? " causal" : "");
+    c.name = "hd" + std::to_string(head_dim) + " varlen 3 sequences" + (causal ? " causal" : "");
     expect_bwd_emulator_matches_engine(c);
   }
 }
+
+TEST(Bf16BwdEmu, VarlenThreeSequences) { expect_varlen_three_sequences_match(64); }
 
 /// Empty sequences: queries without keys get dq = 0, keys without queries dk = dv = 0; and a BF16
 /// dq (head_dim 128; the other cases store F32 dq, bf16_bwd_emu_support.hpp).
@@ -142,18 +145,7 @@ TEST(Bf16BwdEmu, HeadDim256SlidingWindow) {
   expect_bwd_emulator_matches_engine(w);
 }
 
-TEST(Bf16BwdEmu, HeadDim256Varlen) {
-  const std::vector<int32_t> cu_q{0, 1, 131, 195}, cu_k{0, 200, 205, 334};
-  for (bool causal : {false, true}) {
-    BwdCase c;
-    c.shape = {1, cu_q.back(), cu_k.back(), 2, 1, 256};
-    c.cu_q = &cu_q;
-    c.cu_k = &cu_k;
-    c.causal = causal;
-    c.name = std::string("hd256 varlen 3 sequences") + (causal ? " causal" : "");
-    expect_bwd_emulator_matches_engine(c);
-  }
-}
+TEST(Bf16BwdEmu, HeadDim256Varlen) { expect_varlen_three_sequences_match(256); }
 
 /// Empty query and key sequences, and a BF16 dq.
 TEST(Bf16BwdEmu, HeadDim256EmptySequencesAndBf16Dq) {
