@@ -5,7 +5,7 @@
 #   1. ptxas -v -warn-spills -warn-lmem-usage: no spills, no stack frame, no local memory, no
 #      C7510..C7515 (wgmma serialized), no C7508 (setmaxnreg ignored);
 #   2. SASS of each main kernel: HGMMA and UTMALDG present, no QGMMA; the consumers' setmaxnreg is
-#      the config's budget, ≤ 240 registers;
+#      the config's budget, ≤ 240 registers, and the budgets fit the launch pool (check_register_pool);
 #   3. dynamic shared memory ≤ 227 KB (from the kernels' own storage types);
 #   4. a table per main kernel: registers, shared memory, and the counts of HGMMA, MUFU.EX2, SHFL
 #      and BAR in the consumers' main loop (first WARPGROUP.ARRIVE to last WARPGROUP.DEPBAR).
@@ -62,9 +62,10 @@ while read -r name threads smem producer consumer mma; do
   [ "$(count QGMMA "$body")" -eq 0 ] || { echo "   $name: QGMMA in a BF16 kernel"; bad=1; }
   [ "$maxreg" -eq "$consumer" ] && [ "$maxreg" -le 240 ] || { echo "   $name: consumer setmaxnreg $maxreg, config $consumer (≤ 240)"; bad=1; }
   [ "$smem" -le $((227 * 1024)) ] || { echo "   $name: $smem bytes of shared memory"; bad=1; }
+  check_register_pool "$name" "$threads" "$regs" "$producer" "$consumer" || bad=1
 done <"$shapes"
 echo
-if [ "$bad" -eq 0 ]; then pass "every backward kernel: HGMMA and UTMALDG in SASS, no QGMMA, consumers at their budget ≤ 240 registers, shared memory ≤ 227 KB"; else fail "see above"; fi
+if [ "$bad" -eq 0 ]; then pass "every backward kernel: HGMMA and UTMALDG in SASS, no QGMMA, consumers at their budget ≤ 240 registers, budgets within the launch pool, shared memory ≤ 227 KB"; else fail "see above"; fi
 
 if [ "$failures" -eq 0 ]; then echo "== all attention backward sm_90a static checks passed"; exit 0; fi
 echo "== $failures check(s) failed"

@@ -5,7 +5,8 @@
 #      C7510..C7515 (wgmma serialized; C7513, an input register defined inside a wgmma pipeline
 #      stage, is what a BF16 P cast before the P·V wait produced), no C7508 (setmaxnreg ignored);
 #   2. SASS: the kernel's MMA present (QGMMA for E4M3, HGMMA for BF16) and the other absent, and
-#      UTMALDG; the consumers' setmaxnreg is the config's budget, ≤ 240 registers;
+#      UTMALDG; the consumers' setmaxnreg is the config's budget, ≤ 240 registers, and the
+#      budgets fit the launch pool (check_register_pool);
 #   3. dynamic shared memory ≤ 227 KB (from the kernels' own storage types);
 #   4. a table per kernel: registers, shared memory, and the counts of its GMMA, MUFU.EX2, SHFL and
 #      BAR in the consumers' main loop (first WARPGROUP.ARRIVE to last WARPGROUP.DEPBAR).
@@ -61,9 +62,10 @@ while read -r name threads smem producer consumer mma; do
   [ "$(count "$other" "$body")" -eq 0 ] || { echo "   $name: $other in a $input kernel"; bad=1; }
   [ "$maxreg" -eq "$consumer" ] && [ "$maxreg" -le 240 ] || { echo "   $name: consumer setmaxnreg $maxreg, config $consumer (≤ 240)"; bad=1; }
   [ "$smem" -le $((227 * 1024)) ] || { echo "   $name: $smem bytes of shared memory"; bad=1; }
+  check_register_pool "$name" "$threads" "$regs" "$producer" "$consumer" || bad=1
 done <"$shapes"
 echo
-if [ "$bad" -eq 0 ]; then pass "every kernel: its GMMA (QGMMA for E4M3, HGMMA for BF16) and UTMALDG in SASS, consumers at their budget ≤ 240 registers, shared memory ≤ 227 KB"; else fail "see above"; fi
+if [ "$bad" -eq 0 ]; then pass "every kernel: its GMMA (QGMMA for E4M3, HGMMA for BF16) and UTMALDG in SASS, consumers at their budget ≤ 240 registers, budgets within the launch pool, shared memory ≤ 227 KB"; else fail "see above"; fi
 
 if [ "$failures" -eq 0 ]; then echo "== all attention sm_90a static checks passed"; exit 0; fi
 echo "== $failures check(s) failed"

@@ -82,6 +82,17 @@ check_ptxas_log() {
   if grep -q "C7508" "$1"; then fail "ptxas ignored setmaxnreg (C7508)"; else pass "no C7508 (setmaxnreg honoured)"; fi
 }
 
+# Kernel $1 of $2 threads, ptxas' $3 registers each, producer budget $4, consumer budget $5:
+# setmaxnreg.inc waits until the CTA's launch pool (threads x ptxas' count, not the 64K file) has
+# the registers, so the budgets must fit it, or the consumers hang on the GPU (an H200 did, with
+# 32 + 2 x 240 at 384 threads x 168). Returns 1 and says why when they do not.
+check_register_pool() {
+  local need=$((128 * $4 + ($2 - 128) * $5)) pool=$(($2 * $3))
+  [ "$need" -le "$pool" ] && return 0
+  echo "   $1: producer $4 + consumers $5 need $need registers, the launch pool holds $pool ($2 threads x $3)"
+  return 1
+}
+
 # Dumps the SASS of the cubin $1 into $2 with cuobjdump; exits 1 when cuobjdump is missing or fails.
 dump_sass() {
   find_cuobjdump

@@ -37,6 +37,11 @@ std::string encode_tensor_map_cuda(const TensorMapSpec& spec, void* out) {
   std::string error;
   const auto encode = driver_encode_tiled(error);
   if (encode == nullptr) return error;
+  // NOTE: the driver call needs a current context (CUresult 201 on an H200 from a thread that
+  // had made no runtime call yet); cudaSetDevice makes the runtime's primary context of the
+  // thread's device current (CUDA 12+), as any runtime call that touches the device would.
+  int device = 0;
+  if (cudaGetDevice(&device) == cudaSuccess) (void)cudaSetDevice(device);
   cuuint64_t dims[kTmaMaxRank], strides[kTmaMaxRank - 1];
   cuuint32_t box[kTmaMaxRank], element_strides[kTmaMaxRank];
   for (int i = 0; i < spec.rank; ++i) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "kernels/arch/platform.hpp"
+#include "kernels/arch/registers.hpp"
 #include "kernels/arch/wgmma_descriptor.hpp"
 #include "kernels/sm90/tile_config.hpp"
 
@@ -97,7 +98,8 @@ struct BwdConfig {
   static_assert(kConsumers == 2, "register budgets for two consumer warpgroups");
   static constexpr uint32_t kProducerRegisters = 24;
   static constexpr uint32_t kConsumerRegisters = 240;
-  static_assert(128 * kProducerRegisters + 128 * kConsumers * kConsumerRegisters <= 65536, "register file");
+  static_assert(arch::register_budgets_fit(kThreads, kProducerRegisters, kConsumers, kConsumerRegisters),
+                "register budgets over the CTA's launch pool: setmaxnreg.inc would wait forever");
 };
 
 /// The tiles of BwdSharedStorage::ds: dS for dQ (both splits); Pᵀ and dSᵀ for dV and dK (shared

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "kernels/arch/platform.hpp"
+#include "kernels/arch/registers.hpp"
 #include "kernels/arch/wgmma_descriptor.hpp"
 #include "kernels/sm90/tile_config.hpp"
 
@@ -109,16 +110,17 @@ struct FwdConfig {
 
   // NOTE: FlashAttention-3's budgets for a TMA producer and two consumers are 24 and 240. The
   // overlapped consumers need the 240 (head_dim 128: S 112 + O 64 + P of the previous block 28
-  // registers during the softmax); the producer, which also computes the tile schedule and
-  // transposes V, does not spill at 32 (ptxas -warn-spills), and 32 + 2 x 240 fill the 64K file.
+  // registers during the softmax); 24 + 2 x 240 fill the 384 threads' launch pool of 168 each
+  // (register_budgets_fit: a producer at 32 hung the consumers' setmaxnreg.inc on an H200).
   // NOTE: with three consumers (head_dim 64, BlockM 192) FlashAttention-3's budget is 160, and
-  // 32 + 3 x 160 fill the file. BF16 (S 64 + O 32 + P 32 registers) fits without spills only in the
+  // 32 + 3 x 160 fill the 512 threads' pool of 128 each. BF16 (S 64 + O 32 + P 32 registers) fits without spills only in the
   // serial schedule (kIntraWgOverlap above); E4M3 at BlockN 96 (S 48, O 32, P 12, the every-N fresh
   // tile 32) fits overlapped.
   static_assert(kConsumers == 2 || kConsumers == 3, "register budgets for two or three consumer warpgroups");
-  static constexpr uint32_t kProducerRegisters = 32;
-  static constexpr uint32_t kConsumerRegisters = kConsumers == 2 ? 240 : 160;
-  static_assert(128 * kProducerRegisters + 128 * kConsumers * kConsumerRegisters <= 65536, "register file");
+  static constexpr uint32_t kProducerRegisters = kConsumers == 2 ? 40 : 32;
+  static constexpr uint32_t kConsumerRegisters = kConsumers == 2 ? 232 : 160;
+  static_assert(arch::register_budgets_fit(kThreads, kProducerRegisters, kConsumers, kConsumerRegisters),
+                "register budgets over the CTA's launch pool: setmaxnreg.inc would wait forever");
   static_assert(kConsumerRegisters <= 240, "the issue's budget: at most 240 registers per consumer thread");
 
   static constexpr uint32_t kQChunkBytes = kBlockM * kChunkBytes;

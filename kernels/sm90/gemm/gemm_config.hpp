@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "kernels/arch/platform.hpp"
+#include "kernels/arch/registers.hpp"
 #include "kernels/arch/wgmma_descriptor.hpp"
 
 namespace fp8attn::sm90 {
@@ -36,9 +37,12 @@ struct GemmConfig {
   // Warpgroup 0 is the producer (one elected thread issues TMA); warpgroups 1-2 consume.
   static constexpr uint32_t kThreads = 128 * (1 + kConsumerWarpgroups);
   // NOTE: register budgets as in FA3's 3-warpgroup kernels: the producer needs few registers,
-  // the consumers hold a 64-register accumulator each; 128*40 + 256*232 <= 65536.
+  // the consumers hold a 64-register accumulator each; 128*40 + 256*232 fill the 384 threads'
+  // launch pool of 168 each (64512).
   static constexpr uint32_t kProducerRegisters = 40;
   static constexpr uint32_t kConsumerRegisters = 232;
+  static_assert(arch::register_budgets_fit(kThreads, kProducerRegisters, kConsumerWarpgroups, kConsumerRegisters),
+                "register budgets over the CTA's launch pool: setmaxnreg.inc would wait forever");
 
   static constexpr uint32_t kTileABytes = kTileM * kTileKBytes;  // 16 KiB
   static constexpr uint32_t kTileBBytes = kTileN * kTileKBytes;  // 16 KiB
