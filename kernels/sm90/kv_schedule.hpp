@@ -78,22 +78,27 @@ struct BasicKvSchedule {
 
 using KvSchedule = BasicKvSchedule<int64_t>;
 
-/// The blocks holding a visible key of any row in [row_begin, row_end).
-FP8ATTN_HOST_DEVICE constexpr KvSchedule make_kv_schedule(const MaskParams& m, int64_t row_begin, int64_t row_end,
-                                                          int block_n, int64_t sink_tokens, bool reverse) {
-  KvSchedule s;
-  s.seqlen_k = m.seqlen_k;
+/// The blocks holding a visible key of any row in [row_begin, row_end), in index type I.
+/// NOTE: the kernels build it in 32 bits (keys are TMA's 32-bit coordinates there): a 64-bit
+/// division by block_n spilled the forward's producer at its 24 registers. The values are the
+/// same in either type.
+template <class I = int64_t>
+FP8ATTN_HOST_DEVICE constexpr BasicKvSchedule<I> make_kv_schedule(const MaskParams& m, int64_t row_begin,
+                                                                  int64_t row_end, int block_n, int64_t sink_tokens,
+                                                                  bool reverse) {
+  BasicKvSchedule<I> s;
+  s.seqlen_k = static_cast<I>(m.seqlen_k);
   s.block_n = block_n;
   s.reverse = reverse;
-  s.sink_end = sink_tokens < m.seqlen_k ? sink_tokens : m.seqlen_k;
+  s.sink_end = static_cast<I>(sink_tokens < m.seqlen_k ? sink_tokens : m.seqlen_k);
   // Keys seen by row i are monotone in i at both ends, so the first and last rows bound them.
-  const KeyRange top = visible_keys(m, row_begin);
-  const KeyRange bottom = visible_keys(m, row_end - 1);
-  const int64_t first_key = top.first, last_key = bottom.last;
+  const BasicKeyRange<I> top = visible_keys<I>(m, static_cast<I>(row_begin));
+  const BasicKeyRange<I> bottom = visible_keys<I>(m, static_cast<I>(row_end - 1));
+  const I first_key = top.first, last_key = bottom.last;
   if (first_key > last_key) return s;
   s.has_sink_block = s.sink_end > 0 && first_key < s.sink_end;
   if (last_key >= s.sink_end) {
-    const int64_t lo = first_key > s.sink_end ? first_key : s.sink_end;
+    const I lo = first_key > s.sink_end ? first_key : s.sink_end;
     s.rest_first = (lo - s.sink_end) / block_n;
     s.rest_end = (last_key - s.sink_end) / block_n + 1;
   }

@@ -17,23 +17,35 @@ struct MaskParams {
   int64_t seqlen_k;
 };
 
-/// Visible keys of one query row: [first, last], empty when first > last.
-struct KeyRange {
-  int64_t first;
-  int64_t last;
+/// Visible keys of one query row: [first, last], empty when first > last; I is the index type.
+template <class I>
+struct BasicKeyRange {
+  I first;
+  I last;
   FP8ATTN_HOST_DEVICE constexpr bool empty() const { return first > last; }
+};
+using KeyRange = BasicKeyRange<int64_t>;
+
+/// T itself, in a context that does not deduce it (the index type is always named).
+template <class T>
+struct NamedType {
+  using type = T;
 };
 
 /// Query i sees key j iff  diag − left ≤ j ≤ diag + right, with diag = i + Sk − Sq; causal
 /// means right = 0 (or less, when a window asks for less).
-FP8ATTN_HOST_DEVICE constexpr KeyRange visible_keys(const MaskParams& m, int64_t row) {
-  const int64_t diag = row + m.seqlen_k - m.seqlen_q;
-  int64_t right = m.window_right;
+/// NOTE: I = int32_t where keys are TMA's 32-bit coordinates (the forward producer's schedule,
+/// kv_schedule.hpp): the same values in fewer registers.
+template <class I = int64_t>
+FP8ATTN_HOST_DEVICE constexpr BasicKeyRange<I> visible_keys(const MaskParams& m, typename NamedType<I>::type row) {
+  const I seqlen_k = static_cast<I>(m.seqlen_k);
+  const I diag = row + seqlen_k - static_cast<I>(m.seqlen_q);
+  I right = static_cast<I>(m.window_right);
   if (m.causal && (right < 0 || right > 0)) right = 0;
-  int64_t first = m.window_left < 0 ? 0 : diag - m.window_left;
-  int64_t last = right < 0 ? m.seqlen_k - 1 : diag + right;
+  I first = m.window_left < 0 ? 0 : diag - static_cast<I>(m.window_left);
+  I last = right < 0 ? seqlen_k - 1 : diag + right;
   if (first < 0) first = 0;
-  if (last > m.seqlen_k - 1) last = m.seqlen_k - 1;
+  if (last > seqlen_k - 1) last = seqlen_k - 1;
   return {first, last};
 }
 

@@ -117,8 +117,8 @@ struct FwdConfig {
   // serial schedule (kIntraWgOverlap above); E4M3 at BlockN 96 (S 48, O 32, P 12, the every-N fresh
   // tile 32) fits overlapped.
   static_assert(kConsumers == 2 || kConsumers == 3, "register budgets for two or three consumer warpgroups");
-  static constexpr uint32_t kProducerRegisters = kConsumers == 2 ? 40 : 32;
-  static constexpr uint32_t kConsumerRegisters = kConsumers == 2 ? 232 : 160;
+  static constexpr uint32_t kProducerRegisters = kConsumers == 2 ? 24 : 32;
+  static constexpr uint32_t kConsumerRegisters = kConsumers == 2 ? 240 : 160;
   static_assert(arch::register_budgets_fit(kThreads, kProducerRegisters, kConsumers, kConsumerRegisters),
                 "register budgets over the CTA's launch pool: setmaxnreg.inc would wait forever");
   static_assert(kConsumerRegisters <= 240, "the issue's budget: at most 240 registers per consumer thread");

@@ -49,7 +49,7 @@ struct FwdArguments {
   int64_t seqlen_q = 0, seqlen_k = 0;  ///< padded layouts
   int32_t batch = 0, heads_q = 0, heads_kv = 0;
   int32_t m_blocks = 0;   ///< query tiles of the longest sequence
-  int64_t num_tiles = 0;  ///< m_blocks · heads_q · batch
+  int32_t num_tiles = 0;  ///< m_blocks · heads_q · batch (the plan refuses more than INT32_MAX)
   DescaleView q_descale, k_descale, v_descale;                   // [batch, heads_kv]
   DescaleView q_block_descale, k_block_descale, v_block_descale;  // per block; see fwd_args
   float softmax_scale = 1.0f;

@@ -1,8 +1,10 @@
-// The producer warpgroup of the attention forward: one thread issues the TMA loads of Q (once
-// per tile) and of each KV block's K and V into a multi-stage mbarrier pipeline. For E4M3 all 128
-// threads then transpose the block's V into Vᵀ, because an FP8 wgmma's B operand must be K-major
+// The producer warpgroup of the attention forward: one thread of warp 0 issues the TMA loads of
+// Q (once per tile) and of each KV block's K and V into a multi-stage mbarrier pipeline. For E4M3
+// warps 1-3 transpose each block's V into Vᵀ, because an FP8 wgmma's B operand must be K-major
 // (PTX ISA 9.0 §9.7.15.5.2: no transpose for FP8) and P·V runs over the block's keys; BF16 V is
 // loaded like K and read N-major by the wgmma, so nothing is transposed.
+// NOTE: two roles, each with only its own state: the producer has 24 registers (fwd_config.hpp),
+// and the tile walk plus the transpose in the same threads spilled.
 #pragma once
 
 #include <cstdint>
@@ -38,84 +40,117 @@ FP8ATTN_ARCH_FN void transpose_4x4_bytes(const uint32_t (&r)[4], uint32_t (&c)[4
   c[3] = arch::byte_perm(t1, t3, 0x7632u);
 }
 
-/// Vᵀ of one stage, by the 128 producer threads; each thread fences its generic-proxy writes for
-/// the consumers' wgmma (async proxy), and once all have, one arrives on vt_full.
+/// The producer threads that transpose V: warps 1-3 of the producer warpgroup.
+inline constexpr uint32_t kTransposeThreads = 96;
+
+/// Vᵀ of one stage, by the transposing threads (`thread` in [0, 96)); each fences its
+/// generic-proxy writes for the consumers' wgmma (async proxy), and once all have, one arrives
+/// on vt_full.
 template <class Cfg>
-FP8ATTN_ARCH_FN void transpose_v(const uint8_t* v, uint8_t* vt, uint64_t* vt_full) {
+FP8ATTN_ARCH_FN void transpose_v(uint32_t thread, const uint8_t* v, uint8_t* vt, uint64_t* vt_full) {
   constexpr uint32_t kDimGroups = Cfg::kHeadDim / 4, kItems = (Cfg::kBlockN / 4) * kDimGroups;
   FP8ATTN_NO_UNROLL
-  for (uint32_t item = arch::thread_idx_in_warpgroup(); item < kItems; item += 128) {
+  for (uint32_t item = thread; item < kItems; item += kTransposeThreads) {
     const uint32_t kg = item / kDimGroups, dg = item % kDimGroups;
     uint32_t r[4], c[4];
     FP8ATTN_UNROLL
     for (int i = 0; i < 4; ++i)
       r[i] = arch::smem_load(reinterpret_cast<const uint32_t*>(v + (4 * kg + i) * Cfg::kHeadDim + 4 * dg));
     transpose_4x4_bytes(r, c);
+    // NOTE: dims 4dg..4dg+3 share one 8-dim core-matrix group, so their rows are 16 B apart: one
+    // address for the four stores (four, each with its own offset math, spilled the producer).
+    uint8_t* column = vt + vt_offset<Cfg>(4 * dg, 4 * kg);
     FP8ATTN_UNROLL
-    for (int j = 0; j < 4; ++j) arch::smem_store(reinterpret_cast<uint32_t*>(vt + vt_offset<Cfg>(4 * dg + j, 4 * kg)), c[j]);
+    for (int j = 0; j < 4; ++j) arch::smem_store(reinterpret_cast<uint32_t*>(column + 16 * j), c[j]);
   }
   arch::fence_proxy_async_shared_cta();
-  arch::named_barrier_sync(barrier_id(FwdBarrier::kProducerVt), 128);
-  if (arch::thread_idx_in_warpgroup() == 0) arch::mbarrier_arrive(vt_full);
+  arch::named_barrier_sync(barrier_id(FwdBarrier::kProducerVt), kTransposeThreads);
+  if (thread == 0) arch::mbarrier_arrive(vt_full);
 }
 
-/// The producer warpgroup's loop over the CTA's tiles.
+/// The KV blocks that the CTA's tiles visit, in all: the transposing warps' whole loop.
 template <class Cfg>
-FP8ATTN_ARCH_FN void run_producer(const AttentionFwdParams& p, FwdSharedStorage<Cfg>& smem) {
-  const bool leader = arch::thread_idx_in_warpgroup() == 0;
-  const int32_t batch_coord_scale = p.cu_seqlens_q != nullptr ? 0 : 1;  // packed inputs: one "batch"
-  PipelineState<Cfg::kStages> kv{0, 1};  // the first wait on each empty barrier passes
+FP8ATTN_ARCH_FN int32_t cta_kv_blocks(const AttentionFwdParams& p) {
+  int32_t blocks = 0;
+  for (int32_t index = arch::block_idx().x; index < p.num_tiles; index += arch::grid_dim().x) {
+    const BasicFwdTile<int32_t> tile = fwd_tile<int32_t>(p, index, Cfg::kBlockM, Cfg::kBlockN);
+    if (tile.rows > 0) blocks += tile.kv.count();
+  }
+  return blocks;
+}
+
+/// Warps 1-3: Vᵀ of each stage once its V has landed, in the loads' order (the loads of a stage
+/// follow the consumers' release of it, so its Vᵀ buffer is free by then).
+template <class Cfg>
+FP8ATTN_ARCH_FN void run_v_transposer(const AttentionFwdParams& p, FwdSharedStorage<Cfg>& smem) {
+  const uint32_t thread = arch::thread_idx_in_warpgroup() - 32;
+  const int32_t blocks = cta_kv_blocks<Cfg>(p);
+  PipelineState<Cfg::kStages> kv{0, 0};
+  for (int32_t block = 0; block < blocks; ++block, kv.advance()) {
+    arch::mbarrier_wait_parity(&smem.v_full[kv.stage], kv.phase);
+    transpose_v<Cfg>(thread, smem.v[kv.stage], smem.vt[kv.stage], &smem.vt_full[kv.stage]);
+  }
+}
+
+/// The first thread of warp 0: the loads of the CTA's tiles.
+template <class Cfg>
+FP8ATTN_ARCH_FN void run_loads(const AttentionFwdParams& p, FwdSharedStorage<Cfg>& smem) {
+  // NOTE: one counter of the blocks loaded instead of a PipelineState (stage and phase): one
+  // register fewer, which the 24 of the producer need.
+  uint32_t loaded = 0;
   uint32_t q_empty_phase = 1;
-  for (int64_t index = arch::block_idx().x; index < p.num_tiles; index += arch::grid_dim().x) {
-    const FwdTile tile = fwd_tile(p, index, Cfg::kBlockM, Cfg::kBlockN);
+  for (int32_t index = arch::block_idx().x; index < p.num_tiles; index += arch::grid_dim().x) {
+    const BasicFwdTile<int32_t> tile = fwd_tile<int32_t>(p, index, Cfg::kBlockM, Cfg::kBlockN);
     if (tile.rows == 0) continue;
-    const int32_t b = tile.batch * batch_coord_scale;
-    if (leader) {
-      arch::mbarrier_wait_parity(&smem.q_empty, q_empty_phase);
-      // NOTE: the full box bytes, zero-filled rows included (CUTLASS TmaTransactionBytes).
-      arch::mbarrier_arrive_expect_tx(&smem.q_full, Cfg::kChunks * Cfg::kQChunkBytes);
-      for (int c = 0; c < Cfg::kChunks; ++c)
-        arch::tma_load<4>(smem.q[c], p.tma_q, &smem.q_full,
-                          {c * Cfg::kChunkElements, tile.head,
-                           static_cast<int32_t>(tile.q_offset + tile.row0), b});
-    }
+    const int32_t b = p.cu_seqlens_q != nullptr ? 0 : tile.batch;  // packed inputs: one "batch"
+    arch::mbarrier_wait_parity(&smem.q_empty, q_empty_phase);
+    // NOTE: the full box bytes, zero-filled rows included (CUTLASS TmaTransactionBytes).
+    arch::mbarrier_arrive_expect_tx(&smem.q_full, Cfg::kChunks * Cfg::kQChunkBytes);
+    for (int c = 0; c < Cfg::kChunks; ++c)
+      arch::tma_load<4>(smem.q[c], p.tma_q, &smem.q_full,
+                        {c * Cfg::kChunkElements, tile.head, static_cast<int32_t>(tile.q_offset + tile.row0), b});
     q_empty_phase ^= 1u;
-    // NOTE: 32-bit block counts: the producer runs in 32 registers (fwd_config.hpp), and a 64-bit
-    // loop counter live across the transpose spilled.
-    const int32_t blocks = static_cast<int32_t>(tile.kv.count());
-    for (int32_t step = 0; step < blocks; ++step, kv.advance()) {
+    // NOTE: 32-bit block walk (fwd_tile<int32_t>): the producer runs in 24 registers.
+    const int32_t blocks = tile.kv.count();
+    for (int32_t step = 0; step < blocks; ++step, ++loaded) {
       const KeyBlock block = tile.kv.at(step);
       const int32_t key = static_cast<int32_t>(tile.k_offset + block.key_begin);
-      if (leader) {
-        arch::mbarrier_wait_parity(&smem.kv_empty[kv.stage], kv.phase);
-        arch::mbarrier_arrive_expect_tx(&smem.k_full[kv.stage], Cfg::kChunks * Cfg::kKChunkBytes);
+      // The first wait on each empty barrier passes (parity 1 of a fresh barrier).
+      const PipelineState<Cfg::kStages> kv{loaded % Cfg::kStages, ((loaded / Cfg::kStages) & 1u) ^ 1u};
+      arch::mbarrier_wait_parity(&smem.kv_empty[kv.stage], kv.phase);
+      arch::mbarrier_arrive_expect_tx(&smem.k_full[kv.stage], Cfg::kChunks * Cfg::kKChunkBytes);
+      for (int c = 0; c < Cfg::kChunks; ++c)
+        arch::tma_load<4>(smem.k[kv.stage][c], p.tma_k, &smem.k_full[kv.stage],
+                          {c * Cfg::kChunkElements, tile.head_kv, key, b});
+      if constexpr (Cfg::kBf16) {
+        // BF16 V in K's layout (chunks of 64 dims, 128B swizzle), ready for P·V once loaded.
+        arch::mbarrier_arrive_expect_tx(&smem.vt_full[kv.stage], Cfg::kVBytes);
         for (int c = 0; c < Cfg::kChunks; ++c)
-          arch::tma_load<4>(smem.k[kv.stage][c], p.tma_k, &smem.k_full[kv.stage],
+          arch::tma_load<4>(smem.v[kv.stage] + c * Cfg::kKChunkBytes, p.tma_v, &smem.vt_full[kv.stage],
                             {c * Cfg::kChunkElements, tile.head_kv, key, b});
-        if constexpr (Cfg::kBf16) {
-          // BF16 V in K's layout (chunks of 64 dims, 128B swizzle), ready for P·V once loaded.
-          arch::mbarrier_arrive_expect_tx(&smem.vt_full[kv.stage], Cfg::kVBytes);
-          for (int c = 0; c < Cfg::kChunks; ++c)
-            arch::tma_load<4>(smem.v[kv.stage] + c * Cfg::kKChunkBytes, p.tma_v, &smem.vt_full[kv.stage],
-                              {c * Cfg::kChunkElements, tile.head_kv, key, b});
-        } else if (p.v_transposed) {
-          // tma_v is {key, dim, head, batch}: one box of 32 keys x head_dim per slab.
-          arch::mbarrier_arrive_expect_tx(&smem.vt_full[kv.stage], Cfg::kVBytes);
-          for (int slab = 0; slab < Cfg::kBlockN / 32; ++slab)
-            arch::tma_load<4>(smem.vt[kv.stage] + slab * Cfg::kVtSlabBytes, p.tma_v, &smem.vt_full[kv.stage],
-                              {key + 32 * slab, 0, tile.head_kv, b});
-        } else {
-          arch::mbarrier_arrive_expect_tx(&smem.v_full[kv.stage], Cfg::kVBytes);
-          arch::tma_load<4>(smem.v[kv.stage], p.tma_v, &smem.v_full[kv.stage], {0, tile.head_kv, key, b});
-        }
-      }
-      if constexpr (!Cfg::kBf16) {
-        if (p.v_transposed) continue;
-        // The V load of this stage follows the leader's wait on kv_empty, so Vᵀ of the stage is free.
-        arch::mbarrier_wait_parity(&smem.v_full[kv.stage], kv.phase ^ 1u);
-        transpose_v<Cfg>(smem.v[kv.stage], smem.vt[kv.stage], &smem.vt_full[kv.stage]);
+      } else if (p.v_transposed) {
+        // tma_v is {key, dim, head, batch}: one box of 32 keys x head_dim per slab.
+        arch::mbarrier_arrive_expect_tx(&smem.vt_full[kv.stage], Cfg::kVBytes);
+        for (int slab = 0; slab < Cfg::kBlockN / 32; ++slab)
+          arch::tma_load<4>(smem.vt[kv.stage] + slab * Cfg::kVtSlabBytes, p.tma_v, &smem.vt_full[kv.stage],
+                            {key + 32 * slab, 0, tile.head_kv, b});
+      } else {
+        arch::mbarrier_arrive_expect_tx(&smem.v_full[kv.stage], Cfg::kVBytes);
+        arch::tma_load<4>(smem.v[kv.stage], p.tma_v, &smem.v_full[kv.stage], {0, tile.head_kv, key, b});
       }
     }
+  }
+}
+
+/// The producer warpgroup: the loads, and for E4M3 V in its natural layout, Vᵀ.
+template <class Cfg>
+FP8ATTN_ARCH_FN void run_producer(const AttentionFwdParams& p, FwdSharedStorage<Cfg>& smem) {
+  if (arch::thread_idx_in_warpgroup() == 0) {
+    run_loads<Cfg>(p, smem);
+  } else if (arch::warp_idx_in_warpgroup() == 0) {
+    return;  // the rest of warp 0
+  } else if constexpr (!Cfg::kBf16) {
+    if (!p.v_transposed) run_v_transposer<Cfg>(p, smem);
   }
 }
 

@@ -12,28 +12,35 @@
 
 namespace fp8attn::sm90 {
 
-/// One work tile, resolved: where its sequence lies and which KV blocks it visits.
+/// One work tile, resolved: where its sequence lies and which KV blocks it visits; I is the
+/// index type of the tile arithmetic and of its KV schedule.
 /// NOTE: 32-bit rows and offsets: TMA coordinates are 32-bit anyway, and every register counts
 /// in the consumers (ptxas -warn-spills).
-struct FwdTile {
+template <class I>
+struct BasicFwdTile {
   int32_t batch = 0, head = 0, head_kv = 0;
   int32_t m_block = 0, row0 = 0, rows = 0;  ///< rows: valid query rows of the tile (≤ BlockM)
   int32_t q_offset = 0, k_offset = 0;       ///< first row of the sequence in the packed tensors
   MaskParams mask{};
-  KvSchedule kv{};
+  BasicKvSchedule<I> kv{};
 };
+using FwdTile = BasicFwdTile<int64_t>;
 
 /// Tile `index` of the launch, or rows = 0 when that tile lies past its sequence's end (varlen).
 /// NOTE: the longest tiles go first: index 0.. walks query tiles from the last one down, so with a
 /// causal mask (and with varlen) the CTAs pick the heaviest work before the light tail, as
 /// FlashAttention-3's scheduler orders causal tiles.
-FP8ATTN_HOST_DEVICE FwdTile fwd_tile(const AttentionFwdParams& p, int64_t index, int block_m, int block_n) {
-  FwdTile t;
-  const int64_t per_m_block = static_cast<int64_t>(p.heads_q) * p.batch;
-  t.m_block = static_cast<int32_t>(p.m_blocks - 1 - index / per_m_block);
-  const int64_t rest = index % per_m_block;
-  t.head = static_cast<int32_t>(rest % p.heads_q);
-  t.batch = static_cast<int32_t>(rest / p.heads_q);
+/// NOTE: the producer resolves tiles in 32 bits (I = int32_t; the plan refuses more than
+/// INT32_MAX tiles): a 64-bit division is a subroutine whose registers it does not have at 24
+/// (fwd_config.hpp). The consumers keep 64 bits, where ptxas allocated them without spills.
+template <class I = int64_t>
+FP8ATTN_HOST_DEVICE BasicFwdTile<I> fwd_tile(const AttentionFwdParams& p, int64_t index, int block_m, int block_n) {
+  BasicFwdTile<I> t;
+  const I per_m_block = static_cast<I>(p.heads_q) * static_cast<I>(p.batch);
+  t.m_block = static_cast<int32_t>(p.m_blocks - 1 - static_cast<I>(index) / per_m_block);
+  const I rest = static_cast<I>(index) % per_m_block;
+  t.head = static_cast<int32_t>(rest % static_cast<I>(p.heads_q));
+  t.batch = static_cast<int32_t>(rest / static_cast<I>(p.heads_q));
   t.head_kv = t.head / (p.heads_q / p.heads_kv);
   int64_t seqlen_q = p.seqlen_q, seqlen_k = p.seqlen_k;
   if (p.cu_seqlens_q != nullptr) {
@@ -46,7 +53,7 @@ FP8ATTN_HOST_DEVICE FwdTile fwd_tile(const AttentionFwdParams& p, int64_t index,
   const int64_t left = seqlen_q - t.row0;
   t.rows = static_cast<int32_t>(left <= 0 ? 0 : (left < block_m ? left : block_m));
   t.mask = MaskParams{p.causal, p.window_left, p.window_right, seqlen_q, seqlen_k};
-  if (t.rows > 0) t.kv = make_kv_schedule(t.mask, t.row0, t.row0 + t.rows, block_n, p.sink_tokens, p.reverse_kv);
+  if (t.rows > 0) t.kv = make_kv_schedule<I>(t.mask, t.row0, t.row0 + t.rows, block_n, p.sink_tokens, p.reverse_kv);
   return t;
 }
 

@@ -177,7 +177,11 @@ sm90::FwdLaunch plan_attention_fwd(const AttentionConfig& c, const AttentionProb
   a.heads_q = c.num_heads_q;
   a.heads_kv = c.num_heads_kv;
   a.m_blocks = static_cast<int32_t>((p.max_seqlen_q + c.tile.block_m - 1) / c.tile.block_m);
-  a.num_tiles = static_cast<int64_t>(a.m_blocks) * a.heads_q * a.batch;
+  const int64_t num_tiles = static_cast<int64_t>(a.m_blocks) * a.heads_q * a.batch;
+  require(num_tiles <= INT32_MAX, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
+          "more than 2^31 - 1 query tiles (" + std::to_string(num_tiles) +
+              "): the Hopper kernel's tile scheduler counts in 32 bits");
+  a.num_tiles = static_cast<int32_t>(num_tiles);
   a.q_descale = view(p.q_descale);
   a.k_descale = view(p.k_descale);
   a.v_descale = view(p.v_descale);
@@ -187,8 +191,14 @@ sm90::FwdLaunch plan_attention_fwd(const AttentionConfig& c, const AttentionProb
   a.softmax_scale = c.softmax_scale;
   a.p_scale_log2 = static_cast<float>(c.p_scale_log2);
   a.causal = c.causal;
-  a.window_left = c.window_left;
-  a.window_right = c.window_right;
+  // NOTE: the producer walks keys in 32 bits (fwd_tile<int32_t>): below 2^29 rows the mask's
+  // diagonal ± a window clamped to Sq + Sk (the same mask: such a window already reaches past
+  // every key) stays inside int32.
+  require(rows_q < (int64_t{1} << 29) && rows_k < (int64_t{1} << 29), FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
+          "sequence tensors of 2^29 rows or more: the Hopper kernel's tile scheduler counts keys in 32 bits");
+  const int64_t reach = rows_q + rows_k;
+  a.window_left = c.window_left < 0 ? c.window_left : std::min<int64_t>(c.window_left, reach);
+  a.window_right = c.window_right < 0 ? c.window_right : std::min<int64_t>(c.window_right, reach);
   a.sink_tokens = c.sink_tokens;
   a.reverse_kv = c.kv_order == FP8ATTN_KV_ORDER_REVERSE;
   a.v_transposed = v_transposed;
