@@ -119,6 +119,15 @@ TEST(Fp8FwdEmu, SlidingWindows) {
   c.window_right = -1;
   c.name = "causal window 250";
   run_case(c);
+  // Windows wider than any sequence, with more queries than keys (a negative diagonal): the
+  // kernel's producer walks keys in 32 bits, where diagonal - INT32_MAX would overflow; the plan
+  // clamps such windows to Sq + Sk (the same mask).
+  c.shape = {1, 700, 500, 2, 1, 128};
+  c.causal = false;
+  c.window_left = INT32_MAX;
+  c.window_right = INT32_MAX;
+  c.name = "windows of INT32_MAX, Sq > Sk";
+  run_case(c);
 }
 
 /// Forward KV order, S_p = 1, the stabilized softmax and the accumulator model.

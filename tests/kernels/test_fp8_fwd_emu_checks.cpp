@@ -183,6 +183,18 @@ TEST(Fp8FwdEmuChecks, RefusesWhatTheKernelCannotRun) {
             FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND);
   EXPECT_NE(std::string(err.message).find("dim stride"), std::string::npos) << err.message;
   EXPECT_TRUE(p.outputs_poisoned());
+  // 2^29 query rows: the producer's 32-bit key arithmetic has no room (attention_fwd_plan.cpp);
+  // refused before any byte is read (the buffers are the small problem's).
+  fp8attn_attention_args long_q = p.args;
+  long_q.q.shape[1] = int64_t{1} << 29;
+  long_q.out.shape[1] = int64_t{1} << 29;
+  long_q.lse.shape[2] = int64_t{1} << 29;
+  for (fp8attn_tensor* t : {&long_q.q, &long_q.out}) t->stride[0] = t->shape[1] * t->stride[1];
+  long_q.lse.stride[1] = long_q.lse.shape[2], long_q.lse.stride[0] = long_q.lse.shape[1] * long_q.lse.shape[2];
+  EXPECT_EQ(fp8attn_attention_forward(plan, &long_q, workspace.data(), bytes, nullptr, &err),
+            FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND);
+  EXPECT_NE(std::string(err.message).find("2^29 rows"), std::string::npos) << err.message;
+  EXPECT_TRUE(p.outputs_poisoned());
   fp8attn_plan_destroy(plan);
   fp8attn_context_destroy(ctx);
 
