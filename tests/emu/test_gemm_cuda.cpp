@@ -8,6 +8,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/arch/tma_tensor_map_cuda.hpp"
@@ -22,6 +24,7 @@ void expect_close(GemmInput type, int m, int n, int k, uint64_t seed) {
   std::mt19937_64 rng(seed);
   const Operands o = make_operands(type, m, n, k, rng);
   const auto expect = reference_gemm(type, o, m, n, k);
+  const auto aligned = type == GemmInput::E4M3 ? aligned_fp8_gemm(o, m, n, k) : expect;
   uint8_t* a = fp8attn::testing::device_copy(o.a);
   uint8_t* b = fp8attn::testing::device_copy(o.b);
   std::vector<float> c(static_cast<size_t>(m) * n, std::nanf(""));  // poisoned
@@ -48,7 +51,7 @@ void expect_close(GemmInput type, int m, int n, int k, uint64_t seed) {
   // GPU and the reference may each differ from the exact sum by accumulation_error_bound
   // (gemm_test_support.hpp, derived from K and the model); their difference by twice that.
   const int chunk_k = type == GemmInput::BF16 ? 16 : 32;
-  int bit_equal = 0, outside = 0;
+  int bit_equal = 0, aligned_equal = 0, outside = 0;
   double worst = 0.0;
   for (int i = 0; i < m; ++i)
     for (int j = 0; j < n; ++j) {
@@ -59,10 +62,13 @@ void expect_close(GemmInput type, int m, int n, int k, uint64_t seed) {
       worst = std::max(worst, err / std::max(bound, 1e-300));
       outside += !(err <= bound);
       bit_equal += std::memcmp(&got, &want, 4) == 0;
+      aligned_equal += std::memcmp(&got, &aligned[static_cast<size_t>(i) * n + j], 4) == 0;
     }
   EXPECT_EQ(outside, 0);
-  std::printf("%s GEMM %dx%dx%d on the GPU: %d of %d outputs bit-equal to the reference, worst error %.3g of the bound (seed %llu)\n",
-              type == GemmInput::BF16 ? "bf16" : "e4m3", m, n, k, bit_equal, m * n, worst, static_cast<unsigned long long>(seed));
+  std::printf("%s GEMM %dx%dx%d on the GPU: %d of %d outputs bit-equal to the reference, worst error %.3g of the bound; "
+              "%d bit-equal to the aligned-addend hypothesis (aligned_fp8_gemm) (seed %llu)\n",
+              type == GemmInput::BF16 ? "bf16" : "e4m3", m, n, k, bit_equal, m * n, worst, aligned_equal,
+              static_cast<unsigned long long>(seed));
 }
 
 // The driver-side encoding: the project's validation runs first (no driver needed), then the
@@ -101,6 +107,97 @@ TEST(GemmCuda, MatchesTheReferenceOnRaggedShapes) {
   expect_close(GemmInput::E4M3, 200, 150, 300, 2);
   expect_close(GemmInput::E4M3, 512, 384, 1024, 6);
   expect_close(GemmInput::BF16, 130, 100, 90, 5);
+}
+
+/// One E4M3 GEMM on the GPU (B = ones, so C[i][j] = Σ_k A[i][k]); row i of A from rows[i].
+std::vector<float> gpu_row_sums(const std::vector<std::vector<float>>& rows, int k) {
+  const int m = static_cast<int>(rows.size()), n = 8;
+  Operands o;
+  o.lda = o.ldb = padded_ld(k, 1);
+  o.a.assign(static_cast<size_t>(m) * o.lda, 0);
+  o.b.assign(static_cast<size_t>(n) * o.ldb, num::float_to_e4m3(1.0f));
+  for (int i = 0; i < m; ++i)
+    for (size_t c = 0; c < rows[i].size(); ++c) {
+      o.a[static_cast<size_t>(i) * o.lda + c] = num::float_to_e4m3(rows[i][c]);
+      EXPECT_EQ(num::e4m3_to_float(num::float_to_e4m3(rows[i][c])), rows[i][c]) << "not an E4M3 value";
+    }
+  uint8_t* a = fp8attn::testing::device_copy(o.a);
+  uint8_t* b = fp8attn::testing::device_copy(o.b);
+  std::vector<float> c(static_cast<size_t>(m) * n, std::nanf(""));
+  float* dc = fp8attn::testing::device_copy(c);
+  sm90::GemmProblem p;
+  p.type = GemmInput::E4M3;
+  p.a = a, p.lda = o.lda, p.b = b, p.ldb = o.ldb, p.c = dc, p.ldc = n, p.m = m, p.n = n, p.k = k;
+  EXPECT_EQ(sm90::run_gemm_cuda(p, nullptr), "");
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(c.data(), dc, c.size() * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+  cudaFree(a), cudaFree(b), cudaFree(dc);
+  std::vector<float> sums(m);
+  for (int i = 0; i < m; ++i) sums[i] = c[static_cast<size_t>(i) * n];
+  return sums;
+}
+
+// How the FP8 tensor core adds: rows of one large product and small ones whose exact sums need
+// more than 13 bits below the large one, summed by the project's wgmma GEMM (K = 64: two
+// instructions; B = ones). Printed next to the exact sum and the engine's 13-bit chunk-sum model
+// (reference_gemm), to read the hardware's alignment off them (docs/gpu_run_h200.md). Checked: a
+// sum of small values alone is exact, and every sum is within one step of 2^(e_max − 13) per
+// addend of the exact sum (e_max: the largest addend's exponent), which any alignment of the
+// addends to that grid, truncated or rounded, meets and a wrong sum does not.
+TEST(GemmCuda, Fp8AccumulationProbe) {
+  std::string why;
+  if (!fp8attn::testing::hopper_present(&why)) GTEST_SKIP() << "needs an sm_90 GPU: " << why;
+  auto row = [](std::initializer_list<std::pair<int, float>> at) {
+    std::vector<float> r(64, 0.0f);
+    for (const auto& [i, x] : at) r[i] = x;
+    return r;
+  };
+  auto fill = [](std::vector<float> r, int from, int to, float x) {
+    for (int i = from; i < to; ++i) r[i] = x;
+    return r;
+  };
+  struct Probe {
+    const char* name;
+    std::vector<float> a;
+  };
+  const float t5 = 1.0f / 32, t6 = 1.0f / 64, t7 = 1.0f / 128, t9 = 1.0f / 512;
+  const std::vector<Probe> probes = {
+      {"32 x 2^-6 alone", fill(row({}), 0, 32, t6)},
+      {"256 then 31 x 2^-6", fill(row({{0, 256.0f}}), 1, 32, t6)},
+      {"31 x 2^-6 then 256", fill(row({{31, 256.0f}}), 0, 31, t6)},
+      {"256 then 31 x 2^-5", fill(row({{0, 256.0f}}), 1, 32, t5)},
+      {"128 then 31 x 2^-6", fill(row({{0, 128.0f}}), 1, 32, t6)},
+      {"256 then 31 x 1.5*2^-6", fill(row({{0, 256.0f}}), 1, 32, 1.5f * t6)},
+      {"256 then 31 x 1.5*2^-5", fill(row({{0, 256.0f}}), 1, 32, 1.5f * t5)},
+      {"256 then 31 x -2^-6", fill(row({{0, 256.0f}}), 1, 32, -t6)},
+      {"-256 then 31 x 2^-6", fill(row({{0, -256.0f}}), 1, 32, t6)},
+      {"256 then 31 x -1.5*2^-5", fill(row({{0, 256.0f}}), 1, 32, -1.5f * t5)},
+      {"256, next instruction 2^-7", row({{0, 256.0f}, {32, t7}})},
+      {"31 x 2^-6, next instruction 256", fill(row({{32, 256.0f}}), 0, 31, t6)},
+      {"448, -448, 30 x 2^-9", fill(row({{0, 448.0f}, {1, -448.0f}}), 2, 32, t9)},
+      {"2^-9 x 31 then 1", fill(row({{31, 1.0f}}), 0, 31, t9)},
+      {"1 then 31 x 2^-9, next instruction the same", fill(fill(row({{0, 1.0f}, {32, 1.0f}}), 1, 32, t9), 33, 64, t9)},
+  };
+  std::vector<std::vector<float>> rows;
+  for (const Probe& p : probes) rows.push_back(p.a);
+  const std::vector<float> got = gpu_row_sums(rows, 64);
+  Operands o;
+  o.lda = o.ldb = padded_ld(64, 1);
+  o.a.assign(rows.size() * o.lda, 0);
+  o.b.assign(o.ldb, num::float_to_e4m3(1.0f));
+  for (size_t i = 0; i < rows.size(); ++i)
+    for (int c = 0; c < 64; ++c) o.a[i * o.lda + c] = num::float_to_e4m3(rows[i][c]);
+  const std::vector<float> model = reference_gemm(GemmInput::E4M3, o, static_cast<int>(rows.size()), 1, 64);
+  for (size_t i = 0; i < probes.size(); ++i) {
+    double exact = 0.0, largest = 0.0;
+    int addends = 0;
+    for (float x : rows[i]) exact += x, largest = std::max<double>(largest, std::fabs(x)), addends += x != 0.0f;
+    const double step = std::ldexp(1.0, std::ilogb(largest) - 13);
+    std::printf("%-44s GPU %.9g (%a), exact %.9g, 13-bit chunk model %.9g\n", probes[i].name, got[i], got[i], exact,
+                model[i]);
+    EXPECT_LE(std::fabs(got[i] - exact), addends * step) << probes[i].name;
+  }
+  EXPECT_EQ(got[0], 0.5f) << "a sum of small values alone";
 }
 
 }  // namespace
