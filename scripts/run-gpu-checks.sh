@@ -5,7 +5,8 @@
 # graph capture, two streams), then the sm_90a static checks (the kernels and libfp8attn_cuda.so),
 # then the benchmark (tools/cuda_bench: FA3's grid against a cuBLASLt FP8 GEMM, its table in
 # bench-results/cuda_fa3_grid.md), and writes one report (every cuda test's output, verbose) to gpu-checks-report.txt. Without a GPU the `cuda` tests skip and say why; this script then fails,
-# so that it is never mistaken for a GPU run.
+# so that it is never mistaken for a GPU run. The GEMM tests leave their operands and the GPU's
+# outputs in gpu-dumps/ (FP8ATTN_GPU_DUMP_DIR), for fitting the tensor core's addition offline.
 # FP8ATTN_GPU_PREBUILT=DIR uses a CUDA build made on another machine with the same CUDA major
 # version (a GPU machine without a package registry or the time to compile): no install, no
 # build, and no static checks (they read the compiler's output and ran where DIR was built).
@@ -30,6 +31,10 @@ fi
   echo "nvcc: $(command -v nvcc >/dev/null && nvcc --version | tail -1 || echo 'not found')"
 } | tee "$report"
 status=0
+# The GPU's GEMM outputs with their operands, for fitting models of the FP8 tensor core's addition
+# without a GPU (tests/emu/test_gemm_cuda.cpp, docs/gpu_run_h200.md).
+export FP8ATTN_GPU_DUMP_DIR="$PWD/gpu-dumps"
+mkdir -p "$FP8ATTN_GPU_DUMP_DIR"
 ctest --test-dir "$build" --no-tests=error -V --timeout "$timeout" -L cuda 2>&1 | tee -a "$report" || status=1
 ctest --test-dir "$build" --no-tests=error --output-on-failure --timeout "$timeout" -R "$others" 2>&1 | tee -a "$report" || status=1
 echo "== benchmark (tools/cuda_bench/fa3_grid_bench.cpp)" | tee -a "$report"

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,6 +20,26 @@
 
 namespace fp8attn::test {
 namespace {
+
+/// With FP8ATTN_GPU_DUMP_DIR set, writes the operands (raw elements, rows of lda/ldb) and the
+/// GPU's C (floats, row-major m × n) there, so that models of the tensor core's addition can be
+/// fitted without a GPU (docs/gpu_run_h200.md). Names: gemm_<type>_<m>x<n>x<k>_lda<lda>_ldb<ldb>.{a,b,c}.
+void dump_for_fitting(GemmInput type, const Operands& o, const std::vector<float>& c, int m, int n, int k, uint64_t seed) {
+  const char* dir = std::getenv("FP8ATTN_GPU_DUMP_DIR");
+  if (dir == nullptr || *dir == '\0') return;
+  const std::string stem = std::string(dir) + "/gemm_" + (type == GemmInput::BF16 ? "bf16_" : "e4m3_") +
+                           std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + "_lda" +
+                           std::to_string(o.lda) + "_ldb" + std::to_string(o.ldb) + "_seed" + std::to_string(seed);
+  auto write = [](const std::string& path, const void* data, size_t bytes) {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr) << path;
+    EXPECT_EQ(std::fwrite(data, 1, bytes, f), bytes) << path;
+    std::fclose(f);
+  };
+  write(stem + ".a", o.a.data(), o.a.size());
+  write(stem + ".b", o.b.data(), o.b.size());
+  write(stem + ".c", c.data(), c.size() * sizeof(float));
+}
 
 void expect_close(GemmInput type, int m, int n, int k, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -46,6 +67,7 @@ void expect_close(GemmInput type, int m, int n, int k, uint64_t seed) {
   cudaFree(a);
   cudaFree(b);
   cudaFree(dc);
+  dump_for_fitting(type, o, c, m, n, k, seed);
   // NOTE: the hardware's summation order inside an instruction is not documented, and its FP8
   // accumulator keeps 13 mantissa bits (a public measurement, modelled by the reference), so the
   // GPU and the reference may each differ from the exact sum by accumulation_error_bound
