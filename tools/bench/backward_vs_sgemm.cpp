@@ -61,7 +61,7 @@ BENCHMARK(BM_backward)
 BENCHMARK(BM_forward)->Args({128, 2048, 0})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
+  fp8attn::bench::initialize_interleaved(&argc, argv);
   fp8attn::bench::SgemmRatioReporter reporter(
       {"BM_backward", "BM_forward"},
       "(BM_backward|BM_forward/<head_dim>/<seqlen>/<causal>, 2 heads, BF16; the backward's GFLOP/s count 2.5× the "

@@ -37,7 +37,7 @@ BENCHMARK(BM_engine)
     ->UseRealTime();
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
+  fp8attn::bench::initialize_interleaved(&argc, argv);
   fp8attn::bench::SgemmRatioReporter reporter(
       {"BM_engine"}, "(BM_engine/<head_dim>/<seqlen>/<dtype 5=E4M3, 3=BF16>/<causal>; 4 heads, batch 1)");
   benchmark::RunSpecifiedBenchmarks(&reporter);

@@ -19,6 +19,24 @@
 
 namespace fp8attn::bench {
 
+/// benchmark::Initialize with the repetitions of all benchmarks interleaved at random unless the
+/// command line says otherwise (--benchmark_enable_random_interleaving=false).
+/// NOTE: on a shared machine the load moves by tens of percent within minutes; run one after the
+/// other, sgemm's repetitions and the engine's saw different loads (a ratio of 0.87 in one run,
+/// 0.53 interleaved a minute later on the same build), so the ceiling is measured among them.
+inline void initialize_interleaved(int* argc, char** argv) {
+  static char interleave[] = "--benchmark_enable_random_interleaving=true";
+  static std::vector<char*> args;
+  args.assign(argv, argv + *argc);
+  bool given = false;
+  for (char* a : args) given = given || std::string(a).rfind("--benchmark_enable_random_interleaving", 0) == 0;
+  if (!given) args.insert(args.begin() + 1, interleave);
+  int n = static_cast<int>(args.size());
+  args.push_back(nullptr);
+  benchmark::Initialize(&n, args.data());
+  *argc = n;
+}
+
 /// One n × n × n sgemm per iteration; counter "FLOP/s".
 inline void BM_sgemm(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
