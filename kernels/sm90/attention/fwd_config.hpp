@@ -113,9 +113,9 @@ struct FwdConfig {
   // registers during the softmax); 24 + 2 x 240 fill the 384 threads' launch pool of 168 each
   // (register_budgets_fit: a producer at 32 hung the consumers' setmaxnreg.inc on an H200).
   // NOTE: with three consumers (head_dim 64, BlockM 192) FlashAttention-3's budget is 160, and
-  // 32 + 3 x 160 fill the 512 threads' pool of 128 each. BF16 (S 64 + O 32 + P 32 registers) fits without spills only in the
-  // serial schedule (kIntraWgOverlap above); E4M3 at BlockN 96 (S 48, O 32, P 12, the every-N fresh
-  // tile 32) fits overlapped.
+  // 32 + 3 x 160 fill the 512 threads' pool of 128 each. BF16 (S 64 + O 32 + P 32 registers)
+  // fits without spills only in the serial schedule (kIntraWgOverlap above); E4M3 at BlockN 96
+  // (S 48, O 32, P 12, the every-N fresh tile 32) fits overlapped.
   static_assert(kConsumers == 2 || kConsumers == 3, "register budgets for two or three consumer warpgroups");
   static constexpr uint32_t kProducerRegisters = kConsumers == 2 ? 24 : 32;
   static constexpr uint32_t kConsumerRegisters = kConsumers == 2 ? 240 : 160;
