@@ -1,13 +1,16 @@
 // Register budgets of warp-specialized kernels: the setmaxnreg instruction (PTX ISA 9.0,
 // sm_90a only).
 // The producer warpgroup lowers its per-thread register count, the consumers raise theirs.
-// On the emulator registers are host variables, so both are no-ops there (the count is still
-// checked at compile time).
+// On the emulator registers are host variables; it keeps the CTA's register pool instead
+// (kernels/emu/register_pool.cpp), so budgets over the launch pool deadlock there as on a GPU.
 #pragma once
 
 #include <cstdint>
 
 #include "kernels/arch/platform.hpp"
+#if !FP8ATTN_DEVICE_BUILD
+#include "kernels/emu/runtime.hpp"
+#endif
 
 namespace fp8attn::arch {
 
@@ -21,8 +24,8 @@ inline constexpr bool kValidRegisterCount = kRegisters >= 24 && kRegisters <= 25
 /// 65536 / threads rounded down to 8: 168 at 384 threads, 64512 in all), not the 65536 of the
 /// register file. Budgets that only fit the file (one producer at 32 + two consumers at 240 =
 /// 65536) hang the second consumer's setmaxnreg.inc on the GPU; seen on an H200, 2026-11-26.
-/// The emulator cannot see it (registers are host variables there), so it is checked here and,
-/// against ptxas' actual count, by tools/sm90_check_common.sh (check_register_pool).
+/// Checked here at compile time, by the emulator's register pool at run time, and against
+/// ptxas' actual count by tools/sm90_check_common.sh (check_register_pool).
 constexpr bool register_budgets_fit(uint32_t threads, uint32_t producer_registers, uint32_t consumer_warpgroups,
                                     uint32_t consumer_registers) {
   const uint32_t launch_registers = 65536 / threads / 8 * 8;
@@ -34,6 +37,8 @@ FP8ATTN_ARCH_FN void setmaxnreg_inc() {
   static_assert(kValidRegisterCount<kRegisters>, "setmaxnreg takes 24..256 in steps of 8");
 #if FP8ATTN_DEVICE_BUILD
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegisters));
+#else
+  emu::setmaxnreg(kRegisters, /*increase=*/true);
 #endif
 }
 
@@ -42,6 +47,8 @@ FP8ATTN_ARCH_FN void setmaxnreg_dec() {
   static_assert(kValidRegisterCount<kRegisters>, "setmaxnreg takes 24..256 in steps of 8");
 #if FP8ATTN_DEVICE_BUILD
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegisters));
+#else
+  emu::setmaxnreg(kRegisters, /*increase=*/false);
 #endif
 }
 

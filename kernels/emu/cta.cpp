@@ -1,5 +1,7 @@
 #include "kernels/emu/cta.hpp"
 
+#include <algorithm>
+
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -90,6 +92,11 @@ void Cta::run(Dim3 block_idx, const std::function<void()>& body) {
   mbarriers_.reset();
   collectives_.reset();
   wgmma_state_.reset();
+  // NOTE: the registers a CTA holds from its launch: what ptxas gives each thread of a kernel
+  // with __launch_bounds__(threads, 1) at most, 65536 / threads rounded down to 8 (168 at 384
+  // threads); setmaxnreg moves registers between threads within that pool (register_pool.cpp).
+  launch_registers_ = std::min(255u, 65536u / threads_) / 8 * 8;
+  free_registers_ = 0;
   for (unsigned t = 0; t < threads_; ++t) {
     Slot& slot = slots_[t];
     ThreadContext& c = slot.context;
@@ -107,6 +114,7 @@ void Cta::run(Dim3 block_idx, const std::function<void()>& body) {
     slot.state = State::Runnable;
     slot.started = slot.aborting = slot.spinning = false;
     slot.spin_count = 0;
+    slot.registers = launch_registers_;
     slot.wait = {};
     slot.fiber->reset(&Cta::fiber_main, &slot);
   }
@@ -305,6 +313,10 @@ std::string Cta::describe_wait(const WaitInfo& wait) const {
       return mbarriers_.describe(wait.mbarrier_offset, wait.parity);
     case WaitInfo::Kind::Collective:
       return collectives_.describe(wait.collective);
+    case WaitInfo::Kind::RegisterPool:
+      return "setmaxnreg.inc to " + std::to_string(wait.registers) + " registers per thread: the CTA's pool has " +
+             std::to_string(free_registers_) + " free (launched with " + std::to_string(launch_registers_) +
+             " per thread)";
     case WaitInfo::Kind::None:
       break;
   }

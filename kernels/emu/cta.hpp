@@ -24,9 +24,10 @@ namespace fp8attn::emu {
 
 // What a suspended thread waits for; the deadlock report reads the live state it points at.
 struct WaitInfo {
-  enum class Kind { None, NamedBarrier, Mbarrier, Collective };
+  enum class Kind { None, NamedBarrier, Mbarrier, Collective, RegisterPool };
   Kind kind = Kind::None;
   unsigned barrier_id = 0;
+  uint32_t registers = 0;  ///< RegisterPool: the registers per thread asked for
   size_t mbarrier_offset = 0;
   uint32_t parity = 0;
   CollectiveKey collective;
@@ -58,6 +59,11 @@ class Cta {
   CollectiveTable& collectives() { return collectives_; }
   // State of the CTA's pending wgmma groups (wgmma_async.cpp), dropped at each CTA start.
   std::shared_ptr<void>& wgmma_state() { return wgmma_state_; }
+  // The setmaxnreg register pool (register_pool.cpp): registers released by setmaxnreg.dec and
+  // not yet taken by .inc, and each thread's current count (launch_registers() at CTA start).
+  uint64_t& free_registers() { return free_registers_; }
+  uint32_t& thread_registers(unsigned tid) { return slots_[tid].registers; }
+  uint32_t launch_registers() const { return launch_registers_; }
 
   // Something other threads may be waiting on changed (spin loops are judged against this).
   void note_progress() { ++progress_; }
@@ -90,6 +96,7 @@ class Cta {
     bool spinning = false;
     uint64_t spin_stamp = 0;
     unsigned spin_count = 0;
+    uint32_t registers = 0;
     WaitInfo wait;
   };
   static void fiber_main(void* slot);
@@ -124,6 +131,8 @@ class Cta {
   MbarrierTable mbarriers_;
   CollectiveTable collectives_;
   std::shared_ptr<void> wgmma_state_;
+  uint64_t free_registers_ = 0;
+  uint32_t launch_registers_ = 0;
 
   friend void record_fiber_failure(Cta& cta, const std::string& message);
 };

@@ -123,6 +123,11 @@ void mbarrier_complete_tx(uint64_t* mbar, uint32_t bytes);
 // versions of primitives that detect a use the PTX ISA leaves undefined.
 [[noreturn]] void fail_in_kernel(const std::string& message);
 
+// setmaxnreg.dec (increase = false) or .inc to `registers` per thread, against the CTA's register
+// pool (register_pool.cpp): .inc waits while the pool has too few, and never getting them is a
+// deadlock, reported as such.
+void setmaxnreg(uint32_t registers, bool increase);
+
 // Lets other fibers run (spin-wait loops). A fiber that keeps yielding while nothing else in the
 // CTA changes is part of a deadlock and gets reported as one.
 void yield();

@@ -217,6 +217,11 @@ struct Faulty : sm90::FwdConfig<128, sm90::PvPromotion::Off, false> {
   static constexpr bool kIntraWgOverlap = kOverlap;
 };
 
+/// Register budgets over the launch pool (the config's own static_assert sees the base values).
+struct OverBudget : sm90::FwdConfig<128, sm90::PvPromotion::Off, false> {
+  static constexpr uint32_t kProducerRegisters = 32;
+};
+
 template <class Cfg>
 std::string run_faulty(uint64_t schedule_seed, bool shuffle) {
   Problem p(fresh_seed());
@@ -255,6 +260,12 @@ TEST(Fp8FwdEmuChecks, SeededFailuresAreReported) {
   EXPECT_NE(early.find("A register"), std::string::npos) << early;
   const std::string serial = run_faulty<Faulty<sm90::FwdFault::RewritePBeforeWait, false>>(7, true);
   EXPECT_NE(serial.find("A register"), std::string::npos) << serial;
+  // The budgets that hung an H200: a producer at 32 next to two consumers at 240 need 65536
+  // registers, the 384 threads' launch pool holds 64512 (register_pool.cpp).
+  const std::string pool = run_faulty<OverBudget>(8, true);
+  std::printf("producer at 32 registers: %s\n", pool.c_str());
+  EXPECT_NE(pool.find("deadlock"), std::string::npos) << pool;
+  EXPECT_NE(pool.find("setmaxnreg.inc to 240"), std::string::npos) << pool;
 }
 
 }  // namespace
