@@ -87,46 +87,36 @@ inline std::vector<float> reference_gemm(GemmInput type, const Operands& o, int 
   return c;
 }
 
-/// How one hypothesis of the FP8 tensor core's addition aligns the addends of an instruction.
-/// The defaults are the best fit to an H200 so far (docs/gpu_run_h200.md: about 90 % of random
-/// GEMM outputs bit for bit; 13 bits from the products' own exponents gave 82 %, 12 or 14 bits
-/// 4-10 %, the accumulator added after the aligned products 0.3-5 %).
-struct AlignedAddition {
-  int bits = 13;                 ///< addends are cut to multiples of 2^(e − bits)
-  bool raw_exponent = true;      ///< e from the inputs' exponents (ea + eb, subnormals at −6), not the product's
-  bool with_accumulator = true;  ///< the accumulator is an addend of the alignment
-};
-
 /// The FP8 tensor core's addition as an H200 showed it (GemmCuda.Fp8AccumulationProbe,
 /// docs/gpu_run_h200.md): per instruction, every addend (the accumulator and each of the 32
-/// products) is cut toward zero to a multiple of 2^(e − 13), e the largest addend's exponent,
-/// and the cut addends are summed exactly. A hypothesis, checked against the GPU's random GEMMs
-/// (GemmCuda.MatchesTheReferenceOnRaggedShapes prints how many outputs it gets bit for bit); not
-/// the engine's model (reference_gemm's, kernels/arch/mma_order.hpp).
-inline std::vector<float> aligned_fp8_gemm(const Operands& o, int m, int n, int k, const AlignedAddition& h = {}) {
-  constexpr int kChunk = 32;
-  auto exponent = [](float x) { return std::max(std::ilogb(x), -6); };  // E4M3: subnormals at −6
+/// products) is cut toward zero to a multiple of 2^(e − 13), e the largest addend's exponent (a
+/// product's from its inputs' exponents, ea + eb, E4M3 subnormals at −6), and the cut addends
+/// are summed exactly. A hypothesis: about 90 % of the H200's random GEMM outputs bit for bit
+/// (GemmCuda.MatchesTheReferenceOnRaggedShapes prints the count); the variants measured there
+/// (the product's own exponent 82 %, 12 or 14 bits 4-10 %, the accumulator added after the
+/// aligned products 0.3-5 %) fit worse. Not the engine's model (reference_gemm, mma_order.hpp).
+inline std::vector<float> aligned_fp8_gemm(const Operands& o, int m, int n, int k) {
+  constexpr int kChunk = 32, kBits = 13;
+  auto exponent = [](float x) { return std::max(std::ilogb(x), -6); };
   std::vector<float> c(static_cast<size_t>(m) * n);
   for (int i = 0; i < m; ++i)
     for (int j = 0; j < n; ++j) {
       float acc = 0.0f;
       for (int k0 = 0; k0 < k; k0 += kChunk) {
-        double addends[kChunk + 1];
-        int count = 0, e = INT32_MIN;
-        if (h.with_accumulator && acc != 0.0f) e = std::ilogb(acc);
+        double addends[kChunk];
+        int count = 0, e = acc != 0.0f ? std::ilogb(acc) : INT32_MIN;
         for (int kk = k0; kk < std::min(k, k0 + kChunk); ++kk) {
           const float a = element(GemmInput::E4M3, o.a, static_cast<size_t>(i) * o.lda + kk);
           const float b = element(GemmInput::E4M3, o.b, static_cast<size_t>(j) * o.ldb + kk);
-          const double product = static_cast<double>(a) * b;
-          if (product == 0.0) continue;
-          addends[count++] = product;
-          e = std::max(e, h.raw_exponent ? exponent(a) + exponent(b) : std::ilogb(product));
+          if (a == 0.0f || b == 0.0f) continue;
+          addends[count++] = static_cast<double>(a) * b;
+          e = std::max(e, exponent(a) + exponent(b));
         }
         if (e == INT32_MIN) continue;
-        const double step = std::ldexp(1.0, e - h.bits);
-        double sum = h.with_accumulator ? std::trunc(acc / step) * step : 0.0;
+        const double step = std::ldexp(1.0, e - kBits);
+        double sum = std::trunc(acc / step) * step;
         for (int t = 0; t < count; ++t) sum += std::trunc(addends[t] / step) * step;
-        acc = h.with_accumulator ? static_cast<float>(sum) : acc + static_cast<float>(sum);
+        acc = static_cast<float>(sum);
       }
       c[static_cast<size_t>(i) * n + j] = acc;
     }
