@@ -8,7 +8,7 @@
 #include "kernels/sm90/mask.hpp"
 #include "kernels/sm90/softmax_math.hpp"
 #include "lib/attention/engine/row_softmax.hpp"
-#include "lib/attention/engine/tile_ops.hpp"
+#include "lib/attention/engine/panel_gemm.hpp"
 #include "lib/numerics/bfloat16.hpp"
 #include "lib/numerics/element_io.hpp"
 #include "lib/numerics/float8.hpp"
@@ -17,8 +17,8 @@ namespace fp8attn::engine {
 namespace {
 
 /// The tile's buffers, carved from the worker's scratch.
-// NOTE: K and V blocks are not here: they come decoded from the worker's KvBlockCache, K
-// transposed ([head_dim][block_n]) so that S vectorizes over keys.
+// NOTE: K and V blocks are not here: they come decoded from the worker's KvBlockCache, packed in
+// column panels for panel_gemm.
 struct TileBuffers {
   float* q;        // [block_m][head_dim]
   float* s;        // [block_m][block_n]      logits, then P cast to E4M3/BF16
@@ -71,29 +71,44 @@ const float* e4m3_table() {
   return table.v;
 }
 
-/// Loads element (b, row, head, e) of an input tensor as float.
-inline float load_input(const SeqTensor& t, int64_t b, int64_t row, int64_t head, int64_t e, const float* lut) {
-  const int64_t off = element_offset(t, b, row, head, e);
-  if (t.dtype == FP8ATTN_DTYPE_E4M3) return lut[static_cast<const uint8_t*>(t.data)[off]];
-  return num::bf16_to_float(static_cast<const uint16_t*>(t.data)[off]);
+/// Decodes n elements of an input tensor's row (element `offset` first, then dim_stride apart) to
+/// float, writing out[e·out_stride]. Decoding is exact: E4M3 and BF16 values are FP32 values.
+inline void decode_row(const SeqTensor& t, int64_t offset, int n, const float* lut, float* out, int out_stride) {
+  if (t.dtype == FP8ATTN_DTYPE_E4M3) {
+    const uint8_t* in = static_cast<const uint8_t*>(t.data) + offset;
+    for (int e = 0; e < n; ++e) out[e * out_stride] = lut[in[e * t.dim_stride]];
+  } else {
+    const uint16_t* in = static_cast<const uint16_t*>(t.data) + offset;
+    for (int e = 0; e < n; ++e) out[e * out_stride] = num::bf16_to_float(in[e * t.dim_stride]);
+  }
 }
 
-/// The decoded K (transposed) and V of one KV block of (batch, head_kv): from the worker's cache,
-/// decoding the block on first use. Decoding is exact (E4M3 and BF16 values are FP32 values).
+/// The decoded K and V of one KV block of (batch, head_kv), as panels for panel_gemm: from the
+/// worker's cache, decoding the block on first use.
+/// K: [block_n / 16][head_dim][16], panel p holding keys 16p..16p+15, zero past the block's last
+/// key (S's padding columns come out 0 and are never read). V: [head_dim_v / 16][block_n][16].
 void decoded_block(const AttentionConfig& c, const AttentionProblem& p, const SeqSpan& span, int64_t batch,
-                   int head_kv, const sm90::KeyBlock& block, KvBlockCache& kv, const float** kt, const float** v) {
+                   int head_kv, const sm90::KeyBlock& block, KvBlockCache& kv, const float** k_panels,
+                   const float** v_panels) {
   const int d = c.head_dim, dv = c.head_dim_v, bn = c.tile.block_n;
-  float* block_kt = kv.kt + block.index * d * bn;
+  float* block_k = kv.k + block.index * d * bn;
   float* block_v = kv.v + block.index * bn * dv;
-  *kt = block_kt;
-  *v = block_v;
+  *k_panels = block_k;
+  *v_panels = block_v;
   if (kv.ready[block.index]) return;
   const float* lut = e4m3_table();
   const int keys = static_cast<int>(block.key_end - block.key_begin);
   for (int j = 0; j < keys; ++j) {
     const int64_t key = span.k_offset + block.key_begin + j;
-    for (int e = 0; e < d; ++e) block_kt[e * bn + j] = load_input(p.k, batch, key, head_kv, e, lut);
-    for (int e = 0; e < dv; ++e) block_v[j * dv + e] = load_input(p.v, batch, key, head_kv, e, lut);
+    float* k_col = block_k + (j / kPanelWidth) * d * kPanelWidth + j % kPanelWidth;
+    decode_row(p.k, element_offset(p.k, batch, key, head_kv, 0), d, lut, k_col, kPanelWidth);
+    for (int e0 = 0; e0 < dv; e0 += kPanelWidth)
+      decode_row(p.v, element_offset(p.v, batch, key, head_kv, e0), kPanelWidth, lut,
+                 block_v + e0 * bn + j * kPanelWidth, 1);
+  }
+  for (int j = keys; j % kPanelWidth != 0; ++j) {
+    float* k_col = block_k + (j / kPanelWidth) * d * kPanelWidth + j % kPanelWidth;
+    for (int e = 0; e < d; ++e) k_col[e * kPanelWidth] = 0.0f;
   }
   kv.ready[block.index] = 1;
 }
@@ -138,7 +153,8 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
   const bool k_blocks = p.k_block_descale.present() || p.q_block_descale.present();
 
   for (int r = 0; r < rows; ++r)
-    for (int e = 0; e < d; ++e) t.q[r * d + e] = load_input(p.q, at.batch, span.q_offset + at.row_begin + r, at.head, e, lut);
+    decode_row(p.q, element_offset(p.q, at.batch, span.q_offset + at.row_begin + r, at.head, 0), d, lut,
+               t.q + r * d, 1);
   std::fill(t.o, t.o + static_cast<size_t>(rows) * dv, 0.0f);
   if (promote) std::fill(t.o_fresh, t.o_fresh + static_cast<size_t>(rows) * dv, 0.0f);
   std::fill(t.row_max, t.row_max + rows, sm90::kNegInf);
@@ -157,11 +173,12 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
     const int64_t key0 = block.key_begin;
     const int keys = static_cast<int>(block.key_end - block.key_begin);
 
-    const float *kt = nullptr, *v = nullptr;
-    decoded_block(c, p, span, at.batch, head_kv, block, kv, &kt, &v);
+    const float *k_panels = nullptr, *v_panels = nullptr;
+    decoded_block(c, p, span, at.batch, head_kv, block, kv, &k_panels, &v_panels);
 
-    // S = Q·Kᵀ
-    mm_qkt(t.q, kt, t.s, rows, keys, d, bn, bn, c.tile.mma_k_qk, c.mma_model);
+    // S = Q·Kᵀ, over the block's keys rounded up to whole panels
+    panel_gemm(t.q, d, k_panels, static_cast<int64_t>(d) * kPanelWidth, (keys + kPanelWidth - 1) / kPanelWidth, t.s, bn,
+               rows, d, c.tile.mma_k_qk, true, c.mma_model);
     if (k_blocks) {
       // Per-block descales fold into this block's logits, so the running max and the exp2 step
       // see one consistent scale across blocks.
@@ -219,7 +236,8 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
     }
 
     // O += P·V  (into the fresh tile when promotion is on)
-    mma_pv(t.s, v, pv_acc, rows, keys, dv, bn, c.tile.mma_k_pv, c.mma_model);
+    panel_gemm(t.s, bn, v_panels, static_cast<int64_t>(bn) * kPanelWidth, dv / kPanelWidth, pv_acc, dv, rows, keys,
+               c.tile.mma_k_pv, false, c.mma_model);
     // NOTE: two-level accumulation guards against the FP8 tensor core's accumulator keeping
     // fewer bits than FP32 (DESIGN §3): the fresh tile is added into O every N blocks.
     if (promote && ((step + 1) % promote_interval == 0 || step + 1 == schedule.count())) {

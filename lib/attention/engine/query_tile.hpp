@@ -39,8 +39,8 @@ struct TileTelemetry {
 /// tiles and the GQA heads of one KV group share one decode (issue 16: decoding K and V again for
 /// every query tile was 8% of the engine's time). Carved from the workspace by tile_engine.cpp.
 struct KvBlockCache {
-  float* kt = nullptr;        ///< [slots][head_dim][block_n]: each block's K, transposed
-  float* v = nullptr;         ///< [slots][block_n][head_dim_v]
+  float* k = nullptr;         ///< [slots][block_n / 16][head_dim][16]: each block's K in panels
+  float* v = nullptr;         ///< [slots][head_dim_v / 16][block_n][16] (panel_gemm.hpp)
   uint8_t* ready = nullptr;   ///< [slots]: 1 where the slot holds its block
   int64_t slots = 0;          ///< sm90::kv_descale_slots(max_seqlen_k, ...): one per KV block
   int64_t batch = -1;         ///< the (sequence, KV head) the ready slots belong to

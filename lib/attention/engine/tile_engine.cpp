@@ -21,7 +21,7 @@ size_t round_up(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
 /// One worker's share of the workspace: its tile scratch, then its KvBlockCache.
 struct WorkerLayout {
-  size_t scratch = 0, kt = 0, v = 0, ready = 0, stride = 0;
+  size_t scratch = 0, k = 0, v = 0, ready = 0, stride = 0;
   int64_t slots = 0;
 };
 
@@ -29,12 +29,12 @@ WorkerLayout worker_layout(const AttentionConfig& c, int64_t max_seqlen_k) {
   WorkerLayout l;
   l.slots = sm90::kv_descale_slots(max_seqlen_k, c.sink_tokens, c.tile.block_n);
   const size_t slot_floats = static_cast<size_t>(c.tile.block_n);
-  l.kt = round_up(query_tile_scratch_bytes(c));
-  const size_t kt_bytes =
+  l.k = round_up(query_tile_scratch_bytes(c));
+  const size_t k_bytes =
       checked_mul(checked_mul(static_cast<size_t>(l.slots), slot_floats * c.head_dim, "K cache"), sizeof(float), "K cache");
   const size_t v_bytes =
       checked_mul(checked_mul(static_cast<size_t>(l.slots), slot_floats * c.head_dim_v, "V cache"), sizeof(float), "V cache");
-  l.v = checked_add(l.kt, round_up(kt_bytes), "K cache");
+  l.v = checked_add(l.k, round_up(k_bytes), "K cache");
   l.ready = checked_add(l.v, round_up(v_bytes), "V cache");
   l.stride = checked_add(l.ready, round_up(static_cast<size_t>(l.slots)), "KV cache");
   return l;
@@ -73,7 +73,7 @@ void tile_engine_forward(const AttentionConfig& c, const AttentionProblem& p, Th
     telemetry[w] = TileTelemetry{};
     unsigned char* mine = base + layout.stride * static_cast<size_t>(w);
     // batch −1: the first tile a worker runs finds no (sequence, KV head) cached and clears `ready`.
-    caches[w] = KvBlockCache{reinterpret_cast<float*>(mine + layout.kt), reinterpret_cast<float*>(mine + layout.v),
+    caches[w] = KvBlockCache{reinterpret_cast<float*>(mine + layout.k), reinterpret_cast<float*>(mine + layout.v),
                              mine + layout.ready, layout.slots, -1, -1};
   }
   // Work items: (sequence, KV head, a run of `chunk` query tiles), numbered sequence-major; an

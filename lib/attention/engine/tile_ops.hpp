@@ -105,16 +105,4 @@ inline void gemm_in_mma_order(const float* a, int lda, const float* b, int ldb, 
   }
 }
 
-/// S = Q·Kᵀ: q [rows][head_dim], kt [head_dim][ld_kt] (K transposed), s [rows][ld_s].
-inline void mm_qkt(const float* q, const float* kt, float* s, int rows, int cols, int head_dim, int ld_kt, int ld_s,
-                   int mma_k, arch::MmaPrecisionModel model) {
-  gemm_in_mma_order(q, head_dim, kt, ld_kt, s, ld_s, rows, cols, head_dim, mma_k, true, model);
-}
-
-/// O += P·V: p [rows][ld_p] over the block's `keys`, v [keys][head_dim_v], o [rows][head_dim_v].
-inline void mma_pv(const float* p, const float* v, float* o, int rows, int keys, int head_dim_v, int ld_p, int mma_k,
-                   arch::MmaPrecisionModel model) {
-  gemm_in_mma_order(p, ld_p, v, head_dim_v, o, head_dim_v, rows, head_dim_v, keys, mma_k, false, model);
-}
-
 }  // namespace fp8attn::engine
