@@ -179,21 +179,17 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
     // S = Q·Kᵀ, over the block's keys rounded up to whole panels
     panel_gemm(t.q, d, k_panels, static_cast<int64_t>(d) * kPanelWidth, (keys + kPanelWidth - 1) / kPanelWidth, t.s, bn,
                rows, d, c.tile.mma_k_qk, true, c.mma_model);
-    if (k_blocks) {
-      // Per-block descales fold into this block's logits, so the running max and the exp2 step
-      // see one consistent scale across blocks.
-      const float f = q_block_descale * p.k_block_descale.at(at.batch, head_kv, block.index);
-      for (int r = 0; r < rows; ++r)
-        for (int j = 0; j < keys; ++j) t.s[static_cast<int64_t>(r) * bn + j] *= f;
-    }
-
-    // The online softmax of kernels/sm90/softmax_math.hpp in three passes over the rows, each a
-    // vectorized loop per row (row_softmax.hpp). NOTE: the row sums come in a pass of their own,
-    // two rows at a time: each quad partial is a chain of dependent additions in a fixed order,
-    // and two rows give the CPU twice as many independent chains.
+    // Per-block descales fold into this block's logits, so the running max and the exp2 step see
+    // one consistent scale across blocks.
+    const float block_factor = k_blocks ? q_block_descale * p.k_block_descale.at(at.batch, head_kv, block.index) : 1.0f;
     const bool full = sm90::block_fully_visible(mask, row0, row1, key0, key0 + keys);
-    for (int r = 0; r < rows; ++r) {
+
+    // The online softmax of kernels/sm90/softmax_math.hpp, row by row while the row is in L1
+    // (row_softmax.hpp's vectorized loops): logits → P̃ and the row's max and rescale factor.
+    auto p_tilde_of_row = [&](int r) {
       float* s = t.s + static_cast<int64_t>(r) * bn;
+      if (k_blocks)
+        for (int j = 0; j < keys; ++j) s[j] *= block_factor;
       if (!full) {
         const sm90::KeyRange vis = sm90::visible_keys(mask, row0 + r);
         for (int j = 0; j < keys; ++j)
@@ -209,17 +205,10 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
       t.rescale[r] = sm90::rescale_factor(old_max, new_max, scale_log2);
       t.row_max[r] = new_max;
       row_p_tilde(s, keys, scale_log2, sm90::max_scaled(new_max, scale_log2, p_scale_log2));
-    }
-    // NOTE: the row sum uses FP32 P̃, before the cast (FlashAttention-3), accumulated per quad
-    // thread in ascending column order (sm90::quad_partial_of_column).
-    for (int r = 0; r < rows; ++r)
       for (int q = 0; q < 4; ++q) t.row_sum[r * 4 + q] *= t.rescale[r];
-    int r2 = 0;
-    for (; r2 + 2 <= rows; r2 += 2)
-      accumulate_quad_partials_2rows(t.s + static_cast<int64_t>(r2) * bn, t.s + static_cast<int64_t>(r2 + 1) * bn,
-                                     keys, t.row_sum + r2 * 4, t.row_sum + (r2 + 1) * 4);
-    if (r2 < rows) accumulate_quad_partials(t.s + static_cast<int64_t>(r2) * bn, keys, t.row_sum + r2 * 4);
-    for (int r = 0; r < rows; ++r) {
+    };
+    // Then the cast of P̃ with its counts and O's rescale.
+    auto cast_row = [&](int r) {
       float* s = t.s + static_cast<int64_t>(r) * bn;
       if (fp8)
         row_cast_p<true>(s, keys, telemetry.p_positive, telemetry.p_underflow);
@@ -233,6 +222,23 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
         float* frow = t.o_fresh + static_cast<int64_t>(r) * dv;
         for (int e = 0; e < dv; ++e) frow[e] *= rescale;
       }
+    };
+    // NOTE: the row sum uses FP32 P̃, before the cast (FlashAttention-3), accumulated per quad
+    // thread in ascending column order (sm90::quad_partial_of_column). Rows go in pairs: each
+    // quad partial is a chain of dependent additions, and a pair fills one vector of chains.
+    int r = 0;
+    for (; r + 2 <= rows; r += 2) {
+      p_tilde_of_row(r);
+      p_tilde_of_row(r + 1);
+      accumulate_quad_partials_2rows(t.s + static_cast<int64_t>(r) * bn, t.s + static_cast<int64_t>(r + 1) * bn, keys,
+                                     t.row_sum + r * 4, t.row_sum + (r + 1) * 4);
+      cast_row(r);
+      cast_row(r + 1);
+    }
+    if (r < rows) {
+      p_tilde_of_row(r);
+      accumulate_quad_partials(t.s + static_cast<int64_t>(r) * bn, keys, t.row_sum + r * 4);
+      cast_row(r);
     }
 
     // O += P·V  (into the fresh tile when promotion is on)

@@ -77,40 +77,54 @@ inline void row_p_tilde(float* s, int n, float scale_log2, float subtrahend) {
   for (int j = 0; j < n; ++j) s[j] = sm90::p_tilde(s[j], scale_log2, subtrahend);
 }
 
+// Four floats, and eight: one vector of quad partials for one row, or for two.
+using QuadLanes = float __attribute__((vector_size(4 * sizeof(float))));
+using PairLanes = float __attribute__((vector_size(8 * sizeof(float))));
+
 /// partial[q] += P̃[j] for the columns j of quad partial q (sm90::quad_partial_of_column), in
 /// ascending j: the per-thread row sums of the kernel's D fragment.
+/// NOTE: vectorized over q. Of every 8 columns, quad partial q owns 2q and 2q + 1, so lane q adds
+/// the even column of its pair, then the odd one: the scalar order, four chains side by side.
 inline void accumulate_quad_partials(const float* p, int n, float* partial) {
-  float acc[4] = {partial[0], partial[1], partial[2], partial[3]};
+  QuadLanes acc;
+  std::memcpy(&acc, partial, sizeof acc);
   int j = 0;
-  for (; j + 8 <= n; j += 8)
-    for (int q = 0; q < 4; ++q) {
-      acc[q] += p[j + 2 * q];
-      acc[q] += p[j + 2 * q + 1];
-    }
-  for (; j < n; ++j) acc[sm90::quad_partial_of_column(j)] += p[j];
-  for (int q = 0; q < 4; ++q) partial[q] = acc[q];
+  for (; j + 8 <= n; j += 8) {
+    QuadLanes lo, hi;
+    std::memcpy(&lo, p + j, sizeof lo);
+    std::memcpy(&hi, p + j + 4, sizeof hi);
+    acc += __builtin_shufflevector(lo, hi, 0, 2, 4, 6);  // columns j + 2q
+    acc += __builtin_shufflevector(lo, hi, 1, 3, 5, 7);  // columns j + 2q + 1
+  }
+  std::memcpy(partial, &acc, sizeof acc);
+  for (; j < n; ++j) partial[sm90::quad_partial_of_column(j)] += p[j];
 }
 
 /// accumulate_quad_partials for two rows at once: the same additions in the same order per row,
-/// interleaved so that eight chains run side by side.
+/// eight chains in one vector. Lanes: row 0's q0, q1, row 1's q0, q1, row 0's q2, q3, row 1's
+/// q2, q3 (the order one in-lane shuffle of AVX gives).
 inline void accumulate_quad_partials_2rows(const float* p0, const float* p1, int n, float* partial0, float* partial1) {
-  float a0[4] = {partial0[0], partial0[1], partial0[2], partial0[3]};
-  float a1[4] = {partial1[0], partial1[1], partial1[2], partial1[3]};
+  PairLanes acc = {partial0[0], partial0[1], partial1[0], partial1[1],
+                   partial0[2], partial0[3], partial1[2], partial1[3]};
   int j = 0;
-  for (; j + 8 <= n; j += 8)
-    for (int q = 0; q < 4; ++q) {
-      a0[q] += p0[j + 2 * q];
-      a1[q] += p1[j + 2 * q];
-      a0[q] += p0[j + 2 * q + 1];
-      a1[q] += p1[j + 2 * q + 1];
-    }
-  for (; j < n; ++j) {
-    a0[sm90::quad_partial_of_column(j)] += p0[j];
-    a1[sm90::quad_partial_of_column(j)] += p1[j];
+  for (; j + 8 <= n; j += 8) {
+    PairLanes v0, v1;
+    std::memcpy(&v0, p0 + j, sizeof v0);
+    std::memcpy(&v1, p1 + j, sizeof v1);
+    acc += __builtin_shufflevector(v0, v1, 0, 2, 8, 10, 4, 6, 12, 14);  // columns j + 2q
+    acc += __builtin_shufflevector(v0, v1, 1, 3, 9, 11, 5, 7, 13, 15);  // columns j + 2q + 1
   }
-  for (int q = 0; q < 4; ++q) {
-    partial0[q] = a0[q];
-    partial1[q] = a1[q];
+  partial0[0] = acc[0];
+  partial0[1] = acc[1];
+  partial1[0] = acc[2];
+  partial1[1] = acc[3];
+  partial0[2] = acc[4];
+  partial0[3] = acc[5];
+  partial1[2] = acc[6];
+  partial1[3] = acc[7];
+  for (; j < n; ++j) {
+    partial0[sm90::quad_partial_of_column(j)] += p0[j];
+    partial1[sm90::quad_partial_of_column(j)] += p1[j];
   }
 }
 
