@@ -21,6 +21,7 @@
 #include <cstdint>
 
 #include "kernels/arch/mma_order.hpp"
+#include "lib/attention/engine/tile_ops.hpp"
 
 #if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512F__)
 #include <immintrin.h>
@@ -46,29 +47,6 @@ inline constexpr int kPanelRows = 8;
 inline constexpr int kPanelRows = 4;
 #endif
 
-/// acc[r][c] for R rows of A and the kPanelWidth columns of one panel, over one instruction of
-/// depth `depth`: acc = mma_chunk_accumulate(overwrite ? +0 : acc, Σ_k a[r][k]·panel[k][c]).
-template <int R>
-inline void panel_block_generic(const float* a, int64_t lda, const float* panel, int depth, float* acc, int64_t ldacc,
-                                bool overwrite, arch::MmaPrecisionModel model) {
-  float chunk[R][kPanelWidth];
-  for (int r = 0; r < R; ++r)
-    for (int c = 0; c < kPanelWidth; ++c) chunk[r][c] = 0.0f;
-  for (int k = 0; k < depth; ++k, panel += kPanelWidth) {
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const float a_rk = a[r * lda + k];
-#pragma GCC ivdep
-      for (int c = 0; c < kPanelWidth; ++c) chunk[r][c] = std::fma(a_rk, panel[c], chunk[r][c]);
-    }
-  }
-  for (int r = 0; r < R; ++r)
-    for (int c = 0; c < kPanelWidth; ++c) {
-      float& out = acc[r * ldacc + c];
-      out = arch::mma_chunk_accumulate(overwrite ? 0.0f : out, chunk[r][c], model);
-    }
-}
-
 #if FP8ATTN_PANEL_GEMM_AVX2
 /// arch::truncate_mantissa on eight lanes: the low 23 − bits mantissa bits cleared, except in
 /// NaN and ±inf lanes (exponent all ones), which keep every bit.
@@ -79,8 +57,8 @@ inline __m256 truncate_mantissa_x8(__m256 x, __m256i keep_mask) {
   return _mm256_castsi256_ps(_mm256_and_si256(u, _mm256_or_si256(keep_mask, special)));
 }
 
-/// panel_block_generic for AVX2 with intrinsics: GCC 12 spills a 6 × 16 block of the generic
-/// code, and 4 × 16 leaves the FMA units waiting on latency.
+/// panel_block for AVX2 with intrinsics: GCC 12 spills a 6 × 16 block of the generic code
+/// (tile_ops.hpp's chunk_block), and 4 × 16 leaves the FMA units waiting on latency.
 /// NOTE: always_inline and fully unrolled row loops: otherwise GCC 12 keeps lo and hi as arrays on
 /// the stack and stores every chunk sum after each FMA (measured: 0.3 of sgemm instead of 0.7).
 template <int R>
@@ -119,13 +97,16 @@ __attribute__((always_inline)) inline void panel_block_avx2(const float* a, int6
 }
 #endif
 
+/// acc[r][c] for R rows of A and the kPanelWidth columns of one panel, over one instruction of
+/// depth `depth`: acc = mma_chunk_accumulate(overwrite ? +0 : acc, Σ_k a[r][k]·panel[k][c]).
 template <int R>
 inline void panel_block(const float* a, int64_t lda, const float* panel, int depth, float* acc, int64_t ldacc,
                         bool overwrite, arch::MmaPrecisionModel model) {
 #if FP8ATTN_PANEL_GEMM_AVX2
   panel_block_avx2<R>(a, lda, panel, depth, acc, ldacc, overwrite, model);
 #else
-  panel_block_generic<R>(a, lda, panel, depth, acc, ldacc, overwrite, model);
+  // A panel is a B operand of row stride kPanelWidth: the backward's generic register block.
+  chunk_block<R, kPanelWidth>(a, lda, panel, kPanelWidth, 0, depth, acc, ldacc, overwrite, model);
 #endif
 }
 

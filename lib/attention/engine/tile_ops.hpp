@@ -1,5 +1,6 @@
-// The tile products of the CPU engine's backward (backward_tile.cpp; the forward's are
-// panel_gemm.hpp, over K and V packed in panels). They follow the emulated wgmma's documented order
+// The tile products of the CPU engine's backward (backward_tile.cpp), and the generic register
+// block (chunk_block) under the forward's products over K and V packed in panels (panel_gemm.hpp)
+// wherever those have no intrinsic block. They follow the emulated wgmma's documented order
 // (kernels/arch/mma_order.hpp): per instruction of depth K a chunk sum from +0 with k
 // ascending, then one add into the accumulator.
 //
