@@ -62,8 +62,9 @@ inline __m256 truncate_mantissa_x8(__m256 x, __m256i keep_mask) {
 /// NOTE: always_inline and fully unrolled row loops: otherwise GCC 12 keeps lo and hi as arrays on
 /// the stack and stores every chunk sum after each FMA (measured: 0.3 of sgemm instead of 0.7).
 template <int R>
-__attribute__((always_inline)) inline void panel_block_avx2(const float* a, int64_t lda, const float* panel, int depth, float* acc, int64_t ldacc,
-                             bool overwrite, arch::MmaPrecisionModel model) {
+__attribute__((always_inline)) inline void panel_block_avx2(const float* a, int64_t lda, const float* panel, int depth,
+                                                            float* acc, int64_t ldacc, bool overwrite,
+                                                            arch::MmaPrecisionModel model) {
   __m256 lo[R], hi[R];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
@@ -81,7 +82,8 @@ __attribute__((always_inline)) inline void panel_block_avx2(const float* a, int6
   }
   const int bits = model.chunk_mantissa_bits;
   const bool truncate = bits >= 0 && bits < arch::kFp32MantissaBits;
-  const __m256i keep = _mm256_set1_epi32(truncate ? static_cast<int>(~((1u << (arch::kFp32MantissaBits - bits)) - 1u)) : -1);
+  const uint32_t keep_bits = truncate ? ~((1u << (arch::kFp32MantissaBits - bits)) - 1u) : ~0u;
+  const __m256i keep = _mm256_set1_epi32(static_cast<int>(keep_bits));
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
     float* out = acc + r * ldacc;
