@@ -23,7 +23,8 @@ inline float bf16_to_float(uint16_t bits) { return std::bit_cast<float>(static_c
 inline float round_to_bf16(float x) {
   const uint32_t u = std::bit_cast<uint32_t>(x);
   const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
-  return std::bit_cast<float>((u & 0x7FFFFFFFu) > 0x7F800000u ? 0x7FFF0000u : rounded);
+  // NOTE: NaN tested as a float: AVX2 has no unsigned vector compare for the bits' test.
+  return std::bit_cast<float>(std::isnan(x) ? 0x7FFF0000u : rounded);
 }
 
 }  // namespace fp8attn::num

@@ -94,16 +94,21 @@ inline float e5m2_to_float(uint8_t bits) { return detail::fp8_to_float(bits, kE5
 inline float round_to_e4m3(float x) {
   const uint32_t u = std::bit_cast<uint32_t>(x);
   const uint32_t a = u & 0x7FFFFFFFu;
+  // NOTE: the range tests compare |x| as a float, not its bits as an unsigned integer: AVX2 has
+  // no unsigned vector compare (GCC emits two instructions for each), and the float order of
+  // non-negative values is the order of their bits. A NaN fails every float test, and the last
+  // select returns it unchanged.
+  const float abs_x = std::bit_cast<float>(a);
   const uint32_t normal = (a + 0x7FFFFu + ((a >> 20) & 1u)) & ~0xFFFFFu;
-  const bool below_normal = a < 0x3C800000u;  // |x| < 2⁻⁶
+  const bool below_normal = abs_x < 0.015625f;  // |x| < 2⁻⁶
   const float small = std::bit_cast<float>(below_normal ? a : 0u);
-  const uint32_t subnormal = std::bit_cast<uint32_t>((small + 24576.0f) - 24576.0f);
-  uint32_t magnitude = below_normal ? subnormal : normal;
-  // |x| ≥ 464 (±inf included) and values that round up past 448 saturate to 448 (0x43E00000).
-  magnitude = magnitude > 0x43E00000u ? 0x43E00000u : magnitude;
-  magnitude = a >= 0x43E80000u ? 0x43E00000u : magnitude;
-  const uint32_t bits = (u & 0x80000000u) | magnitude;
-  return std::bit_cast<float>(a > 0x7F800000u ? u : bits);  // NaN keeps its bits
+  const float subnormal = (small + 24576.0f) - 24576.0f;
+  float magnitude = below_normal ? subnormal : std::bit_cast<float>(normal);
+  // |x| ≥ 464 (±inf included) and values that round up past 448 saturate to 448.
+  magnitude = magnitude > 448.0f ? 448.0f : magnitude;
+  magnitude = abs_x >= 464.0f ? 448.0f : magnitude;
+  const uint32_t bits = (u & 0x80000000u) | std::bit_cast<uint32_t>(magnitude);
+  return std::isnan(x) ? x : std::bit_cast<float>(bits);  // NaN keeps its bits
 }
 
 /// E4M3 bits of x, computed on the FP32 bits with selects instead of branches, so that a bulk
