@@ -1,0 +1,118 @@
+// The CPU engine's two tile products alone, as the forward runs them, against OpenBLAS sgemm in
+// the same run: the ceiling of bench_engine_vs_sgemm's ratio. The engine cannot beat the rate of
+// its own products; its ratio to sgemm is at most this ratio times the products' share of its
+// time (the rest is the softmax between them, decoding and the epilogue).
+//
+// Per iteration, every core runs 4 query tiles of one 4096-key head: for each KV block,
+// S = Q·Kᵀ over K packed in panels, then O += P·V over V in panels (panel_gemm.hpp, the
+// accumulator model and the wgmma depth of the engine's config: 13 bits and K = 32 for E4M3,
+// FP32 and K = 16 for BF16), with the head's K and V blocks distinct in memory (2·4096·head_dim
+// floats, streamed from beyond L2 as in the engine). Q and P hold fresh random E4M3 values.
+// FLOPs: 2·BlockM·(keys rounded up to 16)·head_dim + 2·BlockM·keys·head_dim per block.
+//
+// NOTE: compiled for x86-64-v3 (CMakeLists.txt), so the products are the AVX2 build's intrinsic
+// block; main refuses to run on a CPU without AVX2 and FMA.
+#include <thread>
+
+#include "kernels/sm90/tile_config.hpp"
+#include "lib/attention/engine/panel_gemm.hpp"
+#include "include/fp8attn/fp8attn.h"
+#include "lib/numerics/float8.hpp"
+#include "tools/bench/sgemm_ratio.hpp"
+
+namespace {
+
+namespace engine = fp8attn::engine;
+
+constexpr int64_t kKeys = 4096;
+constexpr int kQueryTiles = 4;
+
+/// One core's buffers: a query tile, its P and accumulators, and the head's K and V panels.
+struct CoreWork {
+  int block_m, block_n, head_dim, mma_k_qk, mma_k_pv;
+  fp8attn::arch::MmaPrecisionModel model;
+  std::vector<float> q, p, s, o, k_panels, v_panels;
+
+  CoreWork(int d, bool fp8, unsigned seed) : head_dim(d) {
+    const auto tile = fp8attn::sm90::attention_tile(d, fp8, fp8attn::sm90::PvPromotion::Off);
+    block_m = tile.block_m;
+    block_n = tile.block_n;
+    mma_k_qk = tile.mma_k_qk;
+    mma_k_pv = tile.mma_k_pv;
+    if (fp8) model = fp8attn::arch::fp8_accumulator_model();
+    const int64_t blocks = (kKeys + block_n - 1) / block_n;
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> dist;
+    auto fill = [&](std::vector<float>& v, size_t n) {
+      v.resize(n);
+      for (float& x : v) x = fp8attn::num::round_to_e4m3(dist(rng));
+    };
+    fill(q, size_t(block_m) * d);
+    fill(p, size_t(block_m) * block_n);
+    fill(k_panels, size_t(blocks) * block_n * d);
+    fill(v_panels, size_t(blocks) * block_n * d);
+    s.assign(size_t(block_m) * block_n, 0.0f);
+    o.assign(size_t(block_m) * d, 0.0f);
+  }
+
+  /// kQueryTiles query tiles over every KV block; returns the FLOPs.
+  double run() {
+    const int64_t blocks = (kKeys + block_n - 1) / block_n;
+    double flops = 0;
+    for (int tile = 0; tile < kQueryTiles; ++tile)
+      for (int64_t b = 0; b < blocks; ++b) {
+        const int keys = static_cast<int>(std::min<int64_t>(block_n, kKeys - b * block_n));
+        const int panels = (keys + engine::kPanelWidth - 1) / engine::kPanelWidth;
+        const float* k = k_panels.data() + b * block_n * head_dim;
+        const float* v = v_panels.data() + b * block_n * head_dim;
+        engine::panel_gemm(q.data(), head_dim, k, int64_t(head_dim) * engine::kPanelWidth, panels, s.data(), block_n,
+                           block_m, head_dim, mma_k_qk, true, model);
+        engine::panel_gemm(p.data(), block_n, v, int64_t(block_n) * engine::kPanelWidth,
+                           head_dim / engine::kPanelWidth, o.data(), head_dim, block_m, keys, mma_k_pv, false, model);
+        flops += 2.0 * block_m * panels * engine::kPanelWidth * head_dim + 2.0 * block_m * keys * head_dim;
+      }
+    benchmark::DoNotOptimize(o.data());
+    benchmark::DoNotOptimize(s.data());
+    return flops;
+  }
+};
+
+/// The products on every core at once (one thread per core, each with its own head).
+void BM_tile_products(benchmark::State& state) {
+  const int head_dim = static_cast<int>(state.range(0));
+  const bool fp8 = state.range(1) == FP8ATTN_DTYPE_E4M3;
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<CoreWork> work;
+  for (unsigned c = 0; c < cores; ++c) work.emplace_back(head_dim, fp8, std::random_device{}());
+  double flops = 0;
+  for (auto _ : state) {
+    std::vector<double> done(cores);
+    std::vector<std::thread> threads;
+    for (unsigned c = 0; c < cores; ++c) threads.emplace_back([&, c] { done[c] = work[c].run(); });
+    for (auto& t : threads) t.join();
+    flops = 0;
+    for (double f : done) flops += f;
+  }
+  state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+}  // namespace
+
+BENCHMARK(fp8attn::bench::BM_sgemm)->Arg(2048)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_tile_products)
+    ->ArgsProduct({{64, 128, 256}, {FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_BF16}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+int main(int argc, char** argv) {
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
+    std::fprintf(stderr, "bench_tile_products_vs_sgemm: needs AVX2 and FMA (it is built for x86-64-v3)\n");
+    return 2;
+  }
+  fp8attn::bench::initialize_interleaved(&argc, argv);
+  fp8attn::bench::SgemmRatioReporter reporter(
+      {"BM_tile_products"}, "(BM_tile_products/<head_dim>/<dtype 5=E4M3, 3=BF16>; BlockM x 4096 keys x 4 tiles per core)");
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  return 0;
+}
