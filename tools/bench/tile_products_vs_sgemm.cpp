@@ -3,7 +3,7 @@
 // its own products; its ratio to sgemm is at most this ratio times the products' share of its
 // time (the rest is the softmax between them, decoding and the epilogue).
 //
-// Per iteration, every core runs 4 query tiles of one 4096-key head: for each KV block,
+// Per iteration, every core runs 16 query tiles of one 4096-key head: for each KV block,
 // S = Q·Kᵀ over K packed in panels, then O += P·V over V in panels (panel_gemm.hpp, the
 // accumulator model and the wgmma depth of the engine's config: 13 bits and K = 32 for E4M3,
 // FP32 and K = 16 for BF16), with the head's K and V blocks distinct in memory (2·4096·head_dim
@@ -25,7 +25,7 @@ namespace {
 namespace engine = fp8attn::engine;
 
 constexpr int64_t kKeys = 4096;
-constexpr int kQueryTiles = 4;
+constexpr int kQueryTiles = 16;
 
 /// One core's buffers: a query tile, its P and accumulators, and the head's K and V panels.
 struct CoreWork {
@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
   }
   fp8attn::bench::initialize_interleaved(&argc, argv);
   fp8attn::bench::SgemmRatioReporter reporter(
-      {"BM_tile_products"}, "(BM_tile_products/<head_dim>/<dtype 5=E4M3, 3=BF16>; BlockM x 4096 keys x 4 tiles per core)");
+      {"BM_tile_products"}, "(BM_tile_products/<head_dim>/<dtype 5=E4M3, 3=BF16>; BlockM x 4096 keys x 16 tiles per core)");
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   return 0;
