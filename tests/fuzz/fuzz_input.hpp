@@ -74,8 +74,10 @@ class Writer {
 };
 
 /// The sizes in elements that a tensor with this shape and these strides reaches, or −1 when the
-/// reach does not fit in int64 (the library must then refuse it) — computed independently of the
-/// library, so that a harness never hands it a descriptor beyond the memory it owns.
+/// largest element offset does not fit in int64 (the library must then refuse it) — computed
+/// independently of the library, so that a harness never hands it a descriptor beyond the memory
+/// it owns. An offset of exactly INT64_MAX is valid to the library, but its count is not an int64:
+/// the result saturates there (far beyond any harness's memory either way).
 inline int64_t reach_of(const fp8attn_tensor& t) {
   int64_t reach = 0;
   for (int i = 0; i < t.rank; ++i) {
@@ -87,7 +89,7 @@ inline int64_t reach_of(const fp8attn_tensor& t) {
     if (__builtin_mul_overflow(t.stride[i], t.shape[i] - 1, &step) || __builtin_add_overflow(reach, step, &reach))
       return -1;
   }
-  return reach + 1;
+  return reach == INT64_MAX ? INT64_MAX : reach + 1;
 }
 
 /// stride·extent for dense strides, saturating instead of overflowing (the library must then
