@@ -14,9 +14,9 @@
 // block; main refuses to run on a CPU without AVX2 and FMA.
 #include <thread>
 
+#include "include/fp8attn/fp8attn.h"
 #include "kernels/sm90/tile_config.hpp"
 #include "lib/attention/engine/panel_gemm.hpp"
-#include "include/fp8attn/fp8attn.h"
 #include "lib/numerics/float8.hpp"
 #include "tools/bench/sgemm_ratio.hpp"
 
@@ -30,6 +30,7 @@ constexpr int kQueryTiles = 16;
 /// One core's buffers: a query tile, its P and accumulators, and the head's K and V panels.
 struct CoreWork {
   int block_m, block_n, head_dim, mma_k_qk, mma_k_pv;
+  int64_t blocks;  ///< KV blocks of the head
   fp8attn::arch::MmaPrecisionModel model;
   std::vector<float> q, p, s, o, k_panels, v_panels;
 
@@ -40,7 +41,7 @@ struct CoreWork {
     mma_k_qk = tile.mma_k_qk;
     mma_k_pv = tile.mma_k_pv;
     if (fp8) model = fp8attn::arch::fp8_accumulator_model();
-    const int64_t blocks = (kKeys + block_n - 1) / block_n;
+    blocks = (kKeys + block_n - 1) / block_n;
     std::mt19937 rng(seed);
     std::normal_distribution<float> dist;
     auto fill = [&](std::vector<float>& v, size_t n) {
@@ -57,7 +58,6 @@ struct CoreWork {
 
   /// kQueryTiles query tiles over every KV block; returns the FLOPs.
   double run() {
-    const int64_t blocks = (kKeys + block_n - 1) / block_n;
     double flops = 0;
     for (int tile = 0; tile < kQueryTiles; ++tile)
       for (int64_t b = 0; b < blocks; ++b) {
