@@ -15,19 +15,14 @@
 #include <cstdint>
 
 #include "kernels/arch/barrier.hpp"
-#include "kernels/arch/cvt.hpp"
-#include "kernels/arch/mbarrier.hpp"
 #include "kernels/arch/thread_index.hpp"
-#include "kernels/arch/warp.hpp"
 #include "kernels/arch/wgmma.hpp"
 #include "kernels/sm90/attention/bwd_config.hpp"
 #include "kernels/sm90/attention/bwd_epilogue.hpp"
 #include "kernels/sm90/attention/bwd_mma.hpp"
 #include "kernels/sm90/attention/bwd_params.hpp"
 #include "kernels/sm90/attention/bwd_producer.hpp"
-#include "kernels/sm90/attention/bwd_scores.hpp"
-#include "kernels/sm90/gemm/gemm_pipeline.hpp"
-#include "kernels/sm90/mask.hpp"
+#include "kernels/sm90/attention/bwd_step.hpp"
 #include "kernels/sm90/softmax_math.hpp"
 
 namespace fp8attn::sm90 {
@@ -44,36 +39,14 @@ FP8ATTN_ARCH_FN void run_bwd_consumer(const AttentionBwdParams& p, BwdSharedStor
   const bool has_dq_part = static_cast<int>(consumer) < Cfg::kDqParts;
   const int dq_n0 = static_cast<int>(consumer) * Cfg::kDqPartN;
   const float scale_log2 = p.softmax_scale * kLog2e;  // the engine's scale_log2
-  int32_t* key_rows = smem.key_rows[128 * consumer + t];  // the rows that see the thread's two keys
-  store_key_rows(w.mask(p), w.key0 + key_lo, key_rows);
+  const int32_t* key_rows = store_consumer_key_rows(p, smem, w, consumer, t, key_lo);
   arch::WgmmaAccF32<Cfg::kHeadDim> dk, dv;
   fill_acc(dk, 0.0f);
   fill_acc(dv, 0.0f);
-  arch::mbarrier_wait_parity(&smem.kv_full, 0);
-  PipelineState<Cfg::kStages> st{0, 0};
-  for_each_visit<Cfg>(p, w, [&](int32_t head, int32_t row0, int32_t rows) {
-    arch::mbarrier_wait_parity(&smem.qdo_full[st.stage], st.phase);
-    arch::WgmmaAccF32<Cfg::kBlockM> s, dp;
-    // NOTE: scale-d is 0 on the first wgmma, but its asm reads the registers (the forward's note).
-    fill_acc(s, 0.0f);
-    fill_acc(dp, 0.0f);
-    // NOTE: Sᵀ and dPᵀ go out as two groups; P is computed while dPᵀ may still run, and D is
-    // loaded only after dPᵀ's wait (the wait is a compiler barrier to loads): with the LSE and D
-    // of all 16 columns live next to Sᵀ, dPᵀ, dK and dV, head_dim 128 spilled more.
-    arch::wgmma_fence();
-    mm_rows_by_rows<Cfg>(s, smem.k, key_base, smem.q[st.stage]);
-    arch::wgmma_commit_group();
-    mm_rows_by_rows<Cfg>(dp, smem.v, key_base, smem.dout[st.stage]);
-    arch::wgmma_commit_group();
-    const BwdStepMask mask = step_mask(key_rows, row0);
-    const int64_t first_row = w.row(p, row0) * p.heads_q + head;
-    arch::wgmma_wait_group<1>();
-    arch::wgmma_fence_operand(s);
-    recompute_p(s, mask, load_row_values(p.lse_log2 + first_row, p.heads_q, rows), scale_log2);
-    arch::wgmma_wait_group<0>();
-    arch::wgmma_fence_operand(dp);
+  for_each_step<Cfg>(p, smem, w, [&](int32_t head, int32_t row0, int32_t rows, uint32_t stage) {
     arch::WgmmaAFragment pf[Cfg::kBlockM / 16], dsf[Cfg::kBlockM / 16];
-    grad_scores(s, dp, mask, load_row_values(p.delta + first_row, p.heads_q, rows), pf, dsf);
+    score_fragments<Cfg, Cfg::kBlockM>(p, smem, stage, w, key_rows, key_base, 0, head, row0, rows, scale_log2, pf,
+                                       dsf);
 
     // dS of the last step may still be read by another warpgroup's dQ wgmma until all pass here.
     arch::named_barrier_sync(barrier_id(BwdBarrier::kDsFree), 128 * Cfg::kConsumers);
@@ -81,29 +54,16 @@ FP8ATTN_ARCH_FN void run_bwd_consumer(const AttentionBwdParams& p, BwdSharedStor
     arch::fence_proxy_async_shared_cta();  // generic-proxy writes, read by wgmma (async proxy)
 
     arch::wgmma_fence();
-    mma_over_rows<Cfg>(dv, pf, smem.dout[st.stage]);
-    mma_over_rows<Cfg>(dk, dsf, smem.q[st.stage]);
+    mma_over_rows<Cfg>(dv, pf, smem.dout[stage]);
+    mma_over_rows<Cfg>(dk, dsf, smem.q[stage]);
     arch::wgmma_commit_group();
 
     if (Cfg::kFault != BwdFault::DropDsReadyBarrier || consumer != 1)
       arch::named_barrier_sync(barrier_id(BwdBarrier::kDsReady), 128 * Cfg::kConsumers);
     // NOTE: dV and dK complete before dQ is issued, so Pᵀ and dSᵀ (32 registers) are dead while
     // dQ's 32 live: with the three in flight at once the head_dim 128 consumers spilled.
-    arch::wgmma_wait_group<0>();
-    arch::wgmma_fence_operand(dv);
-    arch::wgmma_fence_operand(dk);
-    if (leader) arch::mbarrier_arrive(&smem.qdo_empty[st.stage]);  // this stage's Q and dO are read
-    if (has_dq_part) {
-      arch::WgmmaAccF32<Cfg::kDqPartN> dq;
-      fill_acc(dq, 0.0f);
-      arch::wgmma_fence();
-      mm_dq<Cfg>(dq, smem.ds[0], smem.k, dq_n0);
-      arch::wgmma_commit_group();
-      arch::wgmma_wait_group<0>();
-      arch::wgmma_fence_operand(dq);
-      store_dq_share<Cfg>(p, w, dq, head, row0, rows, dq_n0);
-    }
-    st.advance();
+    finish_dkv_step(dv, dk, &smem.qdo_empty[stage], leader);
+    if (has_dq_part) dq_part<Cfg>(p, w, smem.ds[0], smem.k, head, row0, rows, dq_n0);
   });
   store_dk_dv<Cfg>(p, w, dk, dv, key_base);
 }

@@ -14,7 +14,6 @@
 #include <cstdint>
 
 #include "kernels/arch/barrier.hpp"
-#include "kernels/arch/mbarrier.hpp"
 #include "kernels/arch/thread_index.hpp"
 #include "kernels/arch/wgmma.hpp"
 #include "kernels/sm90/attention/bwd_config.hpp"
@@ -23,9 +22,7 @@
 #include "kernels/sm90/attention/bwd_mma.hpp"
 #include "kernels/sm90/attention/bwd_params.hpp"
 #include "kernels/sm90/attention/bwd_producer.hpp"
-#include "kernels/sm90/attention/bwd_scores.hpp"
-#include "kernels/sm90/gemm/gemm_pipeline.hpp"
-#include "kernels/sm90/mask.hpp"
+#include "kernels/sm90/attention/bwd_step.hpp"
 #include "kernels/sm90/softmax_math.hpp"
 
 namespace fp8attn::sm90 {
@@ -42,36 +39,15 @@ FP8ATTN_ARCH_FN void run_bwd_consumer_shared_keys(const AttentionBwdParams& p, B
   const int n0 = Cfg::kDkvCols * static_cast<int>(consumer);                   // first head-dim column of dK, dV
   const int32_t key_lo = static_cast<int32_t>(16 * (t / 32) + (t % 32) / 4);  // h = 0 row's key (of all 64)
   const float scale_log2 = p.softmax_scale * kLog2e;  // the engine's scale_log2
-  int32_t* key_rows = smem.key_rows[128 * consumer + t];  // the rows that see the thread's two keys
-  store_key_rows(w.mask(p), w.key0 + key_lo, key_rows);
+  const int32_t* key_rows = store_consumer_key_rows(p, smem, w, consumer, t, key_lo);
   arch::WgmmaAccF32<Cfg::kDkvCols> dk, dv;
   fill_acc(dk, 0.0f);
   fill_acc(dv, 0.0f);
-  arch::mbarrier_wait_parity(&smem.kv_full, 0);
-  PipelineState<Cfg::kStages> st{0, 0};
-  for_each_visit<Cfg>(p, w, [&](int32_t head, int32_t row0, int32_t rows) {
-    arch::mbarrier_wait_parity(&smem.qdo_full[st.stage], st.phase);
-    arch::WgmmaAccF32<Cfg::kQueryCols> s, dp;
-    // NOTE: scale-d is 0 on the first wgmma, but its asm reads the registers (the forward's note).
-    fill_acc(s, 0.0f);
-    fill_acc(dp, 0.0f);
-    arch::wgmma_fence();
-    mm_rows_by_rows<Cfg>(s, smem.k, 0, smem.q[st.stage], row_base);
-    arch::wgmma_commit_group();
-    mm_rows_by_rows<Cfg>(dp, smem.v, 0, smem.dout[st.stage], row_base);
-    arch::wgmma_commit_group();
-    // The warpgroup's columns are rows row0 + row_base.. of the sequence; past `rows` they are
-    // padding, outside every key's visible rows, and their LSE and D are not loaded.
-    const BwdStepMask mask = step_mask(key_rows, row0 + row_base);
-    const int64_t first_row = w.row(p, row0 + row_base) * p.heads_q + head;
-    const int32_t my_rows = rows - row_base;
-    arch::wgmma_wait_group<1>();
-    arch::wgmma_fence_operand(s);
-    recompute_p(s, mask, load_row_values(p.lse_log2 + first_row, p.heads_q, my_rows), scale_log2);
-    arch::wgmma_wait_group<0>();
-    arch::wgmma_fence_operand(dp);
+  for_each_step<Cfg>(p, smem, w, [&](int32_t head, int32_t row0, int32_t rows, uint32_t stage) {
+    // The warpgroup's columns of Sᵀ and dPᵀ are rows row0 + row_base.. of the sequence.
     arch::WgmmaAFragment pf[Cfg::kQueryCols / 16], dsf[Cfg::kQueryCols / 16];
-    grad_scores(s, dp, mask, load_row_values(p.delta + first_row, p.heads_q, my_rows), pf, dsf);
+    score_fragments<Cfg, Cfg::kQueryCols>(p, smem, stage, w, key_rows, 0, row_base, head, row0, rows, scale_log2,
+                                          pf, dsf);
 
     // The exchange tiles of the last step may still be read by another warpgroup's dV, dK or dQ
     // wgmma until all pass here.
@@ -82,30 +58,19 @@ FP8ATTN_ARCH_FN void run_bwd_consumer_shared_keys(const AttentionBwdParams& p, B
       arch::named_barrier_sync(barrier_id(BwdBarrier::kDsReady), 128 * Cfg::kConsumers);
 
     arch::wgmma_fence();
-    mma_over_rows_smem<Cfg>(dv, exchange_tile<Cfg>(smem.ds, BwdExchangeTile::Pt), smem.dout[st.stage], n0);
-    mma_over_rows_smem<Cfg>(dk, exchange_tile<Cfg>(smem.ds, BwdExchangeTile::DsT), smem.q[st.stage], n0);
+    mma_over_rows_smem<Cfg>(dv, exchange_tile<Cfg>(smem.ds, BwdExchangeTile::Pt), smem.dout[stage], n0);
+    mma_over_rows_smem<Cfg>(dk, exchange_tile<Cfg>(smem.ds, BwdExchangeTile::DsT), smem.q[stage], n0);
     arch::wgmma_commit_group();
     // NOTE: dV and dK complete before dQ is issued: dQ's part (32 registers) is then live next to
     // dK and dV (128) only, as in the key halves.
-    arch::wgmma_wait_group<0>();
-    arch::wgmma_fence_operand(dv);
-    arch::wgmma_fence_operand(dk);
-    if (leader) arch::mbarrier_arrive(&smem.qdo_empty[st.stage]);  // this stage's Q and dO are read
+    finish_dkv_step(dv, dk, &smem.qdo_empty[stage], leader);
     // NOTE: one 64-column part at a time, so that a part's accumulators (32) rather than the
     // half's (64) sit beside dK and dV.
     FP8ATTN_UNROLL
     for (int part = 0; part < Cfg::kDqPartsPerConsumer; ++part) {
       const int dq_n0 = (static_cast<int>(consumer) * Cfg::kDqPartsPerConsumer + part) * Cfg::kDqPartN;
-      arch::WgmmaAccF32<Cfg::kDqPartN> dq;
-      fill_acc(dq, 0.0f);
-      arch::wgmma_fence();
-      mm_dq<Cfg>(dq, exchange_tile<Cfg>(smem.ds, BwdExchangeTile::Ds), smem.k, dq_n0);
-      arch::wgmma_commit_group();
-      arch::wgmma_wait_group<0>();
-      arch::wgmma_fence_operand(dq);
-      store_dq_share<Cfg>(p, w, dq, head, row0, rows, dq_n0);
+      dq_part<Cfg>(p, w, exchange_tile<Cfg>(smem.ds, BwdExchangeTile::Ds), smem.k, head, row0, rows, dq_n0);
     }
-    st.advance();
   });
   store_dk_dv<Cfg>(p, w, dk, dv, 0, n0);
 }
