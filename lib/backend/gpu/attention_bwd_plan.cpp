@@ -86,37 +86,17 @@ sm90::BwdLaunch plan_attention_bwd(const AttentionConfig& c, const AttentionBack
 
   sm90::BwdArguments& a = l.args;
   a.out = static_cast<const uint16_t*>(p.out.data);
-  a.out_batch_stride = p.out.batch_stride;
-  a.out_seq_stride = p.out.seq_stride;
-  a.out_head_stride = p.out.head_stride;
+  copy_strides(p.out, a.out_batch_stride, a.out_seq_stride, a.out_head_stride);
   a.dout = static_cast<const uint16_t*>(bp.dout.data);
-  a.dout_batch_stride = bp.dout.batch_stride;
-  a.dout_seq_stride = bp.dout.seq_stride;
-  a.dout_head_stride = bp.dout.head_stride;
-  a.lse = static_cast<const float*>(p.lse.data);
-  a.lse_batch_stride = p.lse.batch_stride;
-  a.lse_seq_stride = p.lse.seq_stride;
-  a.lse_head_stride = p.lse.head_stride;
+  copy_strides(bp.dout, a.dout_batch_stride, a.dout_seq_stride, a.dout_head_stride);
   a.dq = bp.dq.data;
   a.dq_type = bp.dq.dtype == FP8ATTN_DTYPE_F32 ? sm90::BwdDqType::F32 : sm90::BwdDqType::BF16;
-  a.dq_batch_stride = bp.dq.batch_stride;
-  a.dq_seq_stride = bp.dq.seq_stride;
-  a.dq_head_stride = bp.dq.head_stride;
+  copy_strides(bp.dq, a.dq_batch_stride, a.dq_seq_stride, a.dq_head_stride);
   a.dk = static_cast<uint16_t*>(bp.dk.data);
-  a.dk_batch_stride = bp.dk.batch_stride;
-  a.dk_seq_stride = bp.dk.seq_stride;
-  a.dk_head_stride = bp.dk.head_stride;
+  copy_strides(bp.dk, a.dk_batch_stride, a.dk_seq_stride, a.dk_head_stride);
   a.dv = static_cast<uint16_t*>(bp.dv.data);
-  a.dv_batch_stride = bp.dv.batch_stride;
-  a.dv_seq_stride = bp.dv.seq_stride;
-  a.dv_head_stride = bp.dv.head_stride;
-  a.cu_seqlens_q = p.varlen ? p.cu_seqlens_q : nullptr;
-  a.cu_seqlens_k = p.varlen ? p.cu_seqlens_k : nullptr;
-  a.seqlen_q = p.padded_seqlen_q;
-  a.seqlen_k = p.padded_seqlen_k;
-  a.batch = static_cast<int32_t>(p.batch);
-  a.heads_q = c.num_heads_q;
-  a.heads_kv = c.num_heads_kv;
+  copy_strides(bp.dv, a.dv_batch_stride, a.dv_seq_stride, a.dv_head_stride);
+  copy_sequence_args(c, p, a);
   a.head_dim = c.head_dim;
   // NOTE: at least one: the kernels divide by it (a call whose sequences have no keys still runs the
   // dQ kernel, which stores dq = 0).

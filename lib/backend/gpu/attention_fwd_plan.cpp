@@ -161,21 +161,9 @@ sm90::FwdLaunch plan_attention_fwd(const AttentionConfig& c, const AttentionProb
                : p.out.dtype == FP8ATTN_DTYPE_E4M3 ? sm90::FwdOutput::E4M3
                                                    : sm90::FwdOutput::BF16;
   a.out_scale = p.out_scale;
-  a.out_batch_stride = p.out.batch_stride;
-  a.out_seq_stride = p.out.seq_stride;
-  a.out_head_stride = p.out.head_stride;
+  copy_strides(p.out, a.out_batch_stride, a.out_seq_stride, a.out_head_stride);
   a.out_dim_stride = p.out.dim_stride;
-  a.lse = static_cast<float*>(p.lse.data);
-  a.lse_batch_stride = p.lse.batch_stride;
-  a.lse_seq_stride = p.lse.seq_stride;
-  a.lse_head_stride = p.lse.head_stride;
-  a.cu_seqlens_q = p.varlen ? p.cu_seqlens_q : nullptr;
-  a.cu_seqlens_k = p.varlen ? p.cu_seqlens_k : nullptr;
-  a.seqlen_q = p.padded_seqlen_q;
-  a.seqlen_k = p.padded_seqlen_k;
-  a.batch = static_cast<int32_t>(p.batch);
-  a.heads_q = c.num_heads_q;
-  a.heads_kv = c.num_heads_kv;
+  copy_sequence_args(c, p, a);
   a.m_blocks = static_cast<int32_t>((p.max_seqlen_q + c.tile.block_m - 1) / c.tile.block_m);
   const int64_t num_tiles = static_cast<int64_t>(a.m_blocks) * a.heads_q * a.batch;
   require(num_tiles <= INT32_MAX, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,

@@ -1,10 +1,12 @@
 // The host plan of the Hopper attention forward, written once for every device runtime (the
 // CUDA runtime and the emulator): which kernel runs, the TMA tensor-map parameters of Q, K and
 // V, the launch geometry, the workspace carving and the kernel's arguments. Host arguments become
-// device parameters here, in one validating function (STYLE §7).
+// device parameters here, in one validating function (STYLE §7). The backward's plan
+// (attention_bwd_plan.cpp) shares its tensor maps and the argument copies below.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "kernels/sm90/attention/fwd_launch.hpp"
 #include "lib/attention/attention_config.hpp"
@@ -18,6 +20,29 @@ namespace fp8attn::gpu {
 arch::TensorMapSpec attention_tensor_map(const char* name, const SeqTensor& t, arch::TmaDataType type, int64_t rows,
                                          int64_t heads, int64_t batch, int head_dim, uint32_t box_dim, uint32_t box_rows,
                                          arch::Swizzle swizzle);
+
+/// A tensor's batch, seq and head strides (elements) into the three fields of a kernel argument.
+inline void copy_strides(const SeqTensor& t, int64_t& batch_stride, int64_t& seq_stride, int64_t& head_stride) {
+  batch_stride = t.batch_stride;
+  seq_stride = t.seq_stride;
+  head_stride = t.head_stride;
+}
+
+/// The kernel arguments the forward and the backward (sm90::FwdArguments, sm90::BwdArguments)
+/// take alike from a problem: the LSE and its strides, the sequences (cu_seqlens when packed, the
+/// padded lengths), the batch and the head counts.
+template <class KernelArgs>
+void copy_sequence_args(const AttentionConfig& c, const AttentionProblem& p, KernelArgs& a) {
+  a.lse = static_cast<decltype(a.lse)>(p.lse.data);
+  copy_strides(p.lse, a.lse_batch_stride, a.lse_seq_stride, a.lse_head_stride);
+  a.cu_seqlens_q = p.varlen ? p.cu_seqlens_q : nullptr;
+  a.cu_seqlens_k = p.varlen ? p.cu_seqlens_k : nullptr;
+  a.seqlen_q = p.padded_seqlen_q;
+  a.seqlen_k = p.padded_seqlen_k;
+  a.batch = static_cast<int32_t>(p.batch);
+  a.heads_q = c.num_heads_q;
+  a.heads_kv = c.num_heads_kv;
+}
 
 /// Workspace bytes of one forward call: the telemetry counters and amaxes (always: a call's
 /// amax_o or scale state runs the telemetry kernel whatever the plan says).
