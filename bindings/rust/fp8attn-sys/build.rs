@@ -93,4 +93,6 @@ fn main() {
     // For dependents' build scripts (DEP_FP8ATTN_LIB_DIR, DEP_FP8ATTN_INCLUDE).
     println!("cargo:lib_dir={libdir}");
     println!("cargo:include={includedir}");
+    // For this crate's layout test, which compiles the C layout probe against the same header.
+    println!("cargo:rustc-env=FP8ATTN_SYS_INCLUDE_DIR={includedir}");
 }
