@@ -5,7 +5,8 @@
 #   header, and run the Python (pytest, from the wheel `pip install ./bindings/python` makes of
 #   the installed library, in a fresh venv, pointed at the prefix by FP8ATTN_LIBRARY, then on
 #   the wheel's own copy), Rust
-#   (cargo test) and Go (go vet, go test under GODEBUG=cgocheck=1) tests against that prefix.
+#   (cargo test) and Go (go vet, go test under GODEBUG=cgocheck=1) tests against that prefix; their
+#   layout tests compile the C probe themselves, as a user's plain `cargo test` / `go test` does.
 # A missing toolchain is a failure, and so is a test runner that finds no tests.
 # Usage: scripts/test-bindings.sh [build dir, default build-bindings]
 set -euo pipefail
@@ -77,9 +78,14 @@ run_pytest() {
 FP8ATTN_LIBRARY=$libdir/libfp8attn.so run_pytest "with FP8ATTN_LIBRARY=$libdir/libfp8attn.so"
 run_pytest "with the wheel's own libfp8attn.so"
 
+# NOTE: Rust's and Go's layout tests run without FP8ATTN_LAYOUT_PROBE, as a user's plain `cargo
+# test` and `go test` do: each compiles the probe itself against the header that fp8attn.pc names.
+# FP8ATTN_LAYOUT_REQUIRED=1 makes a test that cannot build it fail instead of skipping.
 echo "-- Rust: cargo test against $pc"
 log=$dir/cargo-test.log
-(cd bindings/rust && cargo test --offline --target-dir "$dir/cargo-target" 2>&1) | tee "$log"
+(cd bindings/rust && env -u FP8ATTN_LAYOUT_PROBE FP8ATTN_LAYOUT_REQUIRED=1 \
+  cargo test --offline --target-dir "$dir/cargo-target" 2>&1) | tee "$log"
+grep -q '^test struct_layouts_match_the_c_probe \.\.\. ok$' "$log" || fail "the Rust layout test did not pass"
 ran=$(awk '/^test result: ok\./ {n += $4} END {print n + 0}' "$log")
 ((ran >= 12)) || fail "cargo ran only $ran tests"
 echo "cargo: $ran tests passed"
@@ -89,9 +95,11 @@ export GOPATH=$dir/gopath GOCACHE=$dir/gocache GOFLAGS=-mod=mod
 [[ -z "$(cd bindings/go && gofmt -l .)" ]] || fail "gofmt: $(cd bindings/go && gofmt -l .)"
 (cd bindings/go && go vet ./...)
 log=$dir/go-test.log
-(cd bindings/go && GODEBUG=cgocheck=1 go test -count=1 -v ./... 2>&1) | tee "$log"
+(cd bindings/go && env -u FP8ATTN_LAYOUT_PROBE FP8ATTN_LAYOUT_REQUIRED=1 GODEBUG=cgocheck=1 \
+  go test -count=1 -v ./... 2>&1) | tee "$log"
 ran=$(grep -c '^--- PASS' "$log" || true)
 grep -q '^--- FAIL' "$log" && fail "go test failed"
+grep -q '^--- PASS: TestLayoutMatchesTheCProbe' "$log" || fail "the Go layout test did not pass"
 ((ran >= 6)) || fail "go test ran only $ran tests"
 echo "go: $ran tests passed"
 
