@@ -5,7 +5,7 @@ Left: RMSE of O against the FP64 oracle vs the number of keys. Right: the error 
 accumulator adds on its own (RMSE against the same forward with a full FP32 accumulator).
 Each point is the mean over the CSV's seeds.
 
-Usage: plot_accumulator_study.py docs/accumulator_study.csv --out-dir docs
+Usage: plot_accumulator_study.py docs/results/accumulator_study.csv --out-dir docs/results
 """
 import argparse
 import csv

@@ -7,7 +7,7 @@
                             reverse order, one line per S_p
   p_collapse_summary.md     the tables of docs/p_collapse.md (excerpts of the CSV)
 
-Usage: plot_p_collapse.py docs/p_collapse.csv --out-dir docs
+Usage: plot_p_collapse.py docs/results/p_collapse.csv --out-dir docs/results
 """
 import argparse
 import csv

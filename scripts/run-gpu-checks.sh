@@ -32,7 +32,7 @@ fi
 } | tee "$report"
 status=0
 # The GPU's GEMM outputs with their operands, for fitting models of the FP8 tensor core's addition
-# without a GPU (tests/emu/test_gemm_cuda.cpp, docs/gpu_run_h200.md).
+# without a GPU (tests/emu/test_gemm_cuda.cpp, docs/gpu_runs/gpu_run_h200.md).
 export FP8ATTN_GPU_DUMP_DIR="$PWD/gpu-dumps"
 mkdir -p "$FP8ATTN_GPU_DUMP_DIR"
 ctest --test-dir "$build" --no-tests=error -V --timeout "$timeout" -L cuda 2>&1 | tee -a "$report" || status=1

@@ -28,7 +28,7 @@ inline constexpr int kFp32MantissaBits = 23;
 /// 1 sign + 8 exponent + 13 mantissa bits, the low 10 bits of the FP32 value truncated
 /// (SageAttention2's experiment: A = B = 0, scale-d = 1, D = 0x3F8003FF comes back 0x3F800000;
 /// DeepGEMM's maintainers say the same). "22" is the total width, not the mantissa.
-/// NOTE: a model from public measurements. An H200 (docs/gpu_run_h200.md) keeps 13 bits, but
+/// NOTE: a model from public measurements. An H200 (docs/gpu_runs/gpu_run_h200.md) keeps 13 bits, but
 /// per addend: it aligns the accumulator and each product of an instruction to the largest
 /// one's exponent and cuts each toward zero 13 bits below it before adding, so products far
 /// below the largest vanish even when the large ones cancel. This chunk-sum model gets 4-13 %

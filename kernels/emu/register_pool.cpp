@@ -2,7 +2,7 @@
 // (.inc) its threads' register count within the registers its CTA was launched with. .dec
 // returns registers to the CTA's pool; .inc takes them from it and waits while the pool has too
 // few. Budgets over the launch pool therefore make .inc wait forever: an H200 hung so
-// (docs/gpu_run_h200.md), and here it is reported as a deadlock that names the pool.
+// (docs/gpu_runs/gpu_run_h200.md), and here it is reported as a deadlock that names the pool.
 // NOTE: counted per thread; the hardware moves registers per warpgroup, which gives the same
 // totals. The launch count is the most ptxas can give (cta.cpp); tools/sm90_check_common.sh
 // checks the budgets against the count it actually gave.

@@ -52,7 +52,7 @@ FP8ATTN_HOST_DEVICE constexpr PvPromotion pv_promotion_of_interval(int interval)
 /// consumers also carry telemetry and per-block descales. Head_dim 64 has FlashAttention-3's three
 /// consumer warpgroups of 160 registers (BlockM 192) with a BlockN of 96: S 48, O 32, the every-N
 /// fresh tile 32 and the previous block's P 12 registers fit with the softmax overlapping P·V,
-/// where BlockN 160 spilled 28 to 640 bytes and 128 still 4 in the every-N kernel (README, kernel
+/// where BlockN 160 spilled 28 to 640 bytes and 128 still 4 in the every-N kernel (docs/kernels.md, the
 /// limits). Head_dim 256 takes a BlockN of 96 too (S 48 registers, not 64, next to O's 128).
 /// NOTE: FP8 head_dim 128 with every-N promotion has its own BlockN of 128: the overlapped
 /// consumers hold S (64 registers), the previous block's P (16), O (64) and the fresh tile (64)

@@ -88,7 +88,7 @@ inline std::vector<float> reference_gemm(GemmInput type, const Operands& o, int 
 }
 
 /// The FP8 tensor core's addition as an H200 showed it (GemmCuda.Fp8AccumulationProbe,
-/// docs/gpu_run_h200.md): per instruction, every addend (the accumulator and each of the 32
+/// docs/gpu_runs/gpu_run_h200.md): per instruction, every addend (the accumulator and each of the 32
 /// products) is cut toward zero to a multiple of 2^(e − 13), e the largest addend's exponent (a
 /// product's from its inputs' exponents, ea + eb, E4M3 subnormals at −6), and the cut addends
 /// are summed exactly. A hypothesis: about 90 % of the H200's random GEMM outputs bit for bit

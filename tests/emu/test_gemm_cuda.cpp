@@ -23,7 +23,7 @@ namespace {
 
 /// With FP8ATTN_GPU_DUMP_DIR set, writes the operands (raw elements, rows of lda/ldb) and the
 /// GPU's C (floats, row-major m × n) there, so that models of the tensor core's addition can be
-/// fitted without a GPU (docs/gpu_run_h200.md). Names: gemm_<type>_<m>x<n>x<k>_lda<lda>_ldb<ldb>.{a,b,c}.
+/// fitted without a GPU (docs/gpu_runs/gpu_run_h200.md). Names: gemm_<type>_<m>x<n>x<k>_lda<lda>_ldb<ldb>.{a,b,c}.
 void dump_for_fitting(GemmInput type, const Operands& o, const std::vector<float>& c, int m, int n, int k, uint64_t seed) {
   const char* dir = std::getenv("FP8ATTN_GPU_DUMP_DIR");
   if (dir == nullptr || *dir == '\0') return;
@@ -162,7 +162,7 @@ std::vector<float> gpu_row_sums(const std::vector<std::vector<float>>& rows, int
 // How the FP8 tensor core adds: rows of one large product and small ones whose exact sums need
 // more than 13 bits below the large one, summed by the project's wgmma GEMM (K = 64: two
 // instructions; B = ones). Printed next to the exact sum and the engine's 13-bit chunk-sum model
-// (reference_gemm), to read the hardware's alignment off them (docs/gpu_run_h200.md). Checked: a
+// (reference_gemm), to read the hardware's alignment off them (docs/gpu_runs/gpu_run_h200.md). Checked: a
 // sum of small values alone is exact, and every sum is within one step of 2^(e_max − 13) per
 // addend of the exact sum (e_max: the largest addend's exponent), which any alignment of the
 // addends to that grid, truncated or rounded, meets and a wrong sum does not.

@@ -2,7 +2,7 @@
 // the emulator (lib/backend/gpu/attention_bwd_plan.cpp), against the CPU engine. Not bit for bit:
 // the GPU's exp2 (ex2.approx, 2 ulp) is only modelled on the CPU, so dq, dk and dv must agree
 // within a relative L2 of 1e-2 (the engine's own error against the FP64 oracle is ≈ 2.5e-3; an
-// H200 gave 3.4e-5 to 2.0e-4, docs/gpu_run_h200.md). Deterministic mode must give the same bits
+// H200 gave 3.4e-5 to 2.0e-4, docs/gpu_runs/gpu_run_h200.md). Deterministic mode must give the same bits
 // on two runs.
 // Skips without an sm_90 device.
 #include <cuda_runtime_api.h>

@@ -2,7 +2,7 @@
 // same host plan as the emulator (lib/backend/gpu), against the CPU engine. Not bit for bit: ex2.approx, logf and
 // the tensor core's accumulator are only modelled on the CPU, so the outputs must agree within a
 // relative L2 of 1e-2 and the telemetry counts within 1% (an H200 gave 2.3e-3 to 7.0e-3 for E4M3,
-// 1.2e-5 to 4.2e-5 for BF16, and equal counts: docs/gpu_run_h200.md).
+// 1.2e-5 to 4.2e-5 for BF16, and equal counts: docs/gpu_runs/gpu_run_h200.md).
 // Skips without an sm_90 device.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -132,7 +132,7 @@ TEST(Fp8FwdCuda, HeadDim256EveryNCloseToTheEngine) {
 // The accumulator model (13 explicit mantissa bits per 32-product wgmma chunk, the engine's
 // default for E4M3) against the tensor core, for promotion off, every block, and S_p = 1: the
 // GPU's distance from the engine with 11..14-bit models and with full FP32 accumulation.
-// NOTE: what an H200 showed (docs/gpu_run_h200.md): the 13-bit model is no closer than FP32
+// NOTE: what an H200 showed (docs/gpu_runs/gpu_run_h200.md): the 13-bit model is no closer than FP32
 // (5.0e-3 vs 4.9e-3) while 11 and 12 bits are clearly farther, so the checks are that the
 // tensor core keeps more than 11 bits (d13 < d11) and that the model costs at most 10 % over
 // FP32. The ≈ 5e-3 left is specific to the E4M3 kernels (BF16: 4e-5): the tensor core aligns

@@ -1,6 +1,6 @@
 // The stabilized softmax's bias study, checked on fresh seeds (tools/stabilized_bias_study): BF16
 // rows whose every KV block has three tied maxima sharing one V row, V ~ N(−0.5, 1), dO ~ N(1, 1),
-// 20 draws of 1024 rows × 4 heads (81,920 rows). Measured (README, "The stabilized softmax's
+// 20 draws of 1024 rows × 4 heads (81,920 rows). Measured (docs/numerics.md, "The stabilized softmax's
 // bias"): with the standard softmax the engine's mean signed error of O is about +1.4e-7 with
 // z ≈ 10, of one sign opposite to V's mean, and the same bias shows in D = rowsum(dO∘O); with
 // the stabilized softmax the mean is consistent with zero (|z| ≈ 1). The bounds leave room for

@@ -2,7 +2,7 @@
 // dq_bias_trials.hpp), on fresh seeds: the bias study's tied-maximum BF16 inputs (three tied
 // maxima per KV block sharing one V row, V ~ N(−0.5, 1)), dO ~ N(1, 1) in BF16, the forward's O
 // stored in F32, dq in F32; 8 draws of 1024 rows × 4 heads = 32 independent (draw, head) clusters.
-// π_i is dQ_i's error projected on g_i = Σ_j P_ij·K_j in D's units (README, "The stabilized
+// π_i is dQ_i's error projected on g_i = Σ_j P_ij·K_j in D's units (docs/numerics.md, "The stabilized
 // softmax's bias"). Checked, per softmax variant:
 // - O's part of π (engine O against the exact O, same exact LSE) follows D's error with slope 1:
 //   measured 0.987 ± 0.043 (standard; its δD is small, 2.6e-4 sd per row) and 1.001 ± 0.001

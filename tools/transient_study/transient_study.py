@@ -133,7 +133,7 @@ def write_outputs(rows, table, out_dir, spike_step):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--library", default=os.environ.get("FP8ATTN_LIBRARY"), help="path of libfp8attn.so")
-    parser.add_argument("--out-dir", default="docs", type=pathlib.Path)
+    parser.add_argument("--out-dir", default="docs/results", type=pathlib.Path)
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--spike-step", type=int, default=100)

@@ -93,7 +93,7 @@ void check_attention_fwd_supported(const AttentionConfig& c) {
               "use 0");
   // NOTE: every-N promotion (N > 1) runs at every head dim: at 256, where O and a second O tile
   // would take 256 of a consumer thread's 240 registers, on the head-dim split tile (BlockM 64,
-  // two warpgroups per 64 rows, tile_config.hpp; README, kernel limits).
+  // two warpgroups per 64 rows, tile_config.hpp; docs/kernels.md, the limits).
 }
 
 namespace {
