@@ -73,24 +73,24 @@ echo
 if [ "$bad" -eq 0 ]; then pass "every kernel: its GMMA (QGMMA for E4M3, HGMMA for BF16) and UTMALDG in SASS, consumers at their budget ≤ 240 registers, budgets within the launch pool, shared memory ≤ 227 KB"; else fail "see above"; fi
 
 # The consumer main loop per KV block (one iteration of the innermost loop with GMMA and MUFU.EX2).
-printf "\n| kernel (input, head_dim, promotion, telemetry) | BlockN | GMMA | MUFU.EX2 | FMNMX | FFMA | SHFL | total | unconditional | floor | total / floor | LDL/STL | SHFL ≤ 4 | total ≤ 1.2 × floor |\n"
-printf "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+printf "\n| kernel (input, head_dim, promotion, telemetry) | tile | consumer WGs | GMMA N·K | GMMA | MUFU.EX2 | FMNMX | FFMA | SHFL | total | unconditional | floor | total / floor | LDL/STL | SHFL ≤ 4 | total ≤ 1.2 × floor |\n"
+printf "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
 bad=0
 met_shfl=0
 met_total=0
-while read -r name _ _ _ _ mma _ block_n; do
+while read -r name threads _ _ _ mma block_m block_n; do
   hd=$(echo "$name" | sed -E 's/FwdConfigILi([0-9]+).*/\1/')
   promo=$(echo "$name" | sed -E 's/.*PvPromotionE([0-9]).*/\1/')
   tel=$(echo "$name" | sed -E 's/.*ELb([01])E.*/\1/')
   input=E4M3; [ "$mma" = HGMMA ] && input=BF16
-  read -r iters gmma ex2 fmnmx ffma shfl total always lmem floor < <(python3 "$root/tools/sass_mainloop_counts.py" "$work/$name.sass" "$block_n")
+  read -r iters gmma ex2 fmnmx ffma shfl total always lmem floor nk < <(python3 "$root/tools/sass_mainloop_counts.py" "$work/$name.sass" "$block_n")
   ratio=$(awk -v t="$total" -v f="$floor" 'BEGIN { printf "%.2f", (f > 0 ? t / f : 0) }')
   shfl_ok=$(awk -v s="$shfl" 'BEGIN { print (s <= 4) ? "met" : "not met" }')
   total_ok=$(awk -v t="$total" -v f="$floor" 'BEGIN { print (t <= 1.2 * f) ? "met" : "not met" }')
   [ "$shfl_ok" = met ] && met_shfl=$((met_shfl + 1))
   [ "$total_ok" = met ] && met_total=$((met_total + 1))
-  printf "| %s, %s, %s, %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" "$input" "$hd" \
-    "$(echo off every-block every-N | cut -d' ' -f$((promo + 1)))" "$tel" "$block_n" "$gmma" "$ex2" "$fmnmx" "$ffma" \
+  printf "| %s, %s, %s, %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" "$input" "$hd" \
+    "$(echo off every-block every-N | cut -d' ' -f$((promo + 1)))" "$tel" "${block_m}x$block_n" "$((threads / 128 - 1))" "$nk" "$gmma" "$ex2" "$fmnmx" "$ffma" \
     "$shfl" "$total" "$always" "$floor" "$ratio" "$lmem" "$shfl_ok" "$total_ok"
   [ "$iters" -ge 1 ] || { echo "   $name: no consumer main loop (a backward branch over GMMA and MUFU.EX2) found"; bad=1; }
   [ "$lmem" -eq 0 ] || { echo "   $name: $lmem LDL/STL instructions (local memory)"; bad=1; }

@@ -3,11 +3,12 @@
 
 Usage: tools/sass_mainloop_counts.py KERNEL.sass BLOCK_N
 KERNEL.sass is one kernel's function body from `cuobjdump --dump-sass`. Prints one line:
-  blocks_per_iteration gmma ex2 fmnmx ffma shfl total unconditional ldl_stl_kernel floor
+  blocks_per_iteration gmma ex2 fmnmx ffma shfl total unconditional ldl_stl_kernel floor gmma_nk
 (the counts per KV block, from the main loop's body; ldl_stl_kernel over the whole kernel).
 `total` is every instruction of the body (NOP aside): an upper bound of one iteration's path.
 `unconditional` leaves out what a forward branch inside the body can skip (if/else regions, such
 as the code behind a kernel-parameter flag): a lower bound. The budgets are judged on `total`.
+`gmma_nk` sums N·K of the block's GMMA shapes (64xNxK): a warpgroup's tensor-core work per block.
 
 The main loop is the innermost backward branch whose body holds a GMMA and MUFU.EX2: the one
 that runs once per KV block in the steady state (the first block and the last are peeled around
@@ -21,6 +22,7 @@ import re
 import sys
 
 INSTRUCTION = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
+GMMA_SHAPE = re.compile(r"[QH]GMMA\.64x(\d+)x(\d+)")
 BRANCH = re.compile(r"\bBRA\b(?:\s+\S+)?\s+0x([0-9a-f]+)")
 
 
@@ -48,7 +50,7 @@ def main():
                 loops.append((first, i))
     ldl_stl = sum(opcode(t).startswith(("LDL", "STL")) for _, t in code)
     if not loops:
-        print(f"0 0 0 0 0 0 0 0 {ldl_stl} 0")
+        print(f"0 0 0 0 0 0 0 0 {ldl_stl} 0 0")
         return
     first, last = min(loops, key=lambda loop: loop[1] - loop[0])
     body = [opcode(t) for _, t in code[first:last + 1]]
@@ -77,7 +79,12 @@ def main():
         unconditional / blocks,
     ]
     floor = gmma + 3 * (block_n // 2)
-    print(blocks, " ".join(f"{c:g}" for c in counts), ldl_stl, f"{floor:g}")
+    nk = 0
+    for _, t in code[first:last + 1]:
+        m = GMMA_SHAPE.search(t)
+        if m:
+            nk += int(m.group(1)) * int(m.group(2))
+    print(blocks, " ".join(f"{c:g}" for c in counts), ldl_stl, f"{floor:g}", f"{nk / blocks:g}")
 
 
 if __name__ == "__main__":
