@@ -9,7 +9,12 @@
 #      budgets fit the launch pool (check_register_pool);
 #   3. dynamic shared memory ≤ 227 KB (from the kernels' own storage types);
 #   4. a table per kernel: registers, shared memory, and the counts of its GMMA, MUFU.EX2, SHFL and
-#      BAR in the consumers' main loop (first WARPGROUP.ARRIVE to last WARPGROUP.DEPBAR).
+#      BAR in the consumers' main loop (first WARPGROUP.ARRIVE to last WARPGROUP.DEPBAR);
+#   5. a table of the consumer main loop's SASS per KV block (tools/sass_mainloop_counts.py: GMMA,
+#      MUFU.EX2, FMNMX, FFMA, SHFL, all instructions of the loop body, and those no forward branch
+#      inside it can skip) against the floor of GMMA + one MUFU.EX2,
+#      FMNMX and FFMA per score; no LDL/STL anywhere (fails), and the budgets SHFL ≤ 4 and total ≤
+#      1.2 × floor printed as met / not met (not failing yet).
 # Exit 0 when every check passes, 1 when one fails, 77 when nvcc is not available.
 # Usage: tools/check_attention_sm90a.sh [work_dir [compile_dir]]
 # compile_dir: where the library build keeps its compile of the .cu (cmake/nvcc_ptxas_log.sh);
@@ -39,7 +44,7 @@ dump_sass "$cubin" "$sass"
 printf "\n| kernel (input, head_dim, promotion, telemetry) | threads | ptxas regs | consumer regs | smem (B) | GMMA | MUFU.EX2 | SHFL | BAR |\n"
 printf "|---|---|---|---|---|---|---|---|---|\n"
 bad=0
-while read -r name threads smem producer consumer mma; do
+while read -r name threads smem producer consumer mma _ _; do
   body="$work/$name.sass"
   awk -v pat="$name" '/Function :/ { on = index($0, pat) > 0; next } on' "$sass" >"$body"
   loop="$work/$name.loop.sass"
@@ -66,6 +71,34 @@ while read -r name threads smem producer consumer mma; do
 done <"$shapes"
 echo
 if [ "$bad" -eq 0 ]; then pass "every kernel: its GMMA (QGMMA for E4M3, HGMMA for BF16) and UTMALDG in SASS, consumers at their budget ≤ 240 registers, budgets within the launch pool, shared memory ≤ 227 KB"; else fail "see above"; fi
+
+# The consumer main loop per KV block (one iteration of the innermost loop with GMMA and MUFU.EX2).
+printf "\n| kernel (input, head_dim, promotion, telemetry) | tile | consumer WGs | GMMA N·K | GMMA | MUFU.EX2 | FMNMX | FFMA | SHFL | total | unconditional | floor | total / floor | LDL/STL | SHFL ≤ 4 | total ≤ 1.2 × floor |\n"
+printf "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+bad=0
+met_shfl=0
+met_total=0
+while read -r name threads _ _ _ mma block_m block_n; do
+  hd=$(echo "$name" | sed -E 's/FwdConfigILi([0-9]+).*/\1/')
+  promo=$(echo "$name" | sed -E 's/.*PvPromotionE([0-9]).*/\1/')
+  tel=$(echo "$name" | sed -E 's/.*ELb([01])E.*/\1/')
+  input=E4M3; [ "$mma" = HGMMA ] && input=BF16
+  read -r iters gmma ex2 fmnmx ffma shfl total always lmem floor nk < <(python3 "$root/tools/sass_mainloop_counts.py" "$work/$name.sass" "$block_n")
+  ratio=$(awk -v t="$total" -v f="$floor" 'BEGIN { printf "%.2f", (f > 0 ? t / f : 0) }')
+  shfl_ok=$(awk -v s="$shfl" 'BEGIN { print (s <= 4) ? "met" : "not met" }')
+  total_ok=$(awk -v t="$total" -v f="$floor" 'BEGIN { print (t <= 1.2 * f) ? "met" : "not met" }')
+  [ "$shfl_ok" = met ] && met_shfl=$((met_shfl + 1))
+  [ "$total_ok" = met ] && met_total=$((met_total + 1))
+  printf "| %s, %s, %s, %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" "$input" "$hd" \
+    "$(echo off every-block every-N | cut -d' ' -f$((promo + 1)))" "$tel" "${block_m}x$block_n" "$((threads / 128 - 1))" "$nk" "$gmma" "$ex2" "$fmnmx" "$ffma" \
+    "$shfl" "$total" "$always" "$floor" "$ratio" "$lmem" "$shfl_ok" "$total_ok"
+  [ "$iters" -ge 1 ] || { echo "   $name: no consumer main loop (a backward branch over GMMA and MUFU.EX2) found"; bad=1; }
+  [ "$lmem" -eq 0 ] || { echo "   $name: $lmem LDL/STL instructions (local memory)"; bad=1; }
+done <"$shapes"
+echo
+if [ "$bad" -eq 0 ]; then pass "every kernel: a consumer main loop found, counted per KV block; no LDL/STL (local memory)"; else fail "see above"; fi
+echo "budget SHFL ≤ 4 per KV block: met by $met_shfl of $expected kernels (not enforced yet)"
+echo "budget total ≤ 1.2 × (GMMA + MUFU.EX2 + FMNMX + FFMA floor) per KV block: met by $met_total of $expected kernels (not enforced yet)"
 
 if [ "$failures" -eq 0 ]; then echo "== all attention sm_90a static checks passed"; exit 0; fi
 echo "== $failures check(s) failed"

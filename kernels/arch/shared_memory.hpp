@@ -9,6 +9,10 @@
 
 #include "kernels/arch/platform.hpp"
 
+#if !FP8ATTN_DEVICE_BUILD
+#include <source_location>
+#endif
+
 namespace fp8attn::arch {
 
 #if FP8ATTN_DEVICE_BUILD
@@ -51,12 +55,20 @@ FP8ATTN_ARCH_FN uint32_t smem_address(const void* p) {
 #endif
 }
 
+// NOTE: the emulator build takes the caller's source location, so that the emulator can group the
+// lanes of one load or store instruction when it counts bank conflicts (kernels/emu/bank_conflicts.hpp).
+#if FP8ATTN_DEVICE_BUILD
+#define FP8ATTN_SMEM_SITE
+#else
+#define FP8ATTN_SMEM_SITE , const std::source_location& site = std::source_location::current()
+#endif
+
 template <class T>
-FP8ATTN_ARCH_FN T smem_load(const T* p) {
+FP8ATTN_ARCH_FN T smem_load(const T* p FP8ATTN_SMEM_SITE) {
 #if FP8ATTN_DEVICE_BUILD
   return *p;
 #else
-  emu::check_smem_access(p, sizeof(T), /*is_write=*/false);
+  emu::check_smem_access(p, sizeof(T), /*is_write=*/false, site);
   T value;
   std::memcpy(&value, p, sizeof(T));
   return value;
@@ -64,13 +76,15 @@ FP8ATTN_ARCH_FN T smem_load(const T* p) {
 }
 
 template <class T>
-FP8ATTN_ARCH_FN void smem_store(T* p, const T& value) {
+FP8ATTN_ARCH_FN void smem_store(T* p, const T& value FP8ATTN_SMEM_SITE) {
 #if FP8ATTN_DEVICE_BUILD
   *p = value;
 #else
-  emu::check_smem_access(p, sizeof(T), /*is_write=*/true);
+  emu::check_smem_access(p, sizeof(T), /*is_write=*/true, site);
   std::memcpy(p, &value, sizeof(T));
 #endif
 }
+
+#undef FP8ATTN_SMEM_SITE
 
 }  // namespace fp8attn::arch

@@ -87,6 +87,7 @@ void Cta::run(Dim3 block_idx, const std::function<void()>& body) {
       smem_[i + b] = static_cast<std::byte>(word >> (8 * b));
     }
   }
+  if (config_.smem_traffic != nullptr) traffic_.reset(threads_);
   if (config_.race_check) race_.reset(config_.dynamic_smem_bytes, threads_, config_.proxy_fence_check);
   named_barriers_.reset(threads_, config_.race_check ? race_.empty_clock() : VectorClock{});
   mbarriers_.reset();
@@ -140,6 +141,7 @@ void Cta::run(Dim3 block_idx, const std::function<void()>& body) {
     t_thread = nullptr;
   }
   if (failed_) abort_all();
+  if (!failed_ && config_.smem_traffic != nullptr) traffic_.flush_into(*config_.smem_traffic);
   t_cta = nullptr;
   if (failed_) throw KernelError(failure_);
 }

@@ -19,6 +19,7 @@
 #include "kernels/emu/named_barrier_table.hpp"
 #include "kernels/emu/race_check.hpp"
 #include "kernels/emu/runtime.hpp"
+#include "kernels/emu/smem_traffic.hpp"
 
 namespace fp8attn::emu {
 
@@ -54,6 +55,8 @@ class Cta {
   size_t smem_offset(const void* addr, size_t bytes, const char* what);
   RaceCheck* race() { return config_.race_check ? &race_ : nullptr; }
   void report_race(const RaceConflict& conflict);
+  // The wavefront recorder (smem_traffic.hpp), or null when the launch counts none.
+  SmemTrafficRecorder* traffic() { return config_.smem_traffic != nullptr ? &traffic_ : nullptr; }
   NamedBarrierTable& named_barriers() { return named_barriers_; }
   MbarrierTable& mbarriers() { return mbarriers_; }
   CollectiveTable& collectives() { return collectives_; }
@@ -127,6 +130,7 @@ class Cta {
 
   std::byte* smem_ = nullptr;
   RaceCheck race_;
+  SmemTrafficRecorder traffic_;
   NamedBarrierTable named_barriers_;
   MbarrierTable mbarriers_;
   CollectiveTable collectives_;

@@ -4,6 +4,7 @@
 #include <sstream>
 #include <string>
 
+#include "kernels/emu/cta.hpp"
 #include "kernels/emu/runtime.hpp"
 
 namespace fp8attn::emu {
@@ -51,6 +52,17 @@ void fragment_position(bool trans, int l, int h, int& r, int& c) {
   if (trans) std::swap(r, c);
 }
 
+/// The instruction's wavefronts, when the launch counts them (bank_conflicts.hpp).
+void count_wavefronts(std::span<void* const> lanes, int count) {
+  Cta& cta = current_cta();
+  SmemTrafficRecorder* traffic = cta.traffic();
+  if (traffic == nullptr) return;
+  uint32_t offsets[32] = {};
+  for (int l = 0; l < 8 * count; ++l)
+    offsets[l] = static_cast<uint32_t>(reinterpret_cast<std::byte*>(static_cast<LaneMatrixOp*>(lanes[l])->row) - cta.smem());
+  traffic->add(this_thread().warp, SmemPath::Matrix, matrix_access_wavefronts(offsets, count));
+}
+
 void check_count(int count, const char* what) {
   if (count != 1 && count != 2 && count != 4) throw KernelError(std::string(what) + ": count must be 1, 2 or 4");
 }
@@ -62,6 +74,7 @@ void ldmatrix(int count, bool trans, const void* row, uint32_t* regs) {
   check_row(count, row, false, "ldmatrix");
   LaneMatrixOp mine{const_cast<char*>(static_cast<const char*>(row)), regs};
   collective(Group::Warp, &mine, [count, trans](std::span<void* const> lanes) {
+    count_wavefronts(lanes, count);
     for (int l = 0; l < 32; ++l) {
       auto* lane = static_cast<LaneMatrixOp*>(lanes[l]);
       for (int j = 0; j < count; ++j) {
@@ -84,6 +97,7 @@ void stmatrix(int count, bool trans, void* row, const uint32_t* regs) {
   check_row(count, row, true, "stmatrix");
   LaneMatrixOp mine{static_cast<char*>(row), const_cast<uint32_t*>(regs)};
   collective(Group::Warp, &mine, [count, trans](std::span<void* const> lanes) {
+    count_wavefronts(lanes, count);
     for (int l = 0; l < 32; ++l) {
       const auto* lane = static_cast<LaneMatrixOp*>(lanes[l]);
       for (int j = 0; j < count; ++j)

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <source_location>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -18,6 +19,8 @@
 #include "kernels/arch/mma_order.hpp"
 
 namespace fp8attn::emu {
+
+struct SmemTraffic;  // bank_conflicts.hpp
 
 struct Dim3 {
   unsigned x = 1, y = 1, z = 1;
@@ -49,6 +52,9 @@ struct LaunchConfig {
   // mantissa bits). BF16 wgmmas always keep full FP32. A backend sets it from its plan, so that
   // concurrent launches can model different accumulators.
   std::optional<arch::MmaPrecisionModel> mma_model;
+  // Where the launch adds its shared-memory wavefronts (bank_conflicts.hpp: per warp and path,
+  // against their conflict-free minimum); null: nothing is counted (one pointer test per access).
+  SmemTraffic* smem_traffic = nullptr;
 };
 
 // Raised by launch() for any failure inside the kernel: deadlock, race, out-of-bounds shared
@@ -78,6 +84,9 @@ size_t dynamic_smem_size();
 // Bounds check (KernelError when [addr, addr+bytes) is not inside the CTA's shared memory) and,
 // with race_check on, the race-check record of a generic-proxy access by the calling thread.
 void check_smem_access(const void* addr, size_t bytes, bool is_write);
+// The same for a generic ld.shared / st.shared of the kernel at `site`, also counted as a lane of
+// that instruction when the launch counts wavefronts (LaunchConfig::smem_traffic).
+void check_smem_access(const void* addr, size_t bytes, bool is_write, const std::source_location& site);
 
 // An async-proxy access (TMA write, wgmma read) issued by the calling thread. It is performed by
 // the thread's async agent, which is ordered after everything the thread did before issuing it.

@@ -21,6 +21,15 @@ void check_smem_access(const void* addr, size_t bytes, bool is_write) {
   if (is_write) cta.note_progress();
 }
 
+void check_smem_access(const void* addr, size_t bytes, bool is_write, const std::source_location& site) {
+  check_smem_access(addr, bytes, is_write);
+  Cta& cta = current_cta();
+  if (SmemTrafficRecorder* traffic = cta.traffic()) {
+    const auto offset = static_cast<uint32_t>(static_cast<const std::byte*>(addr) - cta.smem());
+    traffic->generic(cta.current_thread(), offset, static_cast<uint32_t>(bytes), site);
+  }
+}
+
 void record_async_smem_access(const void* addr, size_t bytes, bool is_write,
                               const void* completing_mbarrier) {
   const AsyncSmemRange range{addr, bytes};

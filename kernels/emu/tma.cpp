@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/emu/cta.hpp"
 #include "kernels/emu/runtime.hpp"
 #include "kernels/emu/swizzle.hpp"
 
@@ -68,6 +69,11 @@ void for_each_box_element(const arch::TensorMapSpec& map, uint32_t smem_base, co
 void record_box(uint32_t smem_base, const arch::TensorMapSpec& map, bool is_write, const void* mbar) {
   auto* base = static_cast<char*>(dynamic_smem());
   const uint32_t bytes = arch::tma_box_bytes(map);
+  if (SmemTrafficRecorder* traffic = current_cta().traffic()) {
+    // Whole 128-byte lines (bank_conflicts.hpp): the box's bytes at one line per wavefront.
+    const uint64_t lines = (bytes + 127) / 128;
+    traffic->add(this_thread().warp, SmemPath::AsyncCopy, SmemWavefronts{1, lines, lines});
+  }
   if (bytes % 128 == 0 || map.swizzle == arch::Swizzle::None) {
     record_async_smem_access(base + smem_base, bytes, is_write, mbar);
     return;

@@ -60,12 +60,39 @@ const uint8_t* smem_bytes(uint32_t address, uint32_t bytes) {
   return static_cast<const uint8_t*>(dynamic_smem()) + address;
 }
 
+/// The operand's wavefronts when the launch counts them (bank_conflicts.hpp): one phase per core
+/// matrix of 8 rows x 16 bytes, on the warpgroup's first warp.
+void count_operand_wavefronts(const arch::WgmmaDescriptorFields& f, OperandMajor major, uint32_t e, int k_len, int rows) {
+  SmemTrafficRecorder* traffic = current_cta().traffic();
+  if (traffic == nullptr) return;
+  SmemWavefronts sum;
+  uint32_t offsets[32] = {};
+  if (major == OperandMajor::K) {
+    // K-major: rows r0..r0+7 of one 16-byte chunk of K.
+    for (int chunk = 0; chunk < 2; ++chunk)
+      for (int r0 = 0; r0 < rows; r0 += 8) {
+        for (int r = 0; r < 8; ++r) offsets[r] = wgmma_operand_address(f, major, e, r0 + r, chunk * (16 / e));
+        sum += warp_access_wavefronts(offsets, 0xffu, 16);
+      }
+  } else {
+    // MN-major: 16 bytes along MN (16 / e rows) at each of 8 consecutive k.
+    for (int k0 = 0; k0 < k_len; k0 += 8)
+      for (int r0 = 0; r0 < rows; r0 += static_cast<int>(16 / e)) {
+        for (int k = 0; k < 8; ++k) offsets[k] = wgmma_operand_address(f, major, e, r0, k0 + k);
+        sum += warp_access_wavefronts(offsets, 0xffu, 16);
+      }
+  }
+  sum.instructions = 1;
+  traffic->add(this_thread().warpgroup * 4, SmemPath::Tensor, sum);
+}
+
 /// Records the operand's shared-memory reads as async-proxy accesses of the calling thread
 /// (ordered for other threads by wait_group: PTX ISA 9.0 §9.7.15.7.3).
 void record_operand_reads(uint64_t desc, OperandMajor major, MmaInputType type, int rows) {
   const auto f = arch::decode_wgmma_descriptor(desc);
   const uint32_t e = mma_input_bytes(type);
   const int k_len = mma_instruction_k(type);
+  count_operand_wavefronts(f, major, e, k_len, rows);
   std::vector<AsyncSmemRange> ranges;
   if (major == OperandMajor::K) {
     // A row's K elements sit in two 16-byte chunks, each contiguous under every swizzle.
