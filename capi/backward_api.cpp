@@ -1,5 +1,7 @@
 // fp8attn_plan_backward_workspace_size and fp8attn_attention_backward: validate everything,
-// then hand the problem to the backend (only the CPU backend has a backward for now).
+// then hand the problem to the backend. The CPU engine and the GPU backends (CUDA, emulator:
+// the Hopper BF16 backward kernel) run it; the reference backend refuses it
+// (FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND).
 #include <chrono>
 
 #include "capi/abi_guard.hpp"
@@ -15,7 +17,7 @@ using fp8attn::capi::read_struct;
 
 namespace {
 
-/// The backward takes BF16 inputs only (issue 12); an FP8 plan is refused before anything else.
+/// The backward takes BF16 inputs only; an FP8 plan is refused before anything else.
 void require_bf16_plan(const fp8attn::AttentionConfig& config) {
   FP8ATTN_REQUIRE(config.input_dtype == FP8ATTN_DTYPE_BF16, FP8ATTN_STATUS_UNSUPPORTED_DTYPE,
                   "the attention backward takes BF16 inputs; this plan's input_dtype is " +

@@ -22,7 +22,8 @@ using fp8attn::require;
 
 namespace {
 
-/// The training options of one call (issue 12), resolved and checked before anything runs.
+/// The training options of one call (out_scale, amax_o, the scale state), resolved and checked
+/// before anything runs.
 struct TrainingOptions {
   fp8attn::ScaleState* state = nullptr;
   int32_t layer = 0;

@@ -122,7 +122,7 @@ int32_t fp8attn_logit_bound(const float* sigma, int32_t num_heads, int32_t head_
     require(sigma_max > 0.0, FP8ATTN_STATUS_BAD_SCALE, "every sigma is 0: no logit bound");
     const double l = fp8attn::logit_bound(sigma_max, head_dim, token_norm_bound, alpha);
     // NOTE: the results are checked as the floats returned, not as doubles: a double bound of
-    // 1e42 is finite but its float is +inf (issue 15, finding 7).
+    // 1e42 is finite but its float is +inf, which the caller would get with OK.
     const float lf = static_cast<float>(l);
     const float sf = static_cast<float>(fp8attn::logit_scale_from_bound(l));
     require(std::isfinite(lf) && lf > 0.0f && std::isfinite(sf) && sf > 0.0f, FP8ATTN_STATUS_NUMERICS,

@@ -13,7 +13,7 @@ endif()
 # NOTE: -fno-trapping-math changes no result (the project never enables floating-point traps);
 # it lets GCC if-convert the comparisons of the engine's row loops (row max, the ex2 model's
 # range checks, the cast's counts), which it otherwise keeps as branches because a comparison
-# with a NaN may trap, and those loops then stay scalar (issue 16).
+# with a NaN may trap, and those loops then stay scalar.
 target_compile_options(fp8attn_options INTERFACE
   $<$<COMPILE_LANGUAGE:CXX>:-fno-fast-math -ffp-contract=off -fno-trapping-math>)
 if(FP8ATTN_SANITIZE)

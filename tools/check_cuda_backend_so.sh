@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Static checks of the built CUDA backend, libfp8attn_cuda.so (issue 11), on the library itself
+# Static checks of the built CUDA backend, libfp8attn_cuda.so, on the library itself
 # rather than on a separately compiled cubin (tools/check_attention_sm90a.sh does that):
 #   1. no libcuda.so in its dependencies (driver calls come through
 #      cudaGetDriverEntryPointByVersion), cudart linked statically, cuBLASLt dynamically;

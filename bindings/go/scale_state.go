@@ -84,8 +84,8 @@ func (s *ScaleState) ReportAmax(layer int32, kind TensorKind, amax float32) erro
 // ReportAmaxDevice reports one layer's amaxes (NumTensorKinds F32 values in TensorKind order; a
 // negative entry skips) from the memory of the state's context's device, as a kernel writes
 // them: a HostTensor on the CPU, reference and emulator backends (stream 0), a DeviceTensor and
-// a CUDA stream on the CUDA backend (which the library refuses for now). All entries are checked
-// before any is recorded.
+// a CUDA stream on the CUDA backend, where the report is recorded by a host function on that
+// stream after the copy. All entries are checked before any is recorded.
 func (s *ScaleState) ReportAmaxDevice(layer int32, amax Tensor, stream uintptr) error {
 	if amax == nil {
 		return bindingError(StatusInvalidArgument, "amax is required")

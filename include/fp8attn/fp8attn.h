@@ -585,7 +585,7 @@ typedef struct fp8attn_attention_args {
                                        descale per KV block, multiplied with v_descale; each block's
                                        PV product is accumulated in a fresh FP32 tile and added into
                                        O scaled by it (pv_promote_interval is then 1). */
-  /* FP8 outputs for training (issue 12), appended: cuDNN's sdpa_fp8 (scale_o, amax_o) and
+  /* FP8 outputs for training, appended to the struct: cuDNN's sdpa_fp8 (scale_o, amax_o) and
      TransformerEngine's delayed scaling. Callers whose struct_size stops before them get NULL / 0. */
   const float* out_scale; /**< Host pointer to one float, read during the call; borrowed. Required
                                for desc.output_dtype = ::FP8ATTN_DTYPE_E4M3 unless `scale_state` is
@@ -1599,7 +1599,7 @@ FP8ATTN_API void fp8attn_host_free(void* ptr);
 /** @} */
 
 /* ------------------------------------------------------------------------------------------ */
-/** @name Device execution: quantizer on a stream, telemetry copy (issue 11)
+/** @name Device execution: quantizer on a stream, telemetry copy
  * The calls a GPU backend (::FP8ATTN_BACKEND_CUDA, or ::FP8ATTN_BACKEND_EMULATOR, which runs the
  * same host code over host memory) needs beyond the forward: like every execute call they take a
  * stream and a caller-owned workspace, allocate nothing, never synchronize and never read device

@@ -8,7 +8,7 @@
 // tile engine, which must agree bit for bit) runs ex2_model below, one function for both.
 //
 // NOTE: why a model of our own rather than exp2f: libm's exp2f is a call per element that no
-// compiler vectorizes, and it was 19% of the CPU engine's time (issue 16). ex2_model is
+// compiler vectorizes, and it was 19% of the CPU engine's time (profiled). ex2_model is
 // branch-free straight-line code on the FP32 bits, so the engine's loop over a row of logits
 // vectorizes (AVX2: eight lanes per instruction), and every build computes the same bits: it
 // uses only IEEE additions and multiplications (the project compiles with -ffp-contract=off)

@@ -17,7 +17,7 @@ SeqTensor seq_view(const fp8attn_tensor& t, bool varlen) {
 }
 
 /// A gradient (or dout) has exactly the shape of its tensor.
-/// NOTE: the message is built only on a mismatch: a passing call allocates nothing (issue 15).
+/// NOTE: the message is built only on a mismatch: a passing call allocates nothing.
 void require_same_shape(const fp8attn_tensor& grad, std::string_view grad_name, const fp8attn_tensor& of,
                         std::string_view of_name) {
   for (int i = 0; i < of.rank; ++i)

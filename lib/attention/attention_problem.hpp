@@ -45,7 +45,8 @@ struct SeqSpan {
   int64_t q_offset, seqlen_q, k_offset, seqlen_k;
 };
 
-/// Figures a forward call measures for training (issue 12), host memory, written by the engine.
+/// Figures a forward call measures for FP8 training (amax_o, the logit amax), host memory,
+/// written by the engine.
 struct ForwardAmax {
   float o = 0.0f;      ///< max |O| before the output scale and the cast
   float logit = 0.0f;  ///< max |S·softmax_scale·q_descale·k_descale| (telemetry's figure)

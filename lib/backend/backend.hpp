@@ -34,8 +34,8 @@ class Backend {
   virtual void attention_forward(const AttentionConfig& config, const AttentionProblem& problem, void* workspace,
                                  size_t workspace_bytes, CUstream_st* stream) = 0;
   /// True when the forward measures max |O| and the logit amax and honours problem.out_scale
-  /// (issue 12): the CPU engine fills problem.amax; the device backends leave the two figures in
-  /// the workspace (forward_amax_offset()).
+  /// (the FP8 training outputs): the CPU engine fills problem.amax; the device backends leave the
+  /// two figures in the workspace (forward_amax_offset()).
   virtual bool measures_forward_amax() const { return false; }
   /// Device backends: the byte offset in a forward call's workspace of two F32, {max |scaled
   /// logit|, max |O|}, complete once `stream` reaches the end of the call, when the call's config
@@ -72,7 +72,7 @@ class Backend {
     refuse("the telemetry copy");
   }
 
-  // The attention backward (issue 12): the CPU engine and the Hopper backends (GPU backend) have
+  // The attention backward (BF16 inputs): the CPU engine and the Hopper backends (GPU backend) have
   // one; the reference backend refuses it.
 
   /// Workspace bytes of attention_backward() for problems up to these sizes.

@@ -13,7 +13,7 @@ namespace fp8attn {
 class Backend;
 
 /// NOTE: bump whenever Backend, DeviceRuntime or any struct they pass changes layout or meaning.
-// 2: Backend gained the attention backward; 3: the forward's amaxes and the host pickup (issue 12).
+// 2: Backend gained the attention backward; 3: the forward's amaxes and the host pickup.
 inline constexpr uint32_t kCudaBackendAbiVersion = 3;
 
 /// What the exported symbol returns. `create` builds the backend for a device ordinal, or fills

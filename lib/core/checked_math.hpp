@@ -1,5 +1,5 @@
 // Checked size arithmetic for every size, count, offset and workspace computation on a
-// caller-supplied number (issue 15): a product or sum that does not fit throws Error with the
+// caller-supplied number: a product or sum that does not fit throws Error with the
 // operands in the message instead of wrapping.
 #pragma once
 

@@ -28,7 +28,7 @@ inline void require(bool ok, int32_t status, const std::string& message) {
 }  // namespace fp8attn
 
 /// require() whose message is built only on failure: for checks on the execute path, which
-/// must not allocate when they pass (issue 15: an execute call allocates nothing).
+/// must not allocate when they pass (an execute call allocates nothing).
 #define FP8ATTN_REQUIRE(ok, status, message)                         \
   do {                                                               \
     if (!(ok)) throw ::fp8attn::Error((status), (message));          \

@@ -1,5 +1,5 @@
 // A non-owning reference to a callable, for ThreadPool::parallel_for: unlike std::function it
-// never allocates, so a parallel loop on the execute path stays off the heap (issue 15).
+// never allocates, so a parallel loop on the execute path stays off the heap.
 #pragma once
 
 #include <cstdint>

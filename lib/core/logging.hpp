@@ -9,7 +9,7 @@
 //          workspace;
 //   TRACE  the time each forward call took in the backend.
 //
-// NOTE: the host's callback never runs under a library lock (issue 15, item 9): the callback
+// NOTE: the host's callback never runs under a library lock: the callback
 // sink has no mutex, so a callback may call back into the library, on the same context too,
 // without deadlocking. It may then be called from several threads at once.
 #pragma once

@@ -8,7 +8,8 @@ namespace fp8attn {
 
 ThreadPool::ThreadPool(int num_threads) : num_threads_(num_threads < 1 ? 1 : num_threads) {
   // NOTE: a failed thread start must not unwind through members that started workers still
-  // wait on (issue 15, finding 2): stop and join those workers first, then report.
+  // wait on (a joinable std::thread's destructor calls std::terminate): stop and join those
+  // workers first, then report.
   try {
     threads_.reserve(static_cast<size_t>(num_threads_ - 1));
     for (int w = 1; w < num_threads_; ++w) threads_.emplace_back([this, w] { worker_main(w); });

@@ -89,7 +89,7 @@ inline float e5m2_to_float(uint8_t bits) { return detail::fp8_to_float(bits, kE5
 /// NOTE: normal range: round the FP32 mantissa to 3 bits in integer arithmetic (ties to even);
 /// below 2⁻⁶ the E4M3 quantum is a fixed 2⁻⁹, so adding and subtracting 1.5·2¹⁴ rounds there
 /// (FP32 addition is round-to-nearest-even). Selects instead of branches, so the engine's loop
-/// over a row vectorizes (issue 16). Checked against the encoder for all 2³² inputs
+/// over a row vectorizes. Checked against the encoder for all 2³² inputs
 /// (tests/numerics/test_converters_exhaustive.cpp).
 inline float round_to_e4m3(float x) {
   const uint32_t u = std::bit_cast<uint32_t>(x);

@@ -64,8 +64,7 @@ std::vector<float> scales_per_unit(const QuantizeParams& p, const std::vector<fl
 float quantize_on_cpu(const QuantizeParams& p, ThreadPool& pool) {
   const int64_t units = unit_count(p);
   std::vector<float> unit_amax(static_cast<size_t>(units), 0.0f);
-  // NOTE: an input without rows needs no row buffers: [1, 0, 1, 2^26] once took 771 MiB of them
-  // (issue 15, finding 8).
+  // NOTE: an input without rows needs no row buffers: [1, 0, 1, 2^26] once took 771 MiB of them.
   const bool has_rows = p.cu_seqlens != nullptr ? p.cu_seqlens[p.batch] > 0 : p.seqlen > 0;
   std::vector<std::vector<float>> rows(has_rows && units > 0 ? static_cast<size_t>(pool.size()) : 0,
                                        std::vector<float>(static_cast<size_t>(p.head_dim)));

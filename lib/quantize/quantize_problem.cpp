@@ -59,7 +59,7 @@ void check_options(const fp8attn_quantize_options& o, int64_t heads, int64_t hea
   FP8ATTN_REQUIRE(!o.rotate || exact_log2(head_dim) >= 0, FP8ATTN_STATUS_UNSUPPORTED_HEAD_DIM,
           "rotation needs a power-of-two head_dim, got " + std::to_string(head_dim));
   // NOTE: the GPU kernel rotates in registers up to 256 (sm90::quant::kMaxRotatedHeadDim); the
-  // CPU takes the same limit so that the backends agree (issue 15, finding 10).
+  // CPU takes the same limit so that the backends agree.
   static_assert(FP8ATTN_MAX_ROTATION_DIM == sm90::quant::kMaxRotatedHeadDim);
   FP8ATTN_REQUIRE(!o.rotate || head_dim <= FP8ATTN_MAX_ROTATION_DIM, FP8ATTN_STATUS_UNSUPPORTED_HEAD_DIM,
           "rotation takes head_dim up to FP8ATTN_MAX_ROTATION_DIM = 256 on every backend, got " +

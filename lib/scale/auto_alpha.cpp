@@ -10,7 +10,7 @@ void AutoAlpha::observe(double observed, double unit_bound, int32_t burn_in_step
   const double rho = observed / unit_bound;
   rho_max = static_cast<float>(std::max(static_cast<double>(rho_max) * decay, rho));
   // NOTE: a restored state is checked to have steps_seen < burn_in_steps while not done, so this
-  // cannot overflow; the guard keeps it so for any caller (issue 15, finding 4).
+  // cannot overflow; the guard keeps it so for any caller.
   if (steps_seen < INT32_MAX) ++steps_seen;
   if (steps_seen >= burn_in_steps) {
     done = true;

@@ -1,4 +1,4 @@
-// The stream-ordered pickup of amaxes that live in device memory (issue 12): a forward call's
+// The stream-ordered pickup of amaxes that live in device memory: a forward call's
 // {max |scaled logit|, max |O|} in its workspace, or the eight floats of
 // fp8attn_scale_state_report_amax_device(). Per report, the device backend enqueues on the
 // caller's stream an async copy into a page-locked staging slot and then a host function

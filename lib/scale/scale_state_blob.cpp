@@ -77,7 +77,7 @@ void require_field(bool ok, const std::string& what) {
 
 bool finite_nonnegative(float x) { return std::isfinite(x) && x >= 0.0f; }
 
-/// The loader's cross-field checks on a layer's geometry and auto-α (issue 15, finding 6): only
+/// The loader's cross-field checks on a layer's geometry and auto-α: only
 /// combinations the state itself can reach are accepted. AutoAlpha::observe counts steps while
 /// σ is known, sets done when the count reaches the burn-in, and only then moves α.
 void require_auto_alpha_consistent(const LayerGeometry& g, int32_t burn_in_steps) {

@@ -52,7 +52,7 @@ void check_scale_state_config(const ScaleStateConfig& c, int32_t status) {
   }
   check(c.amax_history_len >= 1 && c.amax_history_len <= FP8ATTN_MAX_AMAX_HISTORY, FP8ATTN_STATUS_BAD_OPTION,
         "amax_history_len must be in 1..65536, got " + std::to_string(c.amax_history_len));
-  // NOTE: each limit alone allowed 2^20 layers × 65536 entries, 2 TiB of history (issue 15).
+  // NOTE: each limit alone allowed 2^20 layers × 65536 entries, 2 TiB of history.
   check(int64_t{c.num_layers} * c.amax_history_len <= FP8ATTN_MAX_SCALE_STATE_ENTRIES, FP8ATTN_STATUS_BAD_OPTION,
         "num_layers · amax_history_len is " + std::to_string(int64_t{c.num_layers} * c.amax_history_len) +
             ", above FP8ATTN_MAX_SCALE_STATE_ENTRIES = " + std::to_string(FP8ATTN_MAX_SCALE_STATE_ENTRIES));
@@ -88,7 +88,7 @@ void ScaleStateData::set_amax_scale(TensorScaleState& t, int32_t tensor, float a
   if (!(amax > 0.0f)) return;
   const double scale = static_cast<double>(fp8_max(tensor)) / amax / std::exp2(static_cast<double>(config.margin));
   // NOTE: both halves must be normal floats, or the state could not be restored from its own
-  // blob (issue 15, finding 6): 3e38 with margin 20 gave scale 1e-42 and scale_inv = +inf.
+  // blob: 3e38 with margin 20 gave scale 1e-42 and scale_inv = +inf.
   if (!representable_pair(scale, 1.0 / scale)) return;
   t.scale = static_cast<float>(scale);
   t.scale_inv = static_cast<float>(1.0 / scale);

@@ -35,7 +35,7 @@ int64_t per_head_doubles(const QkShape& s) { return s.head_dim + power_iteration
 struct WorkspaceLayout {
   size_t grams_q = 0, grams_k = 0, block = 0, vectors = 0, results = 0, total = 0;
   explicit WorkspaceLayout(const QkShape& s) {
-    // NOTE: every product is checked (issue 15, finding 1): a size above 2^64 once wrapped to
+    // NOTE: every product is checked: a size above 2^64 once wrapped to
     // a small workspace that the call then overran.
     const int64_t dh = s.head_dim;
     size_t at = 0;
@@ -86,7 +86,7 @@ void cpu_qk_spectral_norms(const WeightMatrix& wq, const WeightMatrix& wk, const
 
   const int32_t dh = shape.head_dim;
   // NOTE: std::max drops NaN, so a NaN that reached the iteration came out as σ = 0 with OK;
-  // the inputs and the Grams are checked for finiteness instead (issue 15, finding 7).
+  // the inputs and the Grams are checked for finiteness instead.
   if (settings.warm_start) require_finite(settings.warm_start, int64_t{shape.num_heads_q} * dh, "the warm start");
   compute_head_grams(wq, shape.num_heads_q, dh, block, grams_q, pool);
   // NOTE: one Gram per key group, read by all of the group's query heads: W_K,g is touched once.

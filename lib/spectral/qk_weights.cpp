@@ -21,7 +21,7 @@ void check_qk_shape(const QkShape& s) {
               std::to_string(s.num_heads_kv) + ")");
   require(s.head_dim >= 1, FP8ATTN_STATUS_BAD_SHAPE, "head_dim must be ≥ 1, got " + std::to_string(s.head_dim));
   require(s.d_model >= 1, FP8ATTN_STATUS_BAD_SHAPE, "d_model must be ≥ 1, got " + std::to_string(s.d_model));
-  // NOTE: the limits bound every buffer the spectral code sizes from these extents (issue 15):
+  // NOTE: the limits bound every buffer the spectral code sizes from these extents:
   // head_dim·d_model and heads·head_dim² then fit easily in size_t.
   require_at_most(s.num_heads_q, FP8ATTN_MAX_HEADS, "num_heads_q", FP8ATTN_STATUS_BAD_HEADS);
   require_at_most(s.head_dim, FP8ATTN_MAX_HEAD_DIM, "head_dim", FP8ATTN_STATUS_BAD_SHAPE);

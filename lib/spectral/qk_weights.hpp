@@ -28,7 +28,7 @@ struct WeightMatrix {
   /// True when rows are dense F32 with unit column stride and descale 1, so BLAS can read the
   /// block in place.
   /// NOTE: BLAS takes int sizes; a row stride above INT32_MAX goes through the copy instead of
-  /// being narrowed into a negative lda (issue 15, finding 5).
+  /// being narrowed into a negative lda.
   bool blas_ready() const {
     return dtype == FP8ATTN_DTYPE_F32 && col_stride == 1 && row_stride >= cols && row_stride <= INT32_MAX &&
            descale == 1.0f;

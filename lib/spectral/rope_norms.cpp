@@ -107,7 +107,7 @@ RopeNorms cpu_qk_rope_norms(const WeightMatrix& wq, const WeightMatrix& wk, cons
     double best = 0.0;
     std::vector<double> fresh(static_cast<size_t>(n));
     // NOTE: counted by the offset's index, not by ++delta, which overflowed at INT64_MAX and
-    // never ended (issue 15, finding 3); the API bounds the count.
+    // never ended; the API bounds the count.
     for (int64_t index = 0; index <= rope.max_offset - rope.min_offset; ++index) {
       const int64_t delta = rope.min_offset + index;
       rotate_gram(gq, n, rope, delta, rotated.data());

@@ -340,7 +340,7 @@ static void telemetry_cases(void) {
   fp8attn_plan_destroy(telemetry_plan);
 }
 
-/* The fields appended for FP8 training outputs (issue 12), from C. */
+/* The fields appended for FP8 training outputs, from C. */
 static void training_cases(void) {
   fp8attn_attention_args a = g_problem.args;
   fp8attn_scale_state state = NULL;

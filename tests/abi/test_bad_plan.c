@@ -53,7 +53,7 @@ static void plan_create_cases(void) {
   expect_desc("input_dtype F32", &d, FP8ATTN_STATUS_BAD_DTYPE, "input_dtype");
   d = g_valid, d.input_dtype = FP8ATTN_DTYPE_E5M2;
   expect_desc("input_dtype E5M2", &d, FP8ATTN_STATUS_BAD_DTYPE, "input_dtype");
-  /* E4M3 output is allowed (with an output scale at call time, issue 12); E5M2 output is not. */
+  /* E4M3 output is allowed (with an output scale at call time); E5M2 output is not. */
   d = g_valid, d.output_dtype = FP8ATTN_DTYPE_E5M2;
   expect_desc("output_dtype E5M2", &d, FP8ATTN_STATUS_BAD_DTYPE, "E5M2 output is not supported");
   d = g_valid, d.output_dtype = -1;

@@ -1,4 +1,4 @@
-/* Log levels through the host callback (issue 14, item 7; issue 15, item 9):
+/* Log levels through the host callback, which runs under no library lock:
  *  - a CPU context at FP8ATTN_LOG_TRACE delivers INFO (backend), DEBUG (context, plan, forward
  *    with shapes, backend, tile and workspace) and TRACE (forward time) messages, each with its
  *    level; WARN and ERROR are covered by test_log_callback.c (AUTO fallback) and by nothing

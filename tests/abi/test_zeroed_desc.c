@@ -1,5 +1,5 @@
 /* A description zero-initialized instead of filled by fp8attn_attention_desc_init() gets a
- * message that says so and names fp8attn_attention_desc_init (issue 14, item 10), both fully
+ * message that says so and names fp8attn_attention_desc_init, both fully
  * zeroed and with the obvious fields set; a filled description with one bad field still gets
  * that field's own status and message. The out handle stays untouched on failure. */
 #include <stdint.h>

@@ -1,4 +1,4 @@
-// The shared mask and softmax rules against rules written out independently (issue 15): the
+// The shared mask and softmax rules against rules written out independently: the
 // engine, the FP64 oracle and the low-precision reference all call sm90::visible_keys, so an
 // off-by-one there passes every engine-vs-oracle test. Here each (row, key) pair is classified
 // by brute force from the FlashAttention ≥ 2.1 definition (bottom-right aligned diagonal

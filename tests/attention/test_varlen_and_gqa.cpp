@@ -1,4 +1,4 @@
-// Packed sequences whose query and key lengths differ, and GQA at 2:1 and 4:1 (issue 15). Bound
+// Packed sequences whose query and key lengths differ, and GQA at 2:1 and 4:1. Bound
 // (as in test_engine_vs_oracle.cpp): max|engine − ref| ≤ 2·max|ref_p − ref| + 1e-3, where ref is
 // computed without the code path under test:
 // - varlen: each sequence alone, as a padded [1, Sq_b, Sk_b] problem on the REFERENCE backend,

@@ -1,5 +1,5 @@
 // A device-runtime failure reaches the caller as FP8ATTN_STATUS_DEVICE_ERROR, with a message
-// that names the failing call, and leaves every output as it was (issue 11, "Errors"). The
+// that names the failing call, and leaves every output as it was. The
 // emulated runtime fails each launch when FP8ATTN_EMULATOR_FAIL=launch is set at context
 // creation, as a CUDA launch that returns an error would; the GpuBackend host code and the ABI
 // layer above it are the code a GPU runs. Each case first runs without the injection, so a case

@@ -1,4 +1,4 @@
-// The scale state on a CUDA context (issue 12), label `cuda`: each test skips without an sm_90
+// The scale state on a CUDA context, label `cuda`: each test skips without an sm_90
 // GPU, with the reason. The forward's E4M3 output and amax_o, and the stream-ordered pickup of
 // device amaxes (cudaMemcpyAsync into page-locked staging, then cudaLaunchHostFunc), checked
 // against the same GPU's F32 output, not against the CPU engine: nothing here claims

@@ -2,7 +2,7 @@
 // for each mode, the 16-byte chunk stored at position j of 128-byte line i, with the pattern
 // repeating every 2 / 4 / 8 lines (256 / 512 / 1024 bytes) of the absolute .shared address.
 // The TMA and wgmma layout tests take their expected placements from these tables, not from
-// the emulator's swizzle function (issue 15), so a wrong XOR there cannot also be in the
+// the emulator's swizzle function, so a wrong XOR there cannot also be in the
 // expectation.
 #pragma once
 

@@ -2,7 +2,7 @@
 // the library's own serializer); mode 1 creates a state from fuzzed options and runs a fuzzed
 // sequence of reports, steps and σ updates. Invariants: a refused call leaves the state
 // unchanged (its blob is byte-identical), every scale read back is finite and > 0, and the
-// state's own blob always loads back (issue 15, finding 6).
+// state's own blob always loads back.
 #include <cstdint>
 #include <vector>
 

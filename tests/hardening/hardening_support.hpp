@@ -1,4 +1,4 @@
-// Shared by the hardening regression tests: each reproducer of issue 15 runs in a forked child
+// Shared by the hardening regression tests: each reproducer runs in a forked child
 // with a time limit (a hang fails instead of stalling the suite) and, outside the sanitizer
 // builds, an address-space limit (a runaway allocation fails instead of eating the machine).
 #pragma once

@@ -1,4 +1,4 @@
-// The thread pool's guards (issue 15, findings 2 and 9): a pool knows its own worker threads,
+// The thread pool's guards: a pool knows its own worker threads,
 // which fp8attn_context_destroy uses to refuse destroying a context from one of them (its pool
 // would join the calling thread); the body's exception still reaches the caller after every
 // worker stopped; and a pool without workers (one thread) runs everything on the caller.

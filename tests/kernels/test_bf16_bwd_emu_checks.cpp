@@ -147,7 +147,7 @@ int32_t query_status(const fp8attn_attention_desc& desc, std::string& message) {
 
 /// What the Hopper backward does not run is refused with a specific status and message, before
 /// any output is written: a head dim without a kernel, F32 out and dout, an FP8 plan, a workspace
-/// below the query's size. Head_dim 256 is served (since issue 12).
+/// below the query's size. Head_dim 256 is served.
 TEST(Bf16BwdEmuChecks, RefusalsLeaveOutputsUntouched) {
   std::string message;
   const AttentionShape s256{1, 64, 64, 1, 1, 256};

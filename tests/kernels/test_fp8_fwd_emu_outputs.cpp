@@ -1,4 +1,4 @@
-// The Hopper kernel's E4M3 output and amax_o (issue 12) through the C API: FP8ATTN_BACKEND_EMULATOR
+// The Hopper kernel's E4M3 output and amax_o through the C API: FP8ATTN_BACKEND_EMULATOR
 // against the CPU engine on the same fresh inputs, under round-robin and three shuffle seeds.
 // Equal E4M3 bytes (round_e4m3_satfinite(O · out_scale), with out_scale chosen so that some
 // outputs saturate) and equal amax_o bits; E4M3 and BF16 input kernels, BF16 output for amax_o.

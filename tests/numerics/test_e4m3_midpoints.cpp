@@ -1,4 +1,4 @@
-// E4M3 rounding in the default suite (issue 15): every midpoint between adjacent E4M3 values,
+// E4M3 rounding in the default suite: every midpoint between adjacent E4M3 values,
 // both signs, must round to the neighbour with the even code (ties to even), through the encoder
 // (float_to_e4m3) and through the engine's value-only rounding (round_to_e4m3); points just off
 // each midpoint must round to the nearer neighbour. The neighbours are taken from the decoder's

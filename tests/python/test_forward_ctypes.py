@@ -249,7 +249,7 @@ def test_strided_views_and_writes_confined_to_the_view(lib, ctx):
     _check_against_numpy(out_view, lse, qd, kd, vd, False, "strided views")
 
 
-# Windowed and causal masks against the mask written out in numpy (issue 15: the engine, the oracle
+# Windowed and causal masks against the mask written out in numpy (the engine, the oracle
 # and the C++ references share sm90::visible_keys, so only an independent mask catches an
 # off-by-one in it). (causal, window_left, window_right); Sq ≠ Sk so the diagonal is offset.
 WINDOWS = [(False, 40, 0), (False, 17, 23), (True, 64, -1), (True, 0, -1), (False, -1, 5), (True, 100, 7)]

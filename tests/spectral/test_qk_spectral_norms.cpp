@@ -205,7 +205,7 @@ TEST(QkSpectralNorms, RejectsBadInputsAndWritesNothing) {
   for (float s : sigma) EXPECT_EQ(s, -7.0f);
 }
 
-// The iteration cap binds (issue 15): the tolerance always stopped first in the other tests.
+// The iteration cap binds: the tolerance always stopped first in the other tests.
 // With max_iterations = 1 every head reports exactly one iteration; with a tolerance of 1e-38
 // and the default cap, some head needs more than one, so the cap of 1 is what stopped it.
 TEST(QkSpectralNorms, IterationCapOfOneStopsEveryHeadAfterOneIteration) {

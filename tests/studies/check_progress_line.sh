@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A long-running study says what it is doing on a terminal and stays quiet anywhere else
-# (issue: "long work is silent"). The study runs twice on a tiny sweep: under `script`, which gives
-# it a pseudo-terminal, its stderr must carry the "[fp8attn] ..." progress line naming the current
-# step; with stderr on a pipe, stderr must be empty.
+# (long work must not look like a hang). The study runs twice on a tiny sweep: under `script`,
+# which gives it a pseudo-terminal, its stderr must carry the "[fp8attn] ..." progress line naming
+# the current step; with stderr on a pipe, stderr must be empty.
 # Usage: check_progress_line.sh <accumulator_study binary> <scratch dir>
 set -euo pipefail
 tool=$1 dir=$2

@@ -1,4 +1,4 @@
-// The scale state on the GPU path (issue 12), run on FP8ATTN_BACKEND_EMULATOR through the C API:
+// The scale state on the GPU path, run on FP8ATTN_BACKEND_EMULATOR through the C API:
 // the forward reads the state's descales and output scale and hands its amaxes, which the kernel
 // leaves in the workspace, to the state through the stream-ordered pickup
 // (lib/scale/device_amax_pickup.hpp); fp8attn_scale_state_report_amax_device takes the same

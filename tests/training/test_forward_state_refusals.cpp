@@ -1,5 +1,6 @@
-// Bad input to the forward's training options and to fp8attn_scale_state_report_amax_device
-// (issue 12): a specific status and message for each, the output and the state untouched.
+// Bad input to the forward's training options (out_scale, amax_o, the scale state) and to
+// fp8attn_scale_state_report_amax_device: a specific status and message for each, the output and
+// the state untouched.
 #include <gtest/gtest.h>
 
 #include <cmath>

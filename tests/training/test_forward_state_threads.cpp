@@ -1,4 +1,4 @@
-// One scale state shared by forward calls on several threads (issue 12): each thread runs its
+// One scale state shared by forward calls on several threads: each thread runs its
 // own layer's forwards while a reader polls scales; after the threads join and one step, every
 // layer's O scale is 448 / (the largest amax_o its calls returned): no report was lost or torn.
 // On the CPU engine and on the emulator, whose reports go through the device amax pickup.

@@ -1,4 +1,4 @@
-// E4M3 output and amax_o (issue 12): the E4M3 output is round_e4m3(O · out_scale) of the F32
+// E4M3 output and amax_o: the E4M3 output is round_e4m3(O · out_scale) of the F32
 // output bit for bit, and amax_o is max |O| of the F32 output, exactly.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// Shared by the training-output tests (issue 12): a context, a plan, E4M3 inputs drawn from
+// Shared by the training-output tests: a context, a plan, E4M3 inputs drawn from
 // N(0, σ) and quantized with a given scale, and forward calls through the public C API.
 #pragma once
 

@@ -77,7 +77,7 @@ std::vector<ErrorSource> decompose_fp8_error(const Table3Options& o) {
     measure("Q, K per-tensor E4M3; V exact", true, false, false);
     measure("Q, K rotated, per-tensor E4M3; V exact", true, true, false);
     measure("V per-tensor E4M3; Q, K exact", false, false, true);
-    // NOTE: not an option of the library (the issue keeps V unrotated): it shows that rotating V,
+    // NOTE: not an option of the library (the library rotates Q and K only): it shows that rotating V,
     // and the output back, would not lower V's share, since E4M3's rounding error is relative.
     measure("V rotated, per-tensor E4M3, rotated back; Q, K exact", false, false, true, true);
   } catch (...) {

@@ -1,5 +1,5 @@
-// Where the forward's bias goes in the backward (issue: "Show that the same bias enters
-// D = rowsum(dO∘O) and dQ"). On the bias study's tied-maximum inputs, the engine's BF16 forward
+// Where the forward's bias goes in the backward: whether the same bias enters D = rowsum(dO∘O)
+// and dQ. On the bias study's tied-maximum inputs, the engine's BF16 forward
 // gives O and the LSE, and the engine's backward (fp8attn_attention_backward, dq stored in F32)
 // gives dQ, compared with the FP64 oracle's dQ from the exact forward.
 //

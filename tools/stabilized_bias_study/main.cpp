@@ -1,4 +1,4 @@
-// The stabilized-softmax bias study (issue: "the mechanism, reproduced"). BF16 rows whose every
+// The stabilized-softmax bias study: the mechanism of the bias, reproduced. BF16 rows whose every
 // KV block has a tied row maximum, V around a negative mean (tied_max_inputs.hpp). For the
 // standard and the stabilized softmax, the CPU engine (the kernel's arithmetic: BF16 P̄, FP32
 // accumulators and row sums) is compared with the FP64 oracle on the same BF16 inputs. Per query

@@ -121,7 +121,7 @@ struct FwdConfig {
   static constexpr uint32_t kConsumerRegisters = kConsumers == 2 ? 240 : 160;
   static_assert(arch::register_budgets_fit(kThreads, kProducerRegisters, kConsumers, kConsumerRegisters),
                 "register budgets over the CTA's launch pool: setmaxnreg.inc would wait forever");
-  static_assert(kConsumerRegisters <= 240, "the issue's budget: at most 240 registers per consumer thread");
+  static_assert(kConsumerRegisters <= 240, "the consumers' budget: at most 240 registers per consumer thread");
 
   static constexpr uint32_t kQChunkBytes = kBlockM * kChunkBytes;
   static constexpr uint32_t kKChunkBytes = kBlockN * kChunkBytes;

@@ -1,4 +1,5 @@
-// Device parameters of the FP8 attention forward kernel (attention_fwd_kernel.hpp). The host
+// Device parameters of the attention forward kernel (attention_fwd_kernel.hpp), one layout for
+// every instance: E4M3 inputs (QGMMA) and BF16 inputs (HGMMA), BF16, F32 or E4M3 output. The host
 // plan (lib/backend/gpu/attention_fwd_plan.cpp) builds them from a validated problem in one
 // place; the kernel reads nothing else. Strides are in elements.
 #pragma once

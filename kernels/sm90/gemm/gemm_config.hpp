@@ -31,7 +31,7 @@ struct GemmConfig {
   static constexpr uint32_t kConsumerWarpgroups = 2;
   static constexpr uint32_t kTileM = 64 * kConsumerWarpgroups;
   static constexpr uint32_t kTileN = 128;  // the N of each wgmma (m64n128)
-  // NOTE: two stages: the issue asks for a 2-stage pipeline; one load is in flight while the
+  // NOTE: two stages, the smallest pipeline that overlaps: one load is in flight while the
   // other stage is consumed.
   static constexpr uint32_t kStages = 2;
   // Warpgroup 0 is the producer (one elected thread issues TMA); warpgroups 1-2 consume.

@@ -94,7 +94,7 @@ AttentionConfig with_backward_tile(const AttentionConfig& config) {
 size_t backward_engine_workspace_size(const AttentionConfig& config, int workers, int64_t batch, int64_t max_seqlen_q) {
   const AttentionConfig c = with_backward_tile(config);
   // NOTE: every buffer lives here rather than on the heap, so that a backward call allocates
-  // nothing (as the forward, issue 15).
+  // nothing, as the forward does.
   return workspace_layout(c, workers, batch, max_seqlen_q).total;
 }
 

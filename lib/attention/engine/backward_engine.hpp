@@ -1,4 +1,4 @@
-// The CPU engine's attention backward (issue 12): BF16 inputs, FlashAttention-2's algorithm on the
+// The CPU engine's attention backward: BF16 inputs, FlashAttention-2's algorithm on the
 // backward's tiles (attention_bwd_tile, shared with the sm_90a kernel) and the forward's masks
 // and block schedule (kernels/sm90/tile_config.hpp, mask.hpp, kv_schedule.hpp),
 // with P recomputed from the LSE and the kernel's BF16 casts of P and dS.

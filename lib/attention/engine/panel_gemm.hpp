@@ -8,7 +8,7 @@
 // then one mma_chunk_accumulate into the accumulator (kernels/arch/mma_order.hpp). Only the loop
 // nest and B's layout differ, and neither changes any element's sequence of operations.
 //
-// NOTE: why a layout of its own (issue 16): with K transposed as [head_dim][block_n], the products
+// NOTE: why a layout of its own: with K transposed as [head_dim][block_n], the products
 // kept each chunk's 32 rows of B in L1 across row blocks but re-read and re-wrote the whole
 // accumulator tile (S or O, beyond L1) once per instruction; the panel order touches each
 // accumulator block only while it is in L1. Measured alone on the project's AVX2 machine, the two

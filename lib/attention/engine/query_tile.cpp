@@ -257,7 +257,7 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
   telemetry.max_abs_scaled_logit = std::max(telemetry.max_abs_scaled_logit, tile_max_abs_logit * natural_scale);
 
   // Epilogue: O · v_descale / l, and the LSE. An E4M3 output stores round_e4m3(O · out_scale)
-  // (issue 12, cuDNN's scale_o); max |O| is taken before that scale, for amax_o.
+  // (cuDNN's scale_o); max |O| is taken before that scale, for amax_o.
   const bool e4m3_out = p.out.dtype == FP8ATTN_DTYPE_E4M3;
   float tile_max_abs_o = 0.0f;
   for (int r = 0; r < rows; ++r) {
@@ -269,7 +269,7 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
     for (int e = 0; e < dv; ++e) {
       const float o = orow[e] * factor;
       // NOTE: finite inputs can still overflow (descales near FLT_MAX); the call then reports
-      // NUMERICS instead of OK (issue 15).
+      // NUMERICS instead of OK.
       // A finite float above BF16's range also becomes inf in a BF16 output.
       const bool bf16 = p.out.dtype == FP8ATTN_DTYPE_BF16;
       if (!std::isfinite(o) || (bf16 && !std::isfinite(num::round_to_bf16(o)))) ++telemetry.nonfinite;

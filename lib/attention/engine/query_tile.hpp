@@ -23,7 +23,7 @@ struct TileTelemetry {
   uint64_t p_positive = 0;
   uint64_t p_underflow = 0;
   float max_abs_scaled_logit = 0.0f;
-  float max_abs_o = 0.0f;  ///< max |O| before the output scale (amax_o, issue 12)
+  float max_abs_o = 0.0f;  ///< max |O| before the output scale (amax_o)
   uint64_t nonfinite = 0;  ///< outputs (and LSEs other than an empty row's −inf) not finite
   void merge(const TileTelemetry& o) {
     max_abs_o = max_abs_o > o.max_abs_o ? max_abs_o : o.max_abs_o;
@@ -36,7 +36,7 @@ struct TileTelemetry {
 
 /// One worker's decoded K and V blocks of one (sequence, KV head): each block is decoded to FP32
 /// on first use and kept while the worker's tiles stay on that (sequence, KV head), so the query
-/// tiles and the GQA heads of one KV group share one decode (issue 16: decoding K and V again for
+/// tiles and the GQA heads of one KV group share one decode (decoding K and V again for
 /// every query tile was 8% of the engine's time). Carved from the workspace by tile_engine.cpp.
 struct KvBlockCache {
   float* k = nullptr;         ///< [slots][block_n / 16][head_dim][16]: each block's K in panels

@@ -1,7 +1,7 @@
 // The per-row work of the online softmax between the two tile products of the CPU engine: the
 // block's row max, the exp2 step, the FP32 row sums, the cast of P̃ and its telemetry counts.
 // The math is kernels/sm90/softmax_math.hpp's; this file only arranges it in loops that the
-// compiler vectorizes (issue 16: this work was a third of the engine's time as scalar code with a
+// compiler vectorizes (this work was a third of the engine's time as scalar code with a
 // libm call per element).
 //
 // NOTE: each loop body is straight-line code without calls or branches: p_tilde's exp2 is the

@@ -51,7 +51,7 @@ int64_t tiles_per_item(int64_t tile_units, int workers) {
 size_t tile_engine_workspace_size(const AttentionConfig& c, int workers, int64_t batch, int64_t max_seqlen_k) {
   // Layout: per-worker tile scratch and KV block cache, per-worker telemetry and cache
   // descriptors, then the work-item table (batch + 1 offsets). NOTE: the table lives here rather
-  // than on the heap, so that a forward call allocates nothing (issue 15, finding 8).
+  // than on the heap, so that a forward call allocates nothing.
   const size_t per_worker = checked_mul(worker_layout(c, max_seqlen_k).stride, static_cast<size_t>(workers), "workers");
   const size_t telemetry = round_up(sizeof(TileTelemetry) * static_cast<size_t>(workers)) +
                            round_up(sizeof(KvBlockCache) * static_cast<size_t>(workers));

@@ -20,7 +20,7 @@ namespace fp8attn::engine {
 
 // NOTE: the register block is chosen per ISA build (lib/attention/engine/isa): its R × C chunk
 // sums must fit the vector registers with room for a row of b and a broadcast of a, or the
-// compiler spills them and the products run at a third of their speed (issue 16: 4 × 64 on AVX2
+// compiler spills them and the products run at a third of their speed (4 × 64 on AVX2
 // spilled, and the engine ran at 0.2 of sgemm). AVX-512 (32 registers of 16 floats): 4 × 64,
 // 16 registers. AVX2 (16 registers of 8 floats): 4 × 16, 8 registers (6 × 16 would fit in
 // principle, but GCC 12 then spills three of its twelve chunk registers in the k loop).

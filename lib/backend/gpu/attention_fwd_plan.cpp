@@ -14,12 +14,11 @@ constexpr size_t kTelemetryBytes = 256;  // FwdTelemetryCounters, padded to a ca
 sm90::DescaleView view(const Descale& d) { return {d.data, d.batch_stride, d.head_stride, 0, d.value}; }
 sm90::DescaleView view(const BlockDescale& d) { return {d.data, d.batch_stride, d.head_stride, d.block_stride}; }
 
-/// A [batch, seq, head, dim] FP8 or BF16 tensor as a 4D TMA map {dim, head, seq, batch} with a
-/// box of `box_dim` x 1 head x `box_rows` rows. Packed tensors have one "batch". NOTE: the map's
-/// strides must nest (each dimension's stride covers the ones below it: cuTensorMapEncodeTiled),
-/// which the usual [b, s, h, d] layouts with heads interleaved in a row do.
 /// A 4D tensor map over `dims` (innermost first, stride 1) with the strides of dims 1..3 in
-/// elements of `type` (FP8 travels as UInt8).
+/// elements of `type` (FP8 travels as UInt8, BF16 as BFloat16); throws
+/// Error(UNSUPPORTED_ON_BACKEND) for a tensor TMA cannot load. NOTE: the map's strides must nest
+/// (each dimension's stride covers the ones below it: cuTensorMapEncodeTiled), which the usual
+/// [b, s, h, d] layouts with heads interleaved in a row do.
 arch::TensorMapSpec element_map(const char* name, const void* data, arch::TmaDataType type, const uint64_t (&dims)[4],
                                 const int64_t (&element_strides)[3], const uint32_t (&box)[4], arch::Swizzle swizzle) {
   require(reinterpret_cast<uintptr_t>(data) % 16 == 0, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
@@ -61,7 +60,8 @@ arch::TensorMapSpec vt_tensor_map(const SeqTensor& t, int64_t rows, int64_t head
 
 }  // namespace
 
-/// Rows of a [batch, seq, head, dim] tensor: map {dim, head, seq, batch}, box dim x 1 x rows.
+/// Rows of a [batch, seq, head, dim] FP8 or BF16 tensor: map {dim, head, seq, batch}, box
+/// dim x 1 head x rows; packed tensors have one "batch" (attention_fwd_plan.hpp).
 arch::TensorMapSpec attention_tensor_map(const char* name, const SeqTensor& t, arch::TmaDataType type, int64_t rows,
                                          int64_t heads, int64_t batch, int head_dim, uint32_t box_dim, uint32_t box_rows,
                                          arch::Swizzle swizzle) {

@@ -168,7 +168,7 @@ PROTOTYPES = {
     "fp8attn_quantize": (_i32, [_P, _T, _T, POINTER(QuantizeOptions), _T, _T, POINTER(c_float), _E]),
     "fp8attn_host_alloc": (_i32, [_sz, _sz, POINTER(c_void_p), _E]),
     "fp8attn_host_free": (None, [c_void_p]),
-    # Device execution (issue 11).
+    # Device execution: the quantizer on a stream, the telemetry copy.
     "fp8attn_quantize_workspace_size": (_i32, [_P, _T, _T, _i64, POINTER(QuantizeOptions), POINTER(_sz), _E]),
     "fp8attn_quantize_async": (_i32, [_P, _T, _T, _i64, POINTER(QuantizeOptions), _T, _T, POINTER(c_float),
                                       c_void_p, _sz, c_void_p, _E]),

@@ -66,8 +66,8 @@ class ScaleState(OwnedHandle):
         """One layer's 8 amaxes (kinds in header order; a negative entry skips) from the memory of
         the state's context's device, as a kernel writes them: a float32 [8] numpy array on the
         CPU, reference and emulator backends, any contiguous `__dlpack__` float32 [8] (a CUDA
-        tensor on the CUDA backend, which the library refuses for now). `stream` must be None on
-        the CPU and reference backends."""
+        tensor on the CUDA backend, where a host function on `stream` records the report after the
+        copy). `stream` must be None on the CPU and reference backends."""
         v = view(amax, "amax")
         if v.dtype != "float32" or v.shape != (_abi.NUM_TENSOR_KINDS,) or v.struct.stride[0] != 1:
             raise binding_error("FP8ATTN_STATUS_BAD_SHAPE", f"amax must be a contiguous float32 "

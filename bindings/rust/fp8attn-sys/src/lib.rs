@@ -356,7 +356,7 @@ extern "C" {
                             output: T, descale: T, amax: *mut f32, err: E) -> i32;
     pub fn fp8attn_host_alloc(bytes: usize, alignment: usize, out: *mut *mut c_void, err: E) -> i32;
     pub fn fp8attn_host_free(ptr: *mut c_void);
-    // Device execution (issue 11).
+    // Device execution: the quantizer on a stream, the telemetry copy.
     pub fn fp8attn_quantize_workspace_size(ctx: fp8attn_context, input: T, cu_seqlens: T, max_seqlen: i64,
                                            options: *const fp8attn_quantize_options, bytes: *mut usize,
                                            err: E) -> i32;

@@ -1,6 +1,7 @@
-// Regression tests for issue 15, findings 2, 6, 7, 8 and 10: a thread pool that cannot start,
-// scale states their own loader refuses, OK with non-finite numbers, per-call heap
-// allocations (the forward and the backward), and backends that disagree on the rotation limit.
+// Resources and results through the C API: a context whose worker threads cannot start reports
+// OUT_OF_MEMORY; a scale state always loads its own blob back; non-finite results report
+// NUMERICS, never OK; execute calls (the forward and the backward) make no heap allocation; every
+// backend refuses the same rotation sizes; a predicted fraction stays in [0, 1].
 #include <sys/resource.h>
 
 #include <cmath>
@@ -17,7 +18,7 @@
 namespace fp8attn::test {
 namespace {
 
-// ---- Finding 2: a worker thread that cannot start -------------------------------------------
+// ---- A worker thread that cannot start ----------------------------------------------------
 
 uint64_t address_space_in_use() {
   unsigned long long pages = 0;
@@ -28,7 +29,7 @@ uint64_t address_space_in_use() {
   return pages * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
-TEST(Finding2, ContextWithThreadsThatCannotStartReportsOutOfMemory) {
+TEST(ThreadStartFailure, ContextWithThreadsThatCannotStartReportsOutOfMemory) {
   if (FP8ATTN_TEST_SANITIZED) GTEST_SKIP() << "an address-space limit does not combine with the sanitizer shadow";
   run_isolated(
       [] {
@@ -54,7 +55,7 @@ TEST(Finding2, ContextWithThreadsThatCannotStartReportsOutOfMemory) {
       30, ~uint64_t{0});
 }
 
-// ---- Finding 6: a checkpoint that cannot be restored -----------------------------------------
+// ---- A checkpoint that must always restore -----------------------------------------------
 
 /// Serializes `state` and loads the blob back into it; "" when the round trip works.
 std::string round_trip(fp8attn_scale_state state) {
@@ -68,7 +69,7 @@ std::string round_trip(fp8attn_scale_state state) {
   return expect_status(s, FP8ATTN_OK, err, "deserialize of the state's own blob");
 }
 
-TEST(Finding6, HugeSigmaIsRefusedAndTheStateStaysRestorable) {
+TEST(RestorableScaleState, HugeSigmaIsRefusedAndTheStateStaysRestorable) {
   run_isolated([] {
     fp8attn_context ctx = make_cpu_context();
     fp8attn_scale_state state = nullptr;
@@ -89,7 +90,7 @@ TEST(Finding6, HugeSigmaIsRefusedAndTheStateStaysRestorable) {
   });
 }
 
-TEST(Finding6, HugeAmaxWithMarginKeepsARestorableScale) {
+TEST(RestorableScaleState, HugeAmaxWithMarginKeepsARestorableScale) {
   run_isolated([] {
     fp8attn_context ctx = make_cpu_context();
     fp8attn_scale_state_options o{};
@@ -127,7 +128,7 @@ std::vector<uint8_t> blob_with_auto_alpha(fp8attn_scale_state state, uint32_t st
   return blob;
 }
 
-TEST(Finding6, LoaderRefusesFieldsThatDisagree) {
+TEST(RestorableScaleState, LoaderRefusesFieldsThatDisagree) {
   run_isolated([] {
     fp8attn_context ctx = make_cpu_context();
     fp8attn_scale_state state = nullptr;
@@ -155,7 +156,7 @@ TEST(Finding6, LoaderRefusesFieldsThatDisagree) {
   });
 }
 
-// ---- Finding 7: OK with non-finite or wrong numbers ------------------------------------------
+// ---- Non-finite or wrong numbers are never OK ---------------------------------------------
 
 std::string logit_bound_case(float sigma, int32_t head_dim, float bx, const char* what) {
   float bound = -1.0f, scale = -1.0f;
@@ -166,7 +167,7 @@ std::string logit_bound_case(float sigma, int32_t head_dim, float bx, const char
   return problem;
 }
 
-TEST(Finding7, LogitBoundRefusesInfiniteOrZeroResults) {
+TEST(NonFiniteResults, LogitBoundRefusesInfiniteOrZeroResults) {
   run_isolated([] {
     std::string p = logit_bound_case(3e38f, 1, 1e4f, "bound = +inf");
     if (p.empty()) p = logit_bound_case(1e-45f, 1, 1e-20f, "bound = 0");
@@ -198,7 +199,7 @@ std::string spectral_with(float poison_weight, float poison_warm, uint64_t seed)
   return problem;
 }
 
-TEST(Finding7, SpectralNormsRefuseNonFiniteWeightsAndWarmStarts) {
+TEST(NonFiniteResults, SpectralNormsRefuseNonFiniteWeightsAndWarmStarts) {
   const uint64_t seed = fresh_seed();
   run_isolated([&] {
     std::string p = spectral_with(NAN, 0.5f, seed);
@@ -208,7 +209,7 @@ TEST(Finding7, SpectralNormsRefuseNonFiniteWeightsAndWarmStarts) {
   });
 }
 
-TEST(Finding7, ForwardWhoseDescalesOverflowReportsNumerics) {
+TEST(NonFiniteResults, ForwardWhoseDescalesOverflowReportsNumerics) {
   run_isolated([] {
     ForwardFixture f(1, 8, 8, fresh_seed());
     if (!f.ready()) return std::string("fixture");
@@ -223,7 +224,7 @@ TEST(Finding7, ForwardWhoseDescalesOverflowReportsNumerics) {
 // A finite FP32 output above BF16's range becomes inf in a BF16 output: NUMERICS too. Keys all
 // equal make every P̃ = S_p exactly, so O = 448 · v_descale ≈ 3.40e38 in FP32 (below FLT_MAX,
 // above the largest value that rounds to a finite BF16).
-TEST(Finding7, ForwardWhoseBf16OutputOverflowsReportsNumerics) {
+TEST(NonFiniteResults, ForwardWhoseBf16OutputOverflowsReportsNumerics) {
   run_isolated([] {
     ForwardFixture f(1, 8, 8, fresh_seed());
     if (!f.ready()) return std::string("fixture");
@@ -247,9 +248,9 @@ TEST(Finding7, ForwardWhoseBf16OutputOverflowsReportsNumerics) {
   });
 }
 
-// ---- Finding 8: heap allocations in execute calls -------------------------------------------
+// ---- No heap allocation in execute calls -------------------------------------------------
 
-TEST(Finding8, ForwardMakesNoHeapAllocation) {
+TEST(ExecuteAllocations, ForwardMakesNoHeapAllocation) {
   run_isolated([] {
     ForwardFixture f(3, 70, 90, fresh_seed());
     if (!f.ready()) return std::string("fixture");
@@ -268,7 +269,7 @@ TEST(Finding8, ForwardMakesNoHeapAllocation) {
   });
 }
 
-TEST(Finding8, ForwardWithALargeEmptyBatchMakesNoHeapAllocation) {
+TEST(ExecuteAllocations, ForwardWithALargeEmptyBatchMakesNoHeapAllocation) {
   run_isolated([] {
     ForwardFixture f(1, 0, 1, fresh_seed());
     if (!f.ready()) return std::string("fixture");
@@ -294,8 +295,8 @@ TEST(Finding8, ForwardWithALargeEmptyBatchMakesNoHeapAllocation) {
   });
 }
 
-/// The backward (issue 12) keeps the same promise: every buffer lives in the workspace.
-TEST(Finding8, BackwardMakesNoHeapAllocation) {
+/// The backward keeps the same promise: every buffer lives in the workspace.
+TEST(ExecuteAllocations, BackwardMakesNoHeapAllocation) {
   run_isolated([] {
     const int64_t sq = 70, sk = 90, h = 2, d = 64;
     fp8attn_context ctx = make_cpu_context(2);
@@ -365,7 +366,7 @@ TEST(Finding8, BackwardMakesNoHeapAllocation) {
   });
 }
 
-TEST(Finding8, QuantizeOfAnEmptyTensorAllocatesLittle) {
+TEST(ExecuteAllocations, QuantizeOfAnEmptyTensorAllocatesLittle) {
   run_isolated([] {
     fp8attn_context ctx = make_cpu_context();
     float x = 0.0f;
@@ -388,7 +389,7 @@ TEST(Finding8, QuantizeOfAnEmptyTensorAllocatesLittle) {
   });
 }
 
-TEST(Finding8, ScaleStateOfTwoTebibytesIsRefused) {
+TEST(ExecuteAllocations, ScaleStateOfTwoTebibytesIsRefused) {
   run_isolated(
       [] {
         fp8attn_context ctx = make_cpu_context();
@@ -406,9 +407,9 @@ TEST(Finding8, ScaleStateOfTwoTebibytesIsRefused) {
       30, uint64_t{4} << 30);
 }
 
-// ---- Finding 10: the rotation limit is the GPU kernel's on every backend ---------------------
+// ---- The rotation limit is the GPU kernel's on every backend -----------------------------
 
-TEST(Finding10, QuantizeRefusesRotationAbove256) {
+TEST(RotationLimit, QuantizeRefusesRotationAbove256) {
   const uint64_t seed = fresh_seed();
   run_isolated([&] {
     fp8attn_context ctx = make_cpu_context();
@@ -430,9 +431,9 @@ TEST(Finding10, QuantizeRefusesRotationAbove256) {
   });
 }
 
-// ---- Found by tests/fuzz/fuzz_predict: OK with a "probability" above 1 -------------------------
+// ---- A predicted fraction stays a probability (a tests/fuzz/fuzz_predict input) -----------
 
-TEST(FuzzFinding, PredictionWithTwoToThirtySinksStaysAProbability) {
+TEST(SinkPrediction, PredictionWithTwoToThirtySinksStaysAProbability) {
   run_isolated([] {
     fp8attn_sink_model m{};
     m.struct_size = sizeof m;

@@ -1,6 +1,6 @@
-// Regression tests for issue 15, findings 1, 3, 4 and 5: sizes that wrap, loops that never end
-// and offsets that overflow, each from the reproducer in the issue. Every case runs in a forked
-// child with a time limit (tests/hardening/hardening_support.hpp).
+// Huge sizes through the C API: sizes that wrap, loops that never end and offsets that overflow
+// are refused with a specific status (or computed right) and leave the outputs untouched. Every
+// case runs in a forked child with a time limit (tests/hardening/hardening_support.hpp).
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -15,9 +15,9 @@ namespace {
 constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
 constexpr int64_t kI64Min = std::numeric_limits<int64_t>::min();
 
-// ---- Finding 1: wrapped workspace sizes ------------------------------------------------------
+// ---- Sizes whose products wrap past 2^64 --------------------------------------------------
 
-TEST(Finding1, SpectralWorkspaceSizeRefusesASizeAbove2To64) {
+TEST(WrappingSizes, SpectralWorkspaceSizeRefusesASizeAbove2To64) {
   run_isolated([] {
     fp8attn_context ctx = make_cpu_context();
     fp8attn_error err = fresh_error();
@@ -30,7 +30,7 @@ TEST(Finding1, SpectralWorkspaceSizeRefusesASizeAbove2To64) {
   });
 }
 
-TEST(Finding1, SetQkWeightsWithStrideZeroHugeDModelIsRefused) {
+TEST(WrappingSizes, SetQkWeightsWithStrideZeroHugeDModelIsRefused) {
   run_isolated([] {
     fp8attn_context ctx = make_cpu_context();
     fp8attn_scale_state state = nullptr;
@@ -45,7 +45,7 @@ TEST(Finding1, SetQkWeightsWithStrideZeroHugeDModelIsRefused) {
   });
 }
 
-TEST(Finding1, RopeNormsWithAWrappingBlockSizeIsRefused) {
+TEST(WrappingSizes, RopeNormsWithAWrappingBlockSizeIsRefused) {
   run_isolated([] {
     fp8attn_context ctx = make_cpu_context();
     float one = 0.5f;
@@ -61,7 +61,7 @@ TEST(Finding1, RopeNormsWithAWrappingBlockSizeIsRefused) {
   });
 }
 
-// ---- Finding 3: hangs from small inputs -------------------------------------------------------
+// ---- Small inputs that would loop forever or for hours ------------------------------------
 
 std::string rope_call(int64_t min_offset, int64_t max_offset, int32_t want, uint64_t seed) {
   fp8attn_context ctx = make_cpu_context();
@@ -84,23 +84,23 @@ std::string rope_call(int64_t min_offset, int64_t max_offset, int32_t want, uint
   return problem;
 }
 
-TEST(Finding3, RopeMaxOffsetInt64MaxEnds) {
+TEST(LoopBounds, RopeMaxOffsetInt64MaxEnds) {
   const uint64_t seed = fresh_seed();
   run_isolated([&] { return rope_call(kI64Max - 1, kI64Max, FP8ATTN_OK, seed); }, 20);
 }
 
-TEST(Finding3, RopeFullInt64RangeIsRefused) {
+TEST(LoopBounds, RopeFullInt64RangeIsRefused) {
   const uint64_t seed = fresh_seed();
   run_isolated([&] { return rope_call(kI64Min, kI64Max, FP8ATTN_STATUS_BAD_OPTION, seed); }, 20);
 }
 
-TEST(Finding3, RopeRangeThatWouldRunForHoursIsRefused) {
+TEST(LoopBounds, RopeRangeThatWouldRunForHoursIsRefused) {
   const uint64_t seed = fresh_seed();
   // 2^20 offsets: under the old 2^24 limit, and hours of work at real head sizes.
   run_isolated([&] { return rope_call(0, (int64_t{1} << 20), FP8ATTN_STATUS_BAD_OPTION, seed); }, 20);
 }
 
-TEST(Finding3, ForwardWithBatch2To40AndStrideZeroDescalesEnds) {
+TEST(LoopBounds, ForwardWithBatch2To40AndStrideZeroDescalesEnds) {
   run_isolated(
       [] {
         ForwardFixture f(1, 0, 1, fresh_seed());
@@ -121,9 +121,9 @@ TEST(Finding3, ForwardWithBatch2To40AndStrideZeroDescalesEnds) {
       20);
 }
 
-// ---- Finding 4: signed overflow from valid descriptors ---------------------------------------
+// ---- Signed overflow from valid descriptors -----------------------------------------------
 
-TEST(Finding4, ForwardWithBroadcastKeysOf2To63IsRefused) {
+TEST(SignedOverflow, ForwardWithBroadcastKeysOf2To63IsRefused) {
   run_isolated([] {
     ForwardFixture f(1, 0, 1, fresh_seed());
     if (!f.ready()) return std::string("fixture");
@@ -137,7 +137,7 @@ TEST(Finding4, ForwardWithBroadcastKeysOf2To63IsRefused) {
   });
 }
 
-TEST(Finding4, ForwardWithBatchInt64MaxIsRefused) {
+TEST(SignedOverflow, ForwardWithBatchInt64MaxIsRefused) {
   run_isolated([] {
     ForwardFixture f(1, 0, 1, fresh_seed());
     if (!f.ready()) return std::string("fixture");
@@ -153,7 +153,7 @@ TEST(Finding4, ForwardWithBatchInt64MaxIsRefused) {
   });
 }
 
-TEST(Finding4, QuantizeWithSeqlenInt64MaxIsRefused) {
+TEST(SignedOverflow, QuantizeWithSeqlenInt64MaxIsRefused) {
   run_isolated([] {
     fp8attn_context ctx = make_cpu_context();
     float x = 0.25f;
@@ -171,9 +171,9 @@ TEST(Finding4, QuantizeWithSeqlenInt64MaxIsRefused) {
   });
 }
 
-// ---- Finding 5: element offsets that do not fit in int64 -------------------------------------
+// ---- Element offsets that do not fit in int64 ---------------------------------------------
 
-TEST(Finding5, QuantizeInputWhoseReachOverflowsIsRefused) {
+TEST(OffsetOverflow, QuantizeInputWhoseReachOverflowsIsRefused) {
   run_isolated([] {
     fp8attn_context ctx = make_cpu_context();
     std::vector<float> x = random_floats(4, fresh_seed());
@@ -191,7 +191,7 @@ TEST(Finding5, QuantizeInputWhoseReachOverflowsIsRefused) {
   });
 }
 
-TEST(Finding5, ForwardInputWhoseReachOverflowsIsRefused) {
+TEST(OffsetOverflow, ForwardInputWhoseReachOverflowsIsRefused) {
   run_isolated([] {
     ForwardFixture f(1, 3, 3, fresh_seed());
     if (!f.ready()) return std::string("fixture");
@@ -205,7 +205,7 @@ TEST(Finding5, ForwardInputWhoseReachOverflowsIsRefused) {
   });
 }
 
-TEST(Finding5, ForwardOutputWhoseReachOverflowsIsRefused) {
+TEST(OffsetOverflow, ForwardOutputWhoseReachOverflowsIsRefused) {
   run_isolated([] {
     ForwardFixture f(1, 3, 3, fresh_seed());
     if (!f.ready()) return std::string("fixture");
@@ -219,7 +219,7 @@ TEST(Finding5, ForwardOutputWhoseReachOverflowsIsRefused) {
   });
 }
 
-TEST(Finding5, SpectralNormWithARowStrideAbove2To31IsRightOrRefused) {
+TEST(OffsetOverflow, SpectralNormWithARowStrideAbove2To31IsRightOrRefused) {
   const uint64_t seed = fresh_seed();
   run_isolated([&] {
     fp8attn_context ctx = make_cpu_context();
