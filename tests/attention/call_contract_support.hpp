@@ -51,7 +51,9 @@ struct Planned {
     o.backend = backend;
     o.num_threads = 2;
     EXPECT_EQ(fp8attn_context_create(&o, &ctx, nullptr), FP8ATTN_OK);
-    if (ctx) EXPECT_EQ(fp8attn_plan_create(ctx, &d, &plan, nullptr), FP8ATTN_OK);
+    if (ctx) {
+      EXPECT_EQ(fp8attn_plan_create(ctx, &d, &plan, nullptr), FP8ATTN_OK);
+    }
   }
   ~Planned() {
     fp8attn_plan_destroy(plan);
