@@ -67,6 +67,42 @@ TEST(EmptyTensors, NullDataWithElementsIsStillRefused) {
   }
 }
 
+/// Quantizes an F32 input [1, 0, 2, 64] per head: with `null_data` its input and output have
+/// NULL data; returns the status and writes the descales [1, 2].
+int32_t quantize_empty(int32_t backend, bool null_data, std::vector<float>& descale, fp8attn_error* err) {
+  fp8attn_context_options o{};
+  o.struct_size = sizeof o;
+  o.backend = backend;
+  fp8attn_context ctx = nullptr;
+  if (fp8attn_context_create(&o, &ctx, err) != FP8ATTN_OK) return -1;
+  float in_buffer[1];
+  uint8_t out_buffer[1];
+  fp8attn_tensor in = dense_host_tensor(null_data ? nullptr : in_buffer, FP8ATTN_DTYPE_F32, {1, 0, 2, 64});
+  fp8attn_tensor out = dense_host_tensor(null_data ? nullptr : out_buffer, FP8ATTN_DTYPE_E4M3, {1, 0, 2, 64});
+  descale.assign(2, kPoison);
+  fp8attn_tensor d = dense_host_tensor(descale.data(), FP8ATTN_DTYPE_F32, {1, 2});
+  fp8attn_quantize_options q{};
+  q.struct_size = sizeof q;
+  q.granularity = FP8ATTN_QUANT_PER_HEAD;
+  q.block_rows = 1;
+  const int32_t s = fp8attn_quantize(ctx, &in, nullptr, &q, &out, &d, nullptr, err);
+  fp8attn_context_destroy(ctx);
+  return s;
+}
+
+TEST(EmptyTensors, QuantizerTakesNullDataEmptyInputAsItTakesAnEmptyBuffer) {
+  for (int32_t backend : {FP8ATTN_BACKEND_CPU, FP8ATTN_BACKEND_EMULATOR}) {
+    std::vector<float> with_buffer, with_null;
+    fp8attn_error err = fresh_error();
+    const int32_t want = quantize_empty(backend, false, with_buffer, &err);
+    const int32_t got = quantize_empty(backend, true, with_null, &err);
+    EXPECT_EQ(got, want) << backend_name(backend) << ": " << err.message;
+    EXPECT_EQ(got, FP8ATTN_OK) << backend_name(backend);
+    EXPECT_EQ(std::memcmp(with_null.data(), with_buffer.data(), with_null.size() * sizeof(float)), 0)
+        << backend_name(backend);
+  }
+}
+
 /// A BF16 forward and backward [1, sq, 2, 64] / [1, sk, 2, 64] with BF16 out and dout, F32 dq.
 struct BackwardCall {
   int64_t sq, sk;
