@@ -504,7 +504,8 @@ FP8ATTN_API void fp8attn_plan_destroy(fp8attn_plan plan);
  * @retval FP8ATTN_OK Success.
  * @retval FP8ATTN_STATUS_BAD_HANDLE A handle argument is NULL.
  * @retval FP8ATTN_STATUS_NULL_POINTER A required pointer argument is NULL.
- * @retval FP8ATTN_STATUS_BAD_SHAPE  a batch that is not positive, a negative length, or a size above ::FP8ATTN_MAX_BATCH or
+ * @retval FP8ATTN_STATUS_BAD_SHAPE  a batch that is not positive, a negative length (0 is an
+ *                                   empty sequence), or a size above ::FP8ATTN_MAX_BATCH or
  *                                   ::FP8ATTN_MAX_SEQLEN.
  * @retval FP8ATTN_STATUS_OUT_OF_MEMORY  the size does not fit in size_t.
  * The CPU workspace covers every buffer a forward call uses (per-worker tiles, each worker's
@@ -633,7 +634,8 @@ typedef struct fp8attn_attention_args {
  * @param err       Optional error detail.
  * @retval FP8ATTN_OK Success.
  * @retval FP8ATTN_STATUS_BAD_HANDLE A handle argument is NULL.
- * @retval FP8ATTN_STATUS_NULL_POINTER A required pointer argument is NULL.
+ * @retval FP8ATTN_STATUS_NULL_POINTER A required pointer argument is NULL, or a required tensor's
+ *         data with elements (a tensor with an extent of 0 may have NULL data: ::fp8attn_tensor).
  * @retval FP8ATTN_STATUS_BAD_STRUCT_SIZE A struct's `struct_size` is 0 or smaller than its oldest
  *         layout.
  * @retval FP8ATTN_STATUS_BAD_EXTENSION A struct's `next` is not NULL.
@@ -661,14 +663,14 @@ typedef struct fp8attn_attention_args {
  * @retval FP8ATTN_STATUS_WORKSPACE_TOO_SMALL `workspace_bytes` is below what the workspace query
  *         returns for this problem.
  * @retval FP8ATTN_STATUS_NUMERICS      an output is NaN or infinite although the call's checks
- *                                      passed: BF16 inputs whose products overflow FP32, NaN input
- *                                      codes, or (CUDA) device-resident descales the host did not
- *                                      check. It is found only after computing: unlike every
+ *                                      passed: BF16 inputs whose products overflow FP32, or NaN
+ *                                      input codes. It is found only after computing: unlike every
  *                                      other failure, `out` and `lse` have then been written and
  *                                      hold unspecified values; `amax_o` and the scale state are
  *                                      still untouched. CPU backend only: the Hopper backends
  *                                      (CUDA, emulator) do not scan their outputs and return
- *                                      ::FP8ATTN_OK with the non-finite values written.
+ *                                      ::FP8ATTN_OK with the non-finite values written (so do
+ *                                      unchecked device-memory descales on CUDA).
  * @retval FP8ATTN_STATUS_INVALID_ARGUMENT `scale_state_layer` out of range, or nonzero without a
  *                                      state.
  * @retval FP8ATTN_STATUS_BAD_OPTION    `out_scale` with an output dtype other than E4M3, or
