@@ -2,6 +2,7 @@
 // then hand the problem to the backend. The CPU engine and the GPU backends (CUDA, emulator:
 // the Hopper BF16 backward kernel) run it; the reference backend refuses it
 // (FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND).
+#include <algorithm>
 #include <chrono>
 
 #include "capi/abi_guard.hpp"
@@ -36,8 +37,8 @@ int32_t fp8attn_plan_backward_workspace_size(fp8attn_plan plan, int64_t batch, i
   return guarded(err, [&] {
     FP8ATTN_REQUIRE(plan != nullptr, FP8ATTN_STATUS_BAD_HANDLE, "plan is NULL");
     FP8ATTN_REQUIRE(bytes != nullptr, FP8ATTN_STATUS_NULL_POINTER, "bytes (size_t*) is NULL");
-    FP8ATTN_REQUIRE(batch > 0 && max_seqlen_q > 0 && max_seqlen_k > 0, FP8ATTN_STATUS_BAD_SHAPE,
-                    "batch, max_seqlen_q and max_seqlen_k must be positive, got " + std::to_string(batch) + ", " +
+    FP8ATTN_REQUIRE(batch > 0 && max_seqlen_q >= 0 && max_seqlen_k >= 0, FP8ATTN_STATUS_BAD_SHAPE,
+                    "batch must be positive and max_seqlen_q, max_seqlen_k ≥ 0, got " + std::to_string(batch) + ", " +
                         std::to_string(max_seqlen_q) + ", " + std::to_string(max_seqlen_k));
     FP8ATTN_REQUIRE(
         batch <= FP8ATTN_MAX_BATCH && max_seqlen_q <= FP8ATTN_MAX_SEQLEN && max_seqlen_k <= FP8ATTN_MAX_SEQLEN,
@@ -45,8 +46,9 @@ int32_t fp8attn_plan_backward_workspace_size(fp8attn_plan plan, int64_t batch, i
         "batch, max_seqlen_q and max_seqlen_k are limited to FP8ATTN_MAX_BATCH = 2^24 and FP8ATTN_MAX_SEQLEN = 2^30, "
         "got " + std::to_string(batch) + ", " + std::to_string(max_seqlen_q) + ", " + std::to_string(max_seqlen_k));
     require_bf16_plan(plan->config);
-    *bytes = plan->context->backend().attention_backward_workspace_size(plan->config, batch, max_seqlen_q,
-                                                                         max_seqlen_k);
+    // NOTE: an empty sequence needs no more than a sequence of one row.
+    *bytes = plan->context->backend().attention_backward_workspace_size(
+        plan->config, batch, std::max<int64_t>(max_seqlen_q, 1), std::max<int64_t>(max_seqlen_k, 1));
   });
 }
 

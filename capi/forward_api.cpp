@@ -105,6 +105,9 @@ int32_t fp8attn_attention_forward(fp8attn_plan plan, const fp8attn_attention_arg
       problem.v_descale = {nullptr, 0, 0, training.scales.v_descale};
     }
     problem.out_scale = training.out_scale;
+    // NOTE: after the state's descales are in: a logit or output scale that can leave FP32's
+    // range is refused here, before any output is written (NaN from finite inputs otherwise).
+    fp8attn::require_scales_in_range(plan->config, problem, backend.tensor_device());
     // The CPU engine measures into host memory; a device backend leaves the amaxes in the
     // workspace, and the pickup carries them to the state and amax_o on the stream.
     const int64_t device_amax_offset = backend.forward_amax_offset();

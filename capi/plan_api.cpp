@@ -1,4 +1,6 @@
 // Attention description and plan entry points.
+#include <algorithm>
+
 #include "capi/abi_guard.hpp"
 #include "capi/versioned_struct.hpp"
 #include "lib/attention/plan.hpp"
@@ -64,15 +66,17 @@ int32_t fp8attn_plan_workspace_size(fp8attn_plan plan, int64_t batch, int64_t ma
   return guarded(err, [&] {
     require(plan != nullptr, FP8ATTN_STATUS_BAD_HANDLE, "plan is NULL");
     require(bytes != nullptr, FP8ATTN_STATUS_NULL_POINTER, "bytes (size_t*) is NULL");
-    require(batch > 0 && max_seqlen_q > 0 && max_seqlen_k > 0, FP8ATTN_STATUS_BAD_SHAPE,
-            "batch, max_seqlen_q and max_seqlen_k must be positive, got " + std::to_string(batch) + ", " +
+    require(batch > 0 && max_seqlen_q >= 0 && max_seqlen_k >= 0, FP8ATTN_STATUS_BAD_SHAPE,
+            "batch must be positive and max_seqlen_q, max_seqlen_k ≥ 0, got " + std::to_string(batch) + ", " +
                 std::to_string(max_seqlen_q) + ", " + std::to_string(max_seqlen_k));
     require(batch <= FP8ATTN_MAX_BATCH && max_seqlen_q <= FP8ATTN_MAX_SEQLEN && max_seqlen_k <= FP8ATTN_MAX_SEQLEN,
             FP8ATTN_STATUS_BAD_SHAPE,
             "batch, max_seqlen_q and max_seqlen_k are limited to FP8ATTN_MAX_BATCH = 2^24 and FP8ATTN_MAX_SEQLEN = "
             "2^30, got " + std::to_string(batch) + ", " + std::to_string(max_seqlen_q) + ", " +
                 std::to_string(max_seqlen_k));
-    *bytes = plan->context->backend().attention_workspace_size(plan->config, batch, max_seqlen_q, max_seqlen_k);
+    // NOTE: an empty sequence needs no more than a sequence of one row.
+    *bytes = plan->context->backend().attention_workspace_size(plan->config, batch, std::max<int64_t>(max_seqlen_q, 1),
+                                                               std::max<int64_t>(max_seqlen_k, 1));
   });
 }
 

@@ -243,7 +243,16 @@ typedef enum fp8attn_softmax_variant {
 
 /**
  * A strided tensor view. Caller-owned; the library keeps no reference after the call returns.
- * An optional tensor is absent when `data` is NULL.
+ *
+ * Absent and empty are different things:
+ * - an optional tensor is absent when `data` is NULL, whatever its other fields hold (a zeroed
+ *   struct is absent); the call then behaves as documented for that argument's absence.
+ * - a tensor is empty when one of its first `rank` extents is 0. It addresses no element, so its
+ *   `data` may be NULL (PyTorch and DLPack export zero-element tensors so) or any other pointer;
+ *   its struct_size, rank, dtype, device, extents and strides are still checked, and a required
+ *   tensor that is empty is accepted whatever its data pointer. An optional tensor with NULL data
+ *   is absent even when it is also empty.
+ * - a required tensor with NULL data and no extent of 0: ::FP8ATTN_STATUS_NULL_POINTER.
  */
 typedef struct fp8attn_tensor {
   size_t struct_size; /**< sizeof(fp8attn_tensor). */
@@ -488,14 +497,15 @@ FP8ATTN_API void fp8attn_plan_destroy(fp8attn_plan plan);
  * Workspace bytes a forward call needs for problems up to these sizes.
  * @param plan  The plan.
  * @param batch Number of sequences, > 0.
- * @param max_seqlen_q Longest query sequence, > 0.
- * @param max_seqlen_k Longest key sequence, > 0.
+ * @param max_seqlen_q Longest query sequence, ≥ 0 (0: every query sequence is empty).
+ * @param max_seqlen_k Longest key sequence, ≥ 0 (0: every key sequence is empty).
  * @param bytes Out: the size; written only on success. May be 0.
  * @param err   Optional error detail.
  * @retval FP8ATTN_OK Success.
  * @retval FP8ATTN_STATUS_BAD_HANDLE A handle argument is NULL.
  * @retval FP8ATTN_STATUS_NULL_POINTER A required pointer argument is NULL.
- * @retval FP8ATTN_STATUS_BAD_SHAPE  a size that is not positive, or above ::FP8ATTN_MAX_BATCH or
+ * @retval FP8ATTN_STATUS_BAD_SHAPE  a batch that is not positive, a negative length (0 is an
+ *                                   empty sequence), or a size above ::FP8ATTN_MAX_BATCH or
  *                                   ::FP8ATTN_MAX_SEQLEN.
  * @retval FP8ATTN_STATUS_OUT_OF_MEMORY  the size does not fit in size_t.
  * The CPU workspace covers every buffer a forward call uses (per-worker tiles, each worker's
@@ -567,7 +577,10 @@ typedef struct fp8attn_attention_args {
   fp8attn_tensor lse;           /**< Optional out: F32 log-sum-exp, natural-log units. */
   fp8attn_tensor cu_seqlens_q;  /**< Optional I32 [batch+1]; present iff packed layout. */
   fp8attn_tensor cu_seqlens_k;  /**< Optional I32 [batch+1]; present iff packed layout. */
-  fp8attn_tensor q_descale;     /**< Optional F32 [batch, heads_kv]. */
+  fp8attn_tensor q_descale;     /**< Optional F32 [batch, heads_kv]. Applied for BF16 inputs as
+                                     for E4M3 (FlashAttention-3 ignores descales on BF16 inputs;
+                                     pass none to match it): the logits are scaled by
+                                     softmax_scale · q_descale · k_descale, O by v_descale. */
   fp8attn_tensor k_descale;     /**< Optional F32 [batch, heads_kv]. */
   fp8attn_tensor v_descale;     /**< Optional F32 [batch, heads_kv]. */
   fp8attn_telemetry* telemetry; /**< Optional out; filled when desc.telemetry is 1. Borrowed. */
@@ -621,7 +634,8 @@ typedef struct fp8attn_attention_args {
  * @param err       Optional error detail.
  * @retval FP8ATTN_OK Success.
  * @retval FP8ATTN_STATUS_BAD_HANDLE A handle argument is NULL.
- * @retval FP8ATTN_STATUS_NULL_POINTER A required pointer argument is NULL.
+ * @retval FP8ATTN_STATUS_NULL_POINTER A required pointer argument is NULL, or a required tensor's
+ *         data with elements (a tensor with an extent of 0 may have NULL data: ::fp8attn_tensor).
  * @retval FP8ATTN_STATUS_BAD_STRUCT_SIZE A struct's `struct_size` is 0 or smaller than its oldest
  *         layout.
  * @retval FP8ATTN_STATUS_BAD_EXTENSION A struct's `next` is not NULL.
@@ -632,16 +646,31 @@ typedef struct fp8attn_attention_args {
  *                                      whose largest element offset does not fit in int64.
  * @retval FP8ATTN_STATUS_BAD_SEQLENS   cu_seqlens not starting at 0, decreasing, or past total.
  * @retval FP8ATTN_STATUS_BAD_SCALE     a descale that is NaN, infinite or ≤ 0 (a stride-0 descale
- *                                      is read once).
+ *                                      is read once); or finite descales whose products leave
+ *                                      FP32's range, checked before anything is written: a logit
+ *                                      scale softmax_scale · q_descale · k_descale · log2(e)
+ *                                      (per sequence and KV head, in FP32) that is infinite or
+ *                                      below FLT_MIN; with E4M3 inputs, one for which a logit of
+ *                                      E4M3 codes (head_dim · 448², times the largest per-block
+ *                                      Q and K descales) times the logit scale exceeds
+ *                                      FLT_MAX / 4; a v_descale (times the largest per-block V
+ *                                      descale) above the output dtype's largest finite value /
+ *                                      (2 · 448). The message names the fields. Descale tensors
+ *                                      in device memory (CUDA) are not read by these checks;
+ *                                      a scale state's descales are.
  * @retval FP8ATTN_STATUS_BAD_DEVICE    a tensor not on the backend's device.
  * @retval FP8ATTN_STATUS_BAD_STREAM    a stream given to a CPU backend.
  * @retval FP8ATTN_STATUS_WORKSPACE_TOO_SMALL `workspace_bytes` is below what the workspace query
  *         returns for this problem.
  * @retval FP8ATTN_STATUS_NUMERICS      an output is NaN or infinite although the call's checks
- *                                      passed (descales or inputs whose products overflow FP32,
- *                                      NaN input codes). Unlike every other failure, `out` and
- *                                      `lse` have then been written and hold unspecified values;
- *                                      `amax_o` and the scale state are still untouched.
+ *                                      passed: BF16 inputs whose products overflow FP32, or NaN
+ *                                      input codes. It is found only after computing: unlike every
+ *                                      other failure, `out` and `lse` have then been written and
+ *                                      hold unspecified values; `amax_o` and the scale state are
+ *                                      still untouched. CPU backend only: the Hopper backends
+ *                                      (CUDA, emulator) do not scan their outputs and return
+ *                                      ::FP8ATTN_OK with the non-finite values written (so do
+ *                                      unchecked device-memory descales on CUDA).
  * @retval FP8ATTN_STATUS_INVALID_ARGUMENT `scale_state_layer` out of range, or nonzero without a
  *                                      state.
  * @retval FP8ATTN_STATUS_BAD_OPTION    `out_scale` with an output dtype other than E4M3, or
@@ -761,7 +790,8 @@ typedef struct fp8attn_attention_bwd_args {
  * @retval FP8ATTN_OK Success.
  * @retval FP8ATTN_STATUS_BAD_HANDLE   `plan` is NULL.
  * @retval FP8ATTN_STATUS_NULL_POINTER `bytes` is NULL.
- * @retval FP8ATTN_STATUS_BAD_SHAPE    a size that is not positive, or above ::FP8ATTN_MAX_BATCH or
+ * @retval FP8ATTN_STATUS_BAD_SHAPE    a batch that is not positive, a negative length (0 is an
+ *                                     empty sequence), or a size above ::FP8ATTN_MAX_BATCH or
  *                                     ::FP8ATTN_MAX_SEQLEN.
  * @retval FP8ATTN_STATUS_UNSUPPORTED_DTYPE the plan's input dtype is not BF16.
  * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND the context's backend has no backward
@@ -802,7 +832,8 @@ FP8ATTN_API int32_t fp8attn_plan_backward_workspace_size(fp8attn_plan plan, int6
  * @retval FP8ATTN_OK Success.
  * @retval FP8ATTN_STATUS_BAD_HANDLE   `plan` is NULL.
  * @retval FP8ATTN_STATUS_NULL_POINTER `args`, a required tensor's data (lse included) or the
- *                                     workspace is NULL.
+ *                                     workspace is NULL; a tensor with an extent of 0 may have
+ *                                     NULL data (see ::fp8attn_tensor).
  * @retval FP8ATTN_STATUS_BAD_STRUCT_SIZE `args->struct_size` (or a tensor's) is 0 or too small.
  * @retval FP8ATTN_STATUS_BAD_EXTENSION `args->next` is not NULL.
  * @retval FP8ATTN_STATUS_BAD_DTYPE     a tensor's dtype is unknown or not the one listed above.

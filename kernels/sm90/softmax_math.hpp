@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "kernels/arch/ex2.hpp"
+#include "kernels/arch/mma_order.hpp"
 #include "kernels/sm90/tile_config.hpp"
 
 namespace fp8attn::sm90 {
@@ -79,6 +80,23 @@ FP8ATTN_HOST_DEVICE float output_factor(float row_sum, float v_descale) {
 FP8ATTN_HOST_DEVICE float row_lse(float row_max, float row_sum, float scale_log2, float p_scale_log2) {
   if (row_sum == 0.0f || row_sum != row_sum) return kNegInf;
   return max_scaled(row_max, scale_log2, p_scale_log2) * kLn2 + logf(row_sum);
+}
+
+/// The backward's D = rowsum(dO∘O) = Σ_e g(e)·o(e) over `dim` elements, in the order in which the
+/// BF16 tile product forms dP = dO·Vᵀ (kernels/arch/mma_order.hpp): chunks of `mma_k` from +0 with
+/// e ascending, each added into the sum with the accumulator model.
+/// NOTE: a row that sees a single key has O = V bit for bit (P = 1 and a BF16 output), so dP and D
+/// are then the same sum of the same products in the same order: dS = P·(dP − D) is exactly 0, and
+/// so are that row's dQ and its key's dK. In any other order they differ by rounding (~1e-6).
+template <class G, class O>
+FP8ATTN_HOST_DEVICE float row_delta(int dim, int mma_k, arch::MmaPrecisionModel model, G&& g, O&& o) {
+  float sum = 0.0f;
+  for (int k0 = 0; k0 < dim; k0 += mma_k) {
+    const int len = k0 + mma_k <= dim ? mma_k : dim - k0;
+    const float chunk = arch::mma_chunk(len, [&](int k) { return g(k0 + k); }, [&](int k) { return o(k0 + k); });
+    sum = arch::mma_chunk_accumulate(sum, chunk, model);
+  }
+  return sum;
 }
 
 }  // namespace fp8attn::sm90

@@ -46,7 +46,8 @@ AttentionBackwardProblem make_attention_backward_problem(const AttentionConfig& 
                       dtype_name(cfg.input_dtype) + " (create the plan with input_dtype = FP8ATTN_DTYPE_BF16)");
   FP8ATTN_REQUIRE(a.deterministic == 0 || a.deterministic == 1, FP8ATTN_STATUS_BAD_OPTION,
                   "args.deterministic must be 0 or 1, got " + std::to_string(a.deterministic));
-  FP8ATTN_REQUIRE(a.lse.data != nullptr, FP8ATTN_STATUS_NULL_POINTER,
+  // NOTE: an empty lse (no query row) may have NULL data, as any required tensor.
+  FP8ATTN_REQUIRE(a.lse.data != nullptr || describes_no_element(a.lse), FP8ATTN_STATUS_NULL_POINTER,
                   "args.lse.data is NULL: the backward recomputes P from the forward's log-sum-exp");
 
   // q, k, v, out, lse and cu_seqlens are checked exactly as the forward checks them.

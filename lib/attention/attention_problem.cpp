@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <utility>
 
 #include "kernels/sm90/kv_schedule.hpp"
+#include "kernels/sm90/softmax_math.hpp"
 #include "lib/core/checked_math.hpp"
 #include "lib/core/error.hpp"
 #include "lib/core/tensor.hpp"
@@ -52,7 +54,8 @@ BlockDescale read_block_descale(const fp8attn_tensor& t, std::string_view what, 
   require_extent(t, what, 1, heads, "heads");
   require_extent(t, what, 2, blocks, blocks_meaning);
   BlockDescale d{static_cast<const float*>(t.data), t.stride[0], t.stride[1], t.stride[2]};
-  if (device == FP8ATTN_DEVICE_HOST)
+  if (device == FP8ATTN_DEVICE_HOST) {
+    d.largest = 0.0f;
     for (int64_t b = 0; b < distinct(batch, t.stride[0]); ++b)
       for (int64_t h = 0; h < distinct(heads, t.stride[1]); ++h)
         for (int64_t n = 0; n < distinct(blocks, t.stride[2]); ++n) {
@@ -60,7 +63,9 @@ BlockDescale read_block_descale(const fp8attn_tensor& t, std::string_view what, 
           FP8ATTN_REQUIRE(std::isfinite(x) && x > 0.0f, FP8ATTN_STATUS_BAD_SCALE,
                           std::string(what) + "[" + std::to_string(b) + ", " + std::to_string(h) + ", " +
                               std::to_string(n) + "] must be finite and > 0, got " + std::to_string(x));
+          d.largest = std::max(d.largest, x);
         }
+  }
   return d;
 }
 
@@ -116,6 +121,60 @@ void require_no_overlap(const fp8attn_tensor& t, std::string_view what) {
     reach = checked_add(reach, checked_mul(dims[i].first, dims[i].second - 1, "output reach", FP8ATTN_STATUS_BAD_STRIDE),
                         "output reach", FP8ATTN_STATUS_BAD_STRIDE);
   }
+}
+
+void require_scales_in_range(const AttentionConfig& c, const AttentionProblem& p, int32_t device) {
+  const bool host = device == FP8ATTN_DEVICE_HOST;
+  // NOTE: a descale tensor in device memory is not read here (the CUDA backend): only its
+  // by-value and host-resident descales are checked, the others count as 1.
+  auto read = [&](const Descale& d, int64_t b, int64_t h) { return d.data == nullptr || host ? d.at(b, h) : 1.0f; };
+  auto varies = [&](const Descale& d, int dim) {
+    return d.data != nullptr && host && (dim == 0 ? d.batch_stride : d.head_stride) != 0;
+  };
+  const int64_t batches = varies(p.q_descale, 0) || varies(p.k_descale, 0) || varies(p.v_descale, 0) ? p.batch : 1;
+  const int64_t heads = varies(p.q_descale, 1) || varies(p.k_descale, 1) || varies(p.v_descale, 1) ? c.num_heads_kv : 1;
+  if (p.batch == 0) return;
+  // The largest |S| = |Q·Kᵀ| an input format can hold, before any scale: head_dim · max|code|²
+  // for E4M3 (448). BF16 codes reach FP32's range, so only the scale itself is checked for them.
+  const bool fp8 = c.input_dtype == FP8ATTN_DTYPE_E4M3;
+  const double code_max = 448.0;
+  const double s_max = fp8 ? static_cast<double>(c.head_dim) * code_max * code_max : 0.0;
+  // NOTE: a quarter of FLT_MAX leaves room for the exp2 step's difference of two scaled logits
+  // (S·scale_log2 − max·scale_log2 + log2 S_p) and for the rescale, both in FP32.
+  const double logit_limit = std::numeric_limits<float>::max() / 4.0;
+  const double blocks = static_cast<double>(p.q_block_descale.largest) * p.k_block_descale.largest;
+  FP8ATTN_REQUIRE(blocks * s_max <= logit_limit, FP8ATTN_STATUS_BAD_SCALE,
+                  "args.q_block_descale and args.k_block_descale: their largest values (" +
+                      std::to_string(p.q_block_descale.largest) + ", " + std::to_string(p.k_block_descale.largest) +
+                      ") can carry a logit Q·Kᵀ of E4M3 codes out of FP32's range");
+  // O is a convex combination of V's rows times v_descale (and a V block's descale): bounded by
+  // max|code| · v_descale; twice that for the rounding of P and of the sums.
+  const double out_max = p.out.dtype == FP8ATTN_DTYPE_BF16 ? 3.3895313892515355e38 : std::numeric_limits<float>::max();
+  for (int64_t b = 0; b < batches; ++b)
+    for (int64_t h = 0; h < heads; ++h) {
+      const float qd = read(p.q_descale, b, h), kd = read(p.k_descale, b, h), vd = read(p.v_descale, b, h);
+      const float scale_log2 = sm90::logit_scale_log2(c.softmax_scale, qd, kd);
+      auto where = [&] { return "[" + std::to_string(b) + ", " + std::to_string(h) + "]"; };
+      FP8ATTN_REQUIRE(std::isfinite(scale_log2) && scale_log2 >= std::numeric_limits<float>::min(),
+                      FP8ATTN_STATUS_BAD_SCALE,
+                      "the logit scale softmax_scale · args.q_descale" + where() + " · args.k_descale" + where() +
+                          " · log2(e) = " + std::to_string(c.softmax_scale) + " · " + std::to_string(qd) + " · " +
+                          std::to_string(kd) + " · 1.4427 " +
+                          (std::isfinite(scale_log2) ? "underflows FP32's normal range (below 2^-126)"
+                                                     : "overflows FP32") +
+                          ": softmax_scale from desc.softmax_scale (0 = 1/sqrt(head_dim))");
+      FP8ATTN_REQUIRE(blocks * s_max * scale_log2 <= logit_limit, FP8ATTN_STATUS_BAD_SCALE,
+                      "the logit scale softmax_scale · args.q_descale" + where() + " · args.k_descale" + where() +
+                          " = " + std::to_string(c.softmax_scale) + " · " + std::to_string(qd) + " · " +
+                          std::to_string(kd) + " can carry a logit Q·Kᵀ of E4M3 codes (up to head_dim · 448²) " +
+                          "out of FP32's range");
+      const double o_bound = 2.0 * (fp8 ? code_max : 1.0) * vd * p.v_block_descale.largest;
+      FP8ATTN_REQUIRE(!fp8 || o_bound <= out_max, FP8ATTN_STATUS_BAD_SCALE,
+                      "args.v_descale" + where() + " = " + std::to_string(vd) +
+                          " (times the largest args.v_block_descale, " + std::to_string(p.v_block_descale.largest) +
+                          ") can carry O = P·V of E4M3 codes (up to 448 · v_descale) out of the " +
+                          dtype_name(p.out.dtype) + " output's range");
+    }
 }
 
 AttentionProblem make_attention_problem(const AttentionConfig& cfg, const fp8attn_attention_args& a, int32_t device) {

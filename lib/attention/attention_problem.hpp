@@ -34,6 +34,8 @@ struct Descale {
 struct BlockDescale {
   const float* data = nullptr;
   int64_t batch_stride = 0, head_stride = 0, block_stride = 0;
+  /// The largest value, when validation read them on the host (1 otherwise); for the range check.
+  float largest = 1.0f;
   bool present() const { return data != nullptr; }
   float at(int64_t b, int64_t h, int64_t block) const {
     return data ? data[b * batch_stride + h * head_stride + block * block_stride] : 1.0f;
@@ -85,6 +87,13 @@ inline int64_t element_offset(const SeqTensor& t, int64_t b, int64_t row, int64_
 
 /// Requires that no two elements of output tensor t share an address (BAD_STRIDE otherwise).
 void require_no_overlap(const fp8attn_tensor& t, std::string_view what);
+
+/// Refuses, with BAD_SCALE naming the fields, a logit scale softmax_scale · q_descale · k_descale ·
+/// log2(e) that is not a normal finite FP32 value, or that (with the per-block descales' largest
+/// values and the input format's largest code) can carry a logit out of FP32's range; and a V
+/// descale with which O can leave the output dtype's range. The descale values are read where the
+/// host can read them: host tensors, and per-tensor descales given by value (a scale state's).
+void require_scales_in_range(const AttentionConfig& config, const AttentionProblem& problem, int32_t device);
 
 /// Validates args against the config for a backend whose tensors live on `device`.
 /// Throws Error with the status of the first problem found.

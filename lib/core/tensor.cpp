@@ -30,13 +30,24 @@ std::string dtype_name(int32_t dtype) {
   }
 }
 
+bool describes_no_element(const fp8attn_tensor& t) {
+  if (t.struct_size < sizeof(fp8attn_tensor) || t.rank < 1 || t.rank > FP8ATTN_MAX_RANK) return false;
+  for (int i = 0; i < t.rank; ++i)
+    if (t.shape[i] == 0) return true;
+  return false;
+}
+
 bool check_tensor(const fp8attn_tensor& t, std::string_view what_view, const TensorCheck& check) {
   // NOTE: every message is built only on failure (FP8ATTN_REQUIRE): a forward call validates
   // its tensors without touching the heap.
   auto what = [&] { return std::string(what_view); };
+  // NOTE: NULL data means "absent" for an optional tensor. A required tensor may have NULL data
+  // only when it holds no element (PyTorch exports a zero-element tensor so): nothing is read
+  // from or written to it, and it is checked like any other tensor below.
   if (t.data == nullptr) {
-    FP8ATTN_REQUIRE(check.optional, FP8ATTN_STATUS_NULL_POINTER, what() + ".data is NULL");
-    return false;
+    if (check.optional) return false;
+    FP8ATTN_REQUIRE(describes_no_element(t), FP8ATTN_STATUS_NULL_POINTER,
+                    what() + ".data is NULL (only a tensor with an extent of 0 may have NULL data)");
   }
   FP8ATTN_REQUIRE(t.struct_size >= sizeof(fp8attn_tensor), FP8ATTN_STATUS_BAD_STRUCT_SIZE,
                   what() + ".struct_size is " + std::to_string(t.struct_size) + ", expected at least " +

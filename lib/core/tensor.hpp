@@ -17,9 +17,14 @@ size_t dtype_size(int32_t dtype, std::string_view what);
 /// "E4M3", "BF16", ...; "unknown(<n>)" for other values.
 std::string dtype_name(int32_t dtype);
 
+/// True when `t` is a well-formed struct (struct_size, rank) with an extent of 0: a tensor with
+/// no element, whose data pointer may be NULL.
+bool describes_no_element(const fp8attn_tensor& t);
+
 /// Reads a tensor struct the caller passed by value inside another struct: checks struct_size,
 /// next, device, rank, dtype, extents ≥ 0, strides ≥ 0 and a reach that fits in int64.
-/// `present` is false when data is NULL and the tensor is optional. Throws Error naming `what`.
+/// Returns false (absent) when data is NULL and the tensor is optional. A required tensor with NULL
+/// data is accepted when it has an extent of 0 (NULL_POINTER otherwise). Throws Error naming `what`.
 struct TensorCheck {
   int32_t rank = 0;          ///< required rank (0 = any of 1..8)
   int32_t dtype = 0;         ///< required dtype (0 = any known)

@@ -209,7 +209,9 @@ TEST(NonFiniteResults, SpectralNormsRefuseNonFiniteWeightsAndWarmStarts) {
   });
 }
 
-TEST(NonFiniteResults, ForwardWhoseDescalesOverflowReportsNumerics) {
+// Descales whose product overflows FP32 are refused before anything is computed: BAD_SCALE, out
+// untouched.
+TEST(NonFiniteResults, ForwardWhoseDescalesOverflowIsRefusedBeforeWriting) {
   run_isolated([] {
     ForwardFixture f(1, 8, 8, fresh_seed());
     if (!f.ready()) return std::string("fixture");
@@ -217,14 +219,17 @@ TEST(NonFiniteResults, ForwardWhoseDescalesOverflowReportsNumerics) {
     f.args.q_descale = host_tensor(&big, FP8ATTN_DTYPE_F32, {1, 1}, {0, 0});
     f.args.k_descale = f.args.q_descale;
     fp8attn_error err = fresh_error();
-    return expect_status(f.run(&err), FP8ATTN_STATUS_NUMERICS, err, "forward with descales 1e30·1e30");
+    std::string problem = expect_status(f.run(&err), FP8ATTN_STATUS_BAD_SCALE, err, "forward with descales 1e30·1e30");
+    if (problem.empty() && !all_poison(f.out)) problem = "out written on failure";
+    return problem;
   });
 }
 
-// A finite FP32 output above BF16's range becomes inf in a BF16 output: NUMERICS too. Keys all
-// equal make every P̃ = S_p exactly, so O = 448 · v_descale ≈ 3.40e38 in FP32 (below FLT_MAX,
-// above the largest value that rounds to a finite BF16).
-TEST(NonFiniteResults, ForwardWhoseBf16OutputOverflowsReportsNumerics) {
+// A finite FP32 output above BF16's range would become inf in a BF16 output. Keys all equal make
+// every P̃ = S_p exactly, so O would be 448 · v_descale ≈ 3.40e38 in FP32 (below FLT_MAX, above
+// the largest value that rounds to a finite BF16): the V descale is refused before the call
+// computes, with BAD_SCALE, and out keeps its poison.
+TEST(NonFiniteResults, ForwardWhoseBf16OutputWouldOverflowIsRefusedBeforeWriting) {
   run_isolated([] {
     ForwardFixture f(1, 8, 8, fresh_seed());
     if (!f.ready()) return std::string("fixture");
@@ -244,7 +249,10 @@ TEST(NonFiniteResults, ForwardWhoseBf16OutputOverflowsReportsNumerics) {
     float vd = 3.40e38f / 448.0f;
     f.args.v_descale = host_tensor(&vd, FP8ATTN_DTYPE_F32, {1, 1}, {0, 0});
     fp8attn_error err = fresh_error();
-    return expect_status(f.run(&err), FP8ATTN_STATUS_NUMERICS, err, "forward whose BF16 output overflows");
+    std::string problem = expect_status(f.run(&err), FP8ATTN_STATUS_BAD_SCALE, err, "forward whose BF16 output overflows");
+    for (uint16_t x : out)
+      if (problem.empty() && x != 0x1234) problem = "out written on failure";
+    return problem;
   });
 }
 

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/numerics/bfloat16.hpp"
 #include "lib/workloads/fresh_seed.hpp"
 #include "tests/training/training_test_support.hpp"
 
@@ -176,21 +177,30 @@ TEST(DeviceStateEmulated, ANonFiniteAmaxDropsTheWholeReportWithNumerics) {
   std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
   std::mt19937_64 rng(seed);
   const Shape s{1, 33, 65, 2, 2, 64};
-  Inputs in = random_inputs(s, rng);
   Side emu(FP8ATTN_BACKEND_EMULATOR, s, 2, 4);
-  // Q and K scales of 1e-30 make descales of 1e30: the scaled logits overflow to infinity.
-  for (int kind : {FP8ATTN_TENSOR_Q, FP8ATTN_TENSOR_K})
-    ASSERT_EQ(fp8attn_scale_state_report_amax(emu.state, 1, kind, 4.48e32f, nullptr), FP8ATTN_OK);
-  ASSERT_EQ(fp8attn_scale_state_step(emu.state, nullptr), FP8ATTN_OK);
+  // BF16 inputs whose V rows are all 3e38: P·V sums past FLT_MAX, so max |O| is infinite. (With
+  // E4M3 inputs no finite descale gets there: one that could is refused before the call.)
+  fp8attn_attention_desc d = make_desc(s, FP8ATTN_DTYPE_E4M3);
+  d.input_dtype = FP8ATTN_DTYPE_BF16;
+  PlanFixture plan(emu.ctx, d, s);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<uint16_t> q(static_cast<size_t>(s.q_elems())), k(static_cast<size_t>(s.kv_elems()));
+  for (auto& x : q) x = num::float_to_bf16(normal(rng));
+  for (auto& x : k) x = num::float_to_bf16(normal(rng));
+  std::vector<uint16_t> v(k.size(), num::float_to_bf16(3.0e38f));
   const std::vector<uint8_t> blob = serialize(emu.state);
   std::vector<uint8_t> out(static_cast<size_t>(s.q_elems()), 0xA5);
-  fp8attn_attention_args a = make_args(s, in, out.data(), FP8ATTN_DTYPE_E4M3);
+  Inputs unused = random_inputs(s, rng);
+  fp8attn_attention_args a = make_args(s, unused, out.data(), FP8ATTN_DTYPE_E4M3);
+  a.q = tensor(q.data(), FP8ATTN_DTYPE_BF16, {s.batch, s.seqlen_q, s.heads_q, s.head_dim});
+  a.k = tensor(k.data(), FP8ATTN_DTYPE_BF16, {s.batch, s.seqlen_k, s.heads_kv, s.head_dim});
+  a.v = tensor(v.data(), FP8ATTN_DTYPE_BF16, {s.batch, s.seqlen_k, s.heads_kv, s.head_dim});
   a.scale_state = emu.state;
   a.scale_state_layer = 1;
   float amax_o = -7.0f;
   a.amax_o = &amax_o;
   fp8attn_error err = make_error();
-  EXPECT_EQ(emu.plan.run(a, &err), FP8ATTN_STATUS_NUMERICS) << err.message;
+  EXPECT_EQ(plan.run(a, &err), FP8ATTN_STATUS_NUMERICS) << err.message;
   EXPECT_NE(std::string(err.message).find("not finite"), std::string::npos) << err.message;
   EXPECT_EQ(amax_o, -7.0f);
   EXPECT_EQ(serialize(emu.state), blob);

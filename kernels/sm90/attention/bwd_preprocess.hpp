@@ -1,7 +1,7 @@
 // The two small SIMT kernels around the backward's main kernel (FlashAttention-2/3's
 // preprocessing and dQ conversion), one thread per (workspace row, query head):
-// - bwd_preprocess_kernel: the LSE in log2 units and D = rowsum(dO∘O), in the CPU engine's order
-//   (lib/attention/engine/backward_tile.cpp, load_row_stats: FMAs with the dimension ascending);
+// - bwd_preprocess_kernel: the LSE in log2 units and D = rowsum(dO∘O), in the order of the wgmma
+//   that forms dP (sm90::row_delta, as the CPU engine's load_row_stats);
 //   in atomic mode it also zeroes the row's dQ accumulator;
 // - bwd_dq_reduce_kernel: dq = softmax_scale · Σ_n partial_n over the key blocks n the row's query
 //   block visits, n ascending (deterministic: the engine's turn-ordered adds), or the atomic
@@ -57,10 +57,11 @@ FP8ATTN_KERNEL void FP8ATTN_LAUNCH_BOUNDS(kBwdRowThreads, 1) bwd_preprocess_kern
   p.lse_log2[row * p.heads_q + head] = lse * kLog2e;
   const uint16_t* o = p.out + b * p.out_batch_stride + packed * p.out_seq_stride + head * p.out_head_stride;
   const uint16_t* g = p.dout + b * p.dout_batch_stride + packed * p.dout_seq_stride + head * p.dout_head_stride;
-  float sum = 0.0f;
-  FP8ATTN_NO_UNROLL
-  for (int e = 0; e < kHeadDim; ++e) sum = fmaf(bf16_bits_to_float(g[e]), bf16_bits_to_float(o[e]), sum);
-  p.delta[row * p.heads_q + head] = sum;
+  // NOTE: in the order of the BF16 wgmma that forms dP (row_delta), so that a row with one visible
+  // key gets dP − D = 0 exactly.
+  p.delta[row * p.heads_q + head] =
+      row_delta(kHeadDim, arch::kMmaKBf16, arch::MmaPrecisionModel{}, [&](int e) { return bf16_bits_to_float(g[e]); },
+                [&](int e) { return bf16_bits_to_float(o[e]); });
   if (p.atomic_dq) {
     float* acc = p.dq_partials + (row * p.heads_q + head) * kHeadDim;
     for (int e = 0; e < kHeadDim; ++e) acc[e] = 0.0f;

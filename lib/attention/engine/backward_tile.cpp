@@ -100,7 +100,7 @@ void load_rows(const SeqTensor& t, int64_t b, int64_t row0, int64_t head, int ro
 }
 
 /// Per-row values of a query block: the LSE in log2 units and D = rowsum(dO∘O), in FP32 from the
-/// stored out and dout (FlashAttention-2's preprocessing).
+/// stored out and dout (FlashAttention-2's preprocessing), in dP's order (sm90::row_delta).
 /// NOTE: D is recomputed for every (key block, query block) pair rather than kept in a
 /// [rows, heads] buffer by a pass of its own: it costs block_m·head_dim_v FMAs against the five
 /// tile products' 10·block_m·block_n·head_dim flops, and the same loop in the same order gives the
@@ -115,9 +115,9 @@ void load_row_stats(const AttentionConfig& c, const AttentionBackwardProblem& p,
     lse[r] = x * sm90::kLog2e;
     load_row(p.fwd.out, b, at, head, dv, row);
     const float* g = dout + static_cast<int64_t>(r) * dv;
-    float sum = 0.0f;
-    for (int e = 0; e < dv; ++e) sum = std::fma(g[e], row[e], sum);
-    delta[r] = sum;
+    // NOTE: in the order of dPᵀ = V·dOᵀ below (depth mma_k_qk), so that one visible key gives dS = 0.
+    delta[r] = sm90::row_delta(dv, c.tile.mma_k_qk, c.mma_model, [&](int e) { return g[e]; },
+                               [&](int e) { return row[e]; });
   }
 }
 

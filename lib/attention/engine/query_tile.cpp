@@ -268,8 +268,8 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
     const float* orow = t.o + static_cast<int64_t>(r) * dv;
     for (int e = 0; e < dv; ++e) {
       const float o = orow[e] * factor;
-      // NOTE: finite inputs can still overflow (descales near FLT_MAX); the call then reports
-      // NUMERICS instead of OK.
+      // NOTE: descales that can overflow are refused before the call (require_scales_in_range);
+      // finite BF16 inputs still can, and the call then reports NUMERICS instead of OK.
       // A finite float above BF16's range also becomes inf in a BF16 output.
       const bool bf16 = p.out.dtype == FP8ATTN_DTYPE_BF16;
       if (!std::isfinite(o) || (bf16 && !std::isfinite(num::round_to_bf16(o)))) ++telemetry.nonfinite;

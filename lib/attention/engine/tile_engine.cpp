@@ -122,8 +122,8 @@ void tile_engine_forward(const AttentionConfig& c, const AttentionProblem& p, Th
   if (p.amax) *p.amax = ForwardAmax{total.max_abs_o, total.max_abs_scaled_logit};
   FP8ATTN_REQUIRE(total.nonfinite == 0, FP8ATTN_STATUS_NUMERICS,
                   std::to_string(total.nonfinite) +
-                      " output values are NaN or infinite although every input is finite: the descales or the "
-                      "softmax scale overflow FP32");
+                      " output values are NaN or infinite: products of the inputs overflow FP32 (BF16 inputs; "
+                      "descales that could are refused before the call) or an input holds a NaN or infinite code");
 }
 
 }  // namespace fp8attn::engine

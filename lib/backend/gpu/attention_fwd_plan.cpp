@@ -21,6 +21,13 @@ sm90::DescaleView view(const BlockDescale& d) { return {d.data, d.batch_stride, 
 /// [b, s, h, d] layouts with heads interleaved in a row do.
 arch::TensorMapSpec element_map(const char* name, const void* data, arch::TmaDataType type, const uint64_t (&dims)[4],
                                 const int64_t (&element_strides)[3], const uint32_t (&box)[4], arch::Swizzle swizzle) {
+  // NOTE: the ABI lets an empty tensor (an extent of 0) have a NULL data pointer, and a tensor map
+  // needs a non-NULL base. The kernel fetches no row of an empty tensor, so any aligned address
+  // stands in for it; it is never dereferenced.
+  // Its strides are free too (a dense [2, 0, h, d] has a batch stride of 0): they are set to nest.
+  alignas(16) static const unsigned char kEmptyBase[16] = {};
+  const bool empty = dims[0] == 0 || dims[1] == 0 || dims[2] == 0 || dims[3] == 0;
+  if (data == nullptr && empty) data = kEmptyBase;
   require(reinterpret_cast<uintptr_t>(data) % 16 == 0, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
           std::string(name) + ": TMA needs a 16-byte aligned base address");
   const int64_t e = arch::tma_element_bytes(type);
@@ -36,7 +43,8 @@ arch::TensorMapSpec element_map(const char* name, const void* data, arch::TmaDat
     // A dimension of extent 1 (one head, one packed "batch") is never stepped: its stride is set
     // to what nests over the dimensions below it.
     const uint64_t nested = i == 0 ? s.global_dims[0] * e : s.global_strides_bytes[i - 1] * s.global_dims[i];
-    const int64_t bytes = s.global_dims[i + 1] == 1 ? static_cast<int64_t>((nested + 15) / 16 * 16) : strides[i];
+    const int64_t bytes =
+        empty || s.global_dims[i + 1] == 1 ? static_cast<int64_t>((nested + 15) / 16 * 16) : strides[i];
     require(bytes > 0 && bytes % 16 == 0, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
             std::string(name) + ": TMA needs strides that are positive multiples of 16 bytes; stride " +
                 std::to_string(i + 1) + " is " + std::to_string(strides[i]));
