@@ -6,8 +6,8 @@
 
 #include "fp8attn/fp8attn.h"
 #include "kernels/sm90/kv_schedule.hpp"
-#include "lib/numerics/bfloat16.hpp"
-#include "lib/numerics/float8.hpp"
+#include "kernels/numerics/bfloat16.hpp"
+#include "kernels/numerics/float8.hpp"
 
 namespace fp8attn::workloads {
 namespace {

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "lib/numerics/bfloat16.hpp"
+#include "kernels/numerics/bfloat16.hpp"
 
 namespace fp8attn::workloads {
 namespace {

@@ -8,7 +8,7 @@
 #include "lib/attention/attention_config.hpp"
 #include "lib/attention/attention_problem.hpp"
 #include "lib/core/thread_pool.hpp"
-#include "lib/numerics/bfloat16.hpp"
+#include "kernels/numerics/bfloat16.hpp"
 
 namespace fp8attn::workloads {
 namespace {

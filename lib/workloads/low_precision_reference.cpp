@@ -5,8 +5,8 @@
 #include <limits>
 
 #include "kernels/sm90/mask.hpp"
-#include "lib/numerics/bfloat16.hpp"
-#include "lib/numerics/float8.hpp"
+#include "kernels/numerics/bfloat16.hpp"
+#include "kernels/numerics/float8.hpp"
 
 namespace fp8attn::workloads {
 

@@ -21,7 +21,7 @@
 #include "lib/attention/attention_config.hpp"
 #include "lib/attention/engine/isa/query_tile_dispatch.hpp"
 #include "lib/attention/oracle_backward.hpp"
-#include "lib/numerics/bfloat16.hpp"
+#include "kernels/numerics/bfloat16.hpp"
 #include "lib/workloads/backward_runner.hpp"
 #include "lib/workloads/forward_runner.hpp"
 #include "lib/workloads/fresh_seed.hpp"

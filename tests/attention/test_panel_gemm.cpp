@@ -19,7 +19,7 @@
 
 #include "kernels/arch/mma_order.hpp"
 #include "lib/attention/engine/panel_gemm.hpp"
-#include "lib/numerics/float8.hpp"
+#include "kernels/numerics/float8.hpp"
 
 namespace fp8attn::engine {
 namespace {

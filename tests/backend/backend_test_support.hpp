@@ -11,7 +11,7 @@
 #include "fp8attn/fp8attn.h"
 #include "lib/backend/emulated_runtime.hpp"
 #include "lib/core/context.hpp"
-#include "lib/numerics/float8.hpp"
+#include "kernels/numerics/float8.hpp"
 #include "tests/spectral/spectral_test_support.hpp"
 
 namespace fp8attn::backend_testing {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/numerics/float8.hpp"
+#include "kernels/numerics/float8.hpp"
 #include "lib/workloads/fresh_seed.hpp"
 #include "lib/workloads/host_tensor.hpp"
 #include "tests/common/cuda_test_device.hpp"

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/numerics/bfloat16.hpp"
+#include "kernels/numerics/bfloat16.hpp"
 #include "lib/workloads/fresh_seed.hpp"
 #include "tests/backend/backend_test_support.hpp"
 #include "tests/quantize/quantize_test_support.hpp"

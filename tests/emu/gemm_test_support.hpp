@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "kernels/sm90/gemm/gemm_config.hpp"
-#include "lib/numerics/bfloat16.hpp"
-#include "lib/numerics/float8.hpp"
+#include "kernels/numerics/bfloat16.hpp"
+#include "kernels/numerics/float8.hpp"
 
 namespace fp8attn::test {
 

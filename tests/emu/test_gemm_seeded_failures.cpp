@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "kernels/sm90/gemm/gemm_host.hpp"
-#include "lib/numerics/float8.hpp"
+#include "kernels/numerics/float8.hpp"
 #include "tests/emu/gemm_seeded_faults.hpp"
 
 namespace fp8attn::test {

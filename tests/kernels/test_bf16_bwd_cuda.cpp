@@ -17,7 +17,7 @@
 #include "lib/attention/attention_backward_problem.hpp"
 #include "lib/attention/attention_config.hpp"
 #include "lib/backend/gpu/attention_bwd_plan.hpp"
-#include "lib/numerics/bfloat16.hpp"
+#include "kernels/numerics/bfloat16.hpp"
 #include "lib/workloads/backward_runner.hpp"
 #include "lib/workloads/forward_runner.hpp"
 #include "lib/workloads/fresh_seed.hpp"

@@ -17,7 +17,7 @@
 #include "lib/backend/emulated_runtime.hpp"
 #include "lib/backend/gpu/attention_bwd_plan.hpp"
 #include "lib/core/error.hpp"
-#include "lib/numerics/bfloat16.hpp"
+#include "kernels/numerics/bfloat16.hpp"
 #include "tests/kernels/bf16_bwd_emu_support.hpp"
 
 namespace fp8attn::testing {

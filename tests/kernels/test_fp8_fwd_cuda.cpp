@@ -14,7 +14,7 @@
 #include "kernels/sm90/attention/attention_fwd_cuda.hpp"
 #include "lib/attention/attention_problem.hpp"
 #include "lib/backend/gpu/attention_fwd_plan.hpp"
-#include "lib/numerics/bfloat16.hpp"
+#include "kernels/numerics/bfloat16.hpp"
 #include "lib/workloads/forward_runner.hpp"
 #include "lib/workloads/fresh_seed.hpp"
 #include "lib/workloads/host_tensor.hpp"

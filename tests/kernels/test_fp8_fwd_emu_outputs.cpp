@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/numerics/bfloat16.hpp"
+#include "kernels/numerics/bfloat16.hpp"
 #include "lib/workloads/fresh_seed.hpp"
 #include "tests/kernels/fp8_fwd_emu_support.hpp"
 #include "tests/training/training_test_support.hpp"

@@ -14,7 +14,7 @@
 
 #include "fp8attn/fp8attn.h"
 #include "lib/attention/engine/isa/query_tile_dispatch.hpp"
-#include "lib/numerics/bfloat16.hpp"
+#include "kernels/numerics/bfloat16.hpp"
 #include "lib/core/thread_pool.hpp"
 #include "lib/quantize/cpu_quantizer.hpp"
 #include "lib/quantize/quantize_problem.hpp"

@@ -4,7 +4,7 @@
 #include <stdexcept>
 
 #include "fp8attn/fp8attn.h"
-#include "lib/numerics/float8.hpp"
+#include "kernels/numerics/float8.hpp"
 #include "lib/quantize/hadamard_rotation.hpp"
 #include "lib/workloads/attention_inputs.hpp"
 #include "lib/workloads/host_tensor.hpp"

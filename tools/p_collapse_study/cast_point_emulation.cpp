@@ -8,7 +8,7 @@
 
 #include "kernels/sm90/kv_schedule.hpp"
 #include "kernels/sm90/mask.hpp"
-#include "lib/numerics/float8.hpp"
+#include "kernels/numerics/float8.hpp"
 #include "lib/workloads/low_precision_reference.hpp"
 
 namespace fp8attn::study {

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "kernels/sm90/softmax_math.hpp"
-#include "lib/numerics/bfloat16.hpp"
+#include "kernels/numerics/bfloat16.hpp"
 
 namespace fp8attn::study {
 namespace {

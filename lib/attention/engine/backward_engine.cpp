@@ -8,7 +8,7 @@
 #include "lib/attention/engine/backward_tile.hpp"
 #include "lib/core/checked_math.hpp"
 #include "lib/core/error.hpp"
-#include "lib/numerics/bfloat16.hpp"
+#include "kernels/numerics/bfloat16.hpp"
 #include "lib/numerics/element_io.hpp"
 
 namespace fp8attn::engine {

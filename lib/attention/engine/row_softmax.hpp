@@ -19,8 +19,8 @@
 #include <cstring>
 
 #include "kernels/sm90/softmax_math.hpp"
-#include "lib/numerics/bfloat16.hpp"
-#include "lib/numerics/float8.hpp"
+#include "kernels/numerics/bfloat16.hpp"
+#include "kernels/numerics/float8.hpp"
 
 namespace fp8attn::engine {
 
