@@ -28,7 +28,7 @@
 
 #include <cstdint>
 
-#include "kernels/arch/mma_order.hpp"
+#include "kernels/ptx/mma_order.hpp"
 #include "kernels/emu/wgmma_compute.hpp"
 
 namespace fp8attn::emu {

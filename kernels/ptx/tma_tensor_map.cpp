@@ -1,4 +1,4 @@
-#include "kernels/arch/tma_tensor_map_spec.hpp"
+#include "kernels/ptx/tma_tensor_map_spec.hpp"
 
 #include <sstream>
 

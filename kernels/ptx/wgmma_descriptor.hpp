@@ -14,7 +14,7 @@
 
 #include <cstdint>
 
-#include "kernels/arch/platform.hpp"
+#include "kernels/ptx/build_switch.hpp"
 
 namespace fp8attn::arch {
 

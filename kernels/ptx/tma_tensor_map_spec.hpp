@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <string>
 
-#include "kernels/arch/wgmma_descriptor.hpp"
+#include "kernels/ptx/wgmma_descriptor.hpp"
 
 namespace fp8attn::arch {
 

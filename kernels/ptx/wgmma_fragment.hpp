@@ -7,7 +7,7 @@
 // g = l/4 ("groupID"), q = l%4 ("threadID_in_group").
 #pragma once
 
-#include "kernels/arch/platform.hpp"
+#include "kernels/ptx/build_switch.hpp"
 
 namespace fp8attn::arch {
 

@@ -7,8 +7,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/arch/platform.hpp"
-#include "kernels/arch/tma_tensor_map_spec.hpp"
+#include "kernels/ptx/build_switch.hpp"
+#include "kernels/ptx/tma_tensor_map_spec.hpp"
 
 namespace fp8attn::arch {
 
