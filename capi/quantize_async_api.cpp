@@ -5,7 +5,7 @@
 #include "capi/versioned_struct.hpp"
 #include "lib/backend/gpu/quantize_plan.hpp"
 #include "lib/core/checked_math.hpp"
-#include "lib/core/context.hpp"
+#include "lib/context/context.hpp"
 #include "lib/core/nvtx.hpp"
 #include "lib/quantize/cpu_quantizer.hpp"
 #include "lib/quantize/quantize_problem.hpp"

@@ -10,7 +10,7 @@
 
 #include "fp8attn/fp8attn.h"
 #include "lib/backend/emulated_runtime.hpp"
-#include "lib/core/context.hpp"
+#include "lib/context/context.hpp"
 #include "kernels/numerics/float8.hpp"
 #include "tests/spectral/spectral_test_support.hpp"
 

@@ -13,7 +13,7 @@
 #include "lib/attention/attention_backward_problem.hpp"
 #include "lib/attention/attention_config.hpp"
 #include "lib/attention/oracle_backward.hpp"
-#include "lib/attention/plan.hpp"
+#include "lib/context/plan.hpp"
 #include "lib/backend/emulated_runtime.hpp"
 #include "lib/backend/gpu/attention_bwd_plan.hpp"
 #include "lib/core/error.hpp"

@@ -13,7 +13,7 @@
 #include "lib/attention/attention_problem.hpp"
 #include "lib/backend/emulated_runtime.hpp"
 #include "lib/backend/gpu/attention_fwd_plan.hpp"
-#include "lib/core/context.hpp"
+#include "lib/context/context.hpp"
 #include "lib/workloads/fresh_seed.hpp"
 #include "lib/workloads/host_tensor.hpp"
 #include "lib/workloads/low_precision_reference.hpp"

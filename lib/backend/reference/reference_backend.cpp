@@ -1,7 +1,7 @@
-#include "lib/attention/reference_backend.hpp"
+#include "lib/backend/reference/reference_backend.hpp"
 
 #include "lib/attention/oracle.hpp"
-#include "lib/core/context.hpp"
+#include "lib/core/thread_pool.hpp"
 #include "lib/numerics/element_io.hpp"
 
 namespace fp8attn {
@@ -9,7 +9,7 @@ namespace {
 
 class ReferenceBackend final : public Backend {
  public:
-  explicit ReferenceBackend(Context& context) : context_(context) {}
+  explicit ReferenceBackend(ThreadPool& pool) : pool_(pool) {}
   int32_t kind() const override { return FP8ATTN_BACKEND_REFERENCE; }
   int32_t tensor_device() const override { return FP8ATTN_DEVICE_HOST; }
   void check_attention(const AttentionConfig& c) const override {
@@ -19,12 +19,12 @@ class ReferenceBackend final : public Backend {
   }
 
   size_t attention_workspace_size(const AttentionConfig& config, int64_t, int64_t, int64_t max_seqlen_k) const override {
-    return oracle_workspace_size(config, max_seqlen_k, context_.num_threads());
+    return oracle_workspace_size(config, max_seqlen_k, pool_.size());
   }
 
   void attention_forward(const AttentionConfig& c, const AttentionProblem& p, void* workspace, size_t,
                          CUstream_st*) override {
-    oracle_attention(c, p, context_.pool(), workspace, [&](int64_t b, int64_t row, int head, const double* o, double lse) {
+    oracle_attention(c, p, pool_, workspace, [&](int64_t b, int64_t row, int head, const double* o, double lse) {
       const int64_t r = p.span(b).q_offset + row;
       for (int e = 0; e < c.head_dim_v; ++e)
         num::store_from_float(p.out.data, p.out.dtype, element_offset(p.out, b, r, head, e), static_cast<float>(o[e]));
@@ -42,13 +42,13 @@ class ReferenceBackend final : public Backend {
   }
 
  private:
-  Context& context_;
+  ThreadPool& pool_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_reference_backend(Context& context) {
-  return std::make_unique<ReferenceBackend>(context);
+std::unique_ptr<Backend> make_reference_backend(ThreadPool& pool) {
+  return std::make_unique<ReferenceBackend>(pool);
 }
 
 }  // namespace fp8attn

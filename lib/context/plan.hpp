@@ -3,7 +3,7 @@
 #pragma once
 
 #include "lib/attention/attention_config.hpp"
-#include "lib/core/context.hpp"
+#include "lib/context/context.hpp"
 
 struct fp8attn_plan_t {
   fp8attn::Context* context;

@@ -8,7 +8,8 @@
 
 namespace fp8attn {
 
-class Context;
-std::unique_ptr<Backend> make_cpu_backend(Context& context);
+class ThreadPool;
+/// Runs on `pool`, the owning context's workers; `pool` outlives the backend.
+std::unique_ptr<Backend> make_cpu_backend(ThreadPool& pool);
 
 }  // namespace fp8attn

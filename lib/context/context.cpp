@@ -1,10 +1,10 @@
-#include "lib/core/context.hpp"
+#include "lib/context/context.hpp"
 
 #include <thread>
 
-#include "lib/attention/cpu_backend.hpp"
+#include "lib/backend/cpu/cpu_backend.hpp"
 #include "lib/attention/engine/isa/query_tile_dispatch.hpp"
-#include "lib/attention/reference_backend.hpp"
+#include "lib/backend/reference/reference_backend.hpp"
 #include "lib/backend/cuda_backend_loader.hpp"
 #include "lib/backend/emulated_runtime.hpp"
 #include "lib/backend/gpu/gpu_backend.hpp"
@@ -29,10 +29,10 @@ Context::Context(const fp8attn_context_options& o)
       pool_(resolve_threads(o.num_threads)) {
   switch (o.backend) {
     case FP8ATTN_BACKEND_CPU:
-      backend_ = make_cpu_backend(*this);
+      backend_ = make_cpu_backend(pool_);
       break;
     case FP8ATTN_BACKEND_REFERENCE:
-      backend_ = make_reference_backend(*this);
+      backend_ = make_reference_backend(pool_);
       break;
     case FP8ATTN_BACKEND_CUDA:
       backend_ = load_cuda_backend(o.device_ordinal);
@@ -51,7 +51,7 @@ Context::Context(const fp8attn_context_options& o)
         log_.warn("backend AUTO: falling back to the CPU backend because the CUDA backend is not usable "
                   "(status {}: {})",
                   fp8attn_status_name(e.status()), e.what());
-        backend_ = make_cpu_backend(*this);
+        backend_ = make_cpu_backend(pool_);
       }
       break;
     default:
