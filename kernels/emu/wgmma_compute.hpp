@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <functional>
 
+#include "kernels/emu/wgmma_operand.hpp"
 #include "kernels/ptx/mma_order.hpp"
 #include "kernels/ptx/wgmma_fragment.hpp"
-#include "kernels/emu/wgmma_operand.hpp"
 
 namespace fp8attn::emu {
 

@@ -3,13 +3,13 @@
 #include <thread>
 
 #include "lib/backend/cpu/cpu_backend.hpp"
-#include "lib/attention/engine/isa/query_tile_dispatch.hpp"
-#include "lib/backend/reference/reference_backend.hpp"
 #include "lib/backend/cuda_backend_loader.hpp"
 #include "lib/backend/emulated_runtime.hpp"
 #include "lib/backend/gpu/gpu_backend.hpp"
+#include "lib/backend/reference/reference_backend.hpp"
 #include "lib/core/error.hpp"
 #include "lib/core/logging.hpp"
+#include "lib/cpu_isa/cpu_isa.hpp"
 #include "lib/scale/device_amax_pickup.hpp"
 
 namespace fp8attn {
@@ -62,7 +62,7 @@ Context::Context(const fp8attn_context_options& o)
   if (backend_->forward_amax_offset() >= 0) amax_pickup_ = std::make_unique<DeviceAmaxPickup>(*backend_, log_);
   log_.info("context: backend {}", backend_log_name(backend_->kind()));
   log_.debug("context created: backend {}, {} CPU threads, CPU engine ISA {}", backend_log_name(backend_->kind()),
-             pool_.size(), engine::cpu_isa_name(engine::active_cpu_isa()));
+             pool_.size(), cpu_isa_name(active_cpu_isa()));
 }
 
 Context::~Context() = default;

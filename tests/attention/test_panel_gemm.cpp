@@ -17,9 +17,9 @@
 #include <random>
 #include <vector>
 
+#include "kernels/numerics/float8.hpp"
 #include "kernels/ptx/mma_order.hpp"
 #include "lib/attention/engine/panel_gemm.hpp"
-#include "kernels/numerics/float8.hpp"
 
 namespace fp8attn::engine {
 namespace {

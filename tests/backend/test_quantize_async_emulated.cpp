@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "kernels/numerics/bfloat16.hpp"
-#include "lib/workloads/fresh_seed.hpp"
 #include "tests/backend/backend_test_support.hpp"
 #include "tests/quantize/quantize_test_support.hpp"
+#include "tools/common/fresh_seed.hpp"
 
 namespace fp8attn::backend_testing {
 namespace {

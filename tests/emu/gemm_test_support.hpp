@@ -11,9 +11,9 @@
 #include <random>
 #include <vector>
 
-#include "kernels/sm90/gemm/gemm_config.hpp"
 #include "kernels/numerics/bfloat16.hpp"
 #include "kernels/numerics/float8.hpp"
+#include "kernels/sm90/gemm/gemm_config.hpp"
 
 namespace fp8attn::test {
 

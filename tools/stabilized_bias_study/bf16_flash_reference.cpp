@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/sm90/softmax_math.hpp"
 #include "kernels/numerics/bfloat16.hpp"
+#include "kernels/sm90/softmax_math.hpp"
 
 namespace fp8attn::study {
 namespace {

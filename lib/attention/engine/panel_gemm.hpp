@@ -14,7 +14,7 @@
 // accumulator block only while it is in L1. Measured alone on the project's AVX2 machine, the two
 // products of a head_dim-128 E4M3 tile ran about 25 % faster (min of repetitions).
 //
-// Included by query_tile.cpp inside its per-ISA namespace (isa/query_tile_in_isa.inc).
+// Included by query_tile.cpp inside its per-ISA namespace (isa/query_tile_in_isa.cpp).
 #pragma once
 
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "lib/workloads/backward_runner.hpp"
+#include "tools/common/backward_runner.hpp"
 
 #include <algorithm>
 #include <cstring>

@@ -1,13 +1,13 @@
-#include "lib/workloads/attention_inputs.hpp"
+#include "tools/common/attention_inputs.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <random>
 
 #include "fp8attn/fp8attn.h"
-#include "kernels/sm90/kv_schedule.hpp"
 #include "kernels/numerics/bfloat16.hpp"
 #include "kernels/numerics/float8.hpp"
+#include "kernels/sm90/kv_schedule.hpp"
 
 namespace fp8attn::workloads {
 namespace {

@@ -1,14 +1,14 @@
-#include "lib/workloads/forward_runner.hpp"
+#include "tools/common/forward_runner.hpp"
 
 #include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
 
+#include "kernels/numerics/bfloat16.hpp"
 #include "lib/attention/attention_config.hpp"
 #include "lib/attention/attention_problem.hpp"
 #include "lib/core/thread_pool.hpp"
-#include "kernels/numerics/bfloat16.hpp"
 
 namespace fp8attn::workloads {
 namespace {

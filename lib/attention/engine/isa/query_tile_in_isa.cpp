@@ -11,9 +11,9 @@
 //
 // The shared types (QueryTileCoord, TileTelemetry, EngineHooks, the config and the problem) are
 // declared before the rename, so all builds take and fill the same structs.
-#ifndef FP8ATTN_ENGINE_ISA_NAMESPACE
-#error "define FP8ATTN_ENGINE_ISA_NAMESPACE before including this file"
-#endif
+// CMake compiles this file once per ISA, FP8ATTN_CPU_ISA_BUILD naming it (lib/cpu_isa).
+#include "lib/cpu_isa/isa_build.hpp"
+#define FP8ATTN_ENGINE_ISA_NAMESPACE FP8ATTN_CPU_ISA_PASTE(engine_, FP8ATTN_CPU_ISA_BUILD)
 
 // Every header query_tile.cpp includes, except panel_gemm.hpp, before the rename: only the
 // engine's own code moves into the ISA namespace.
@@ -23,13 +23,13 @@
 #include <cstdint>
 #include <functional>
 
+#include "kernels/numerics/bfloat16.hpp"
+#include "kernels/numerics/float8.hpp"
 #include "kernels/sm90/kv_schedule.hpp"
 #include "kernels/sm90/mask.hpp"
 #include "kernels/sm90/softmax_math.hpp"
 #include "lib/attention/engine/query_tile.hpp"
-#include "kernels/numerics/bfloat16.hpp"
 #include "lib/numerics/element_io.hpp"
-#include "kernels/numerics/float8.hpp"
 
 namespace fp8attn::FP8ATTN_ENGINE_ISA_NAMESPACE {
 using namespace ::fp8attn::engine;  // the shared types

@@ -1,12 +1,12 @@
-#include "lib/workloads/low_precision_reference.hpp"
+#include "tools/common/low_precision_reference.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "kernels/sm90/mask.hpp"
 #include "kernels/numerics/bfloat16.hpp"
 #include "kernels/numerics/float8.hpp"
+#include "kernels/sm90/mask.hpp"
 
 namespace fp8attn::workloads {
 

@@ -5,16 +5,17 @@
 // headers' inline helpers are all inlined (walsh_hadamard_butterflies is always_inline): an
 // out-of-line copy under a shared name would be a weak symbol that the linker could keep from
 // the AVX-512 object for every caller. tests/portability/check_isa_symbols.sh checks the object.
-#ifndef FP8ATTN_QUANTIZE_ISA_NAMESPACE
-#error "define FP8ATTN_QUANTIZE_ISA_NAMESPACE before including this file"
-#endif
+// CMake compiles this file once per ISA, FP8ATTN_CPU_ISA_BUILD naming it (lib/cpu_isa).
+#include "lib/cpu_isa/isa_build.hpp"
+#define FP8ATTN_QUANTIZE_ISA_NAMESPACE FP8ATTN_CPU_ISA_PASTE(quantize_, FP8ATTN_CPU_ISA_BUILD)
+#define FP8ATTN_QUANTIZE_ISA_NAME FP8ATTN_CPU_ISA_STRING(FP8ATTN_CPU_ISA_BUILD)
 
 #include <algorithm>
 #include <cstring>
 
-#include "kernels/sm90/quantize/quantize_math.hpp"
 #include "kernels/numerics/bfloat16.hpp"
 #include "kernels/numerics/float8.hpp"
+#include "kernels/sm90/quantize/quantize_math.hpp"
 #include "lib/quantize/hadamard_rotation.hpp"
 #include "lib/quantize/quantize_rows.hpp"
 
