@@ -1,7 +1,7 @@
 // Context entry points.
 #include "capi/abi_guard.hpp"
 #include "capi/versioned_struct.hpp"
-#include "lib/core/context.hpp"
+#include "lib/context/context.hpp"
 #include "lib/core/logging.hpp"
 
 using fp8attn::capi::guarded;

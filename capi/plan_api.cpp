@@ -3,7 +3,7 @@
 
 #include "capi/abi_guard.hpp"
 #include "capi/versioned_struct.hpp"
-#include "lib/attention/plan.hpp"
+#include "lib/context/plan.hpp"
 #include "lib/core/logging.hpp"
 #include "lib/core/nvtx.hpp"
 #include "lib/core/tensor.hpp"

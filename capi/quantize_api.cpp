@@ -1,7 +1,7 @@
 // fp8attn_quantize: validate everything, then run the two-pass quantizer on the context's pool.
 #include "capi/abi_guard.hpp"
 #include "capi/versioned_struct.hpp"
-#include "lib/core/context.hpp"
+#include "lib/context/context.hpp"
 #include "lib/quantize/cpu_quantizer.hpp"
 #include "lib/quantize/quantize_problem.hpp"
 

@@ -1,7 +1,7 @@
 // Scale-state entry points: create, report, step, read, weights, (de)serialize.
 #include "capi/abi_guard.hpp"
 #include "capi/versioned_struct.hpp"
-#include "lib/core/context.hpp"
+#include "lib/context/context.hpp"
 #include "lib/core/logging.hpp"
 #include "lib/scale/device_amax_pickup.hpp"
 #include "lib/scale/scale_state.hpp"
@@ -32,7 +32,7 @@ int32_t fp8attn_scale_state_create(fp8attn_context ctx, const fp8attn_scale_stat
       o = read_struct(options, "fp8attn_scale_state_options",
                       FP8ATTN_LAYOUT_THROUGH(fp8attn_scale_state_options, grad_dtype), o);
     const fp8attn::ScaleStateConfig config = fp8attn::resolve_scale_state_options(o);
-    *out = new fp8attn_scale_state_t(ctx->impl, config);
+    *out = new fp8attn_scale_state_t(ctx->impl, ctx->impl.pool(), config);
   });
 }
 
@@ -56,11 +56,11 @@ int32_t fp8attn_scale_state_report_amax_device(fp8attn_scale_state state, int32_
     // NOTE: device contexts (CUDA, emulator) copy the floats into page-locked staging on the
     // stream and fold them in a host function (lib/scale/device_amax_pickup.hpp): no host
     // synchronization. CPU and reference contexts take a host pointer, read now.
-    if (fp8attn::DeviceAmaxPickup* pickup = s.context().amax_pickup()) {
+    if (fp8attn::DeviceAmaxPickup* pickup = state->context.amax_pickup()) {
       pickup->enqueue_report(s, layer, device_amax, stream);
       return;
     }
-    const int32_t kind = s.context().backend().kind();
+    const int32_t kind = state->context.backend().kind();
     require(stream == nullptr, FP8ATTN_STATUS_BAD_STREAM,
             "a stream was given on a " + fp8attn::backend_log_name(kind) + " context; pass NULL");
     s.report_amax_layer(layer, device_amax);

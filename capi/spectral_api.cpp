@@ -4,7 +4,7 @@
 
 #include "capi/abi_guard.hpp"
 #include "capi/versioned_struct.hpp"
-#include "lib/core/context.hpp"
+#include "lib/context/context.hpp"
 #include "lib/core/nvtx.hpp"
 #include "lib/spectral/logit_bound.hpp"
 #include "lib/spectral/qk_spectral_norms.hpp"

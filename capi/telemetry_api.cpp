@@ -1,7 +1,7 @@
 // fp8attn_attention_telemetry_copy_async: the forward's device telemetry counters, copied out of
 // its workspace on a stream (GPU backends keep them in the workspace; see the header).
 #include "capi/abi_guard.hpp"
-#include "lib/attention/plan.hpp"
+#include "lib/context/plan.hpp"
 
 using fp8attn::capi::guarded;
 

@@ -12,8 +12,8 @@
 #include "kernels/arch/platform.hpp"
 
 #if !FP8ATTN_DEVICE_BUILD
-#include "lib/numerics/bfloat16.hpp"
-#include "lib/numerics/float8.hpp"
+#include "kernels/numerics/bfloat16.hpp"
+#include "kernels/numerics/float8.hpp"
 #endif
 
 namespace fp8attn::arch {

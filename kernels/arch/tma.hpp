@@ -8,8 +8,8 @@
 
 #include "kernels/arch/platform.hpp"
 #include "kernels/arch/shared_memory.hpp"
-#include "kernels/arch/tma_tensor_map.hpp"
-#include "kernels/arch/wgmma_descriptor.hpp"
+#include "kernels/ptx/tma_tensor_map.hpp"
+#include "kernels/ptx/wgmma_descriptor.hpp"
 
 #if !FP8ATTN_DEVICE_BUILD
 #include "kernels/emu/tma.hpp"

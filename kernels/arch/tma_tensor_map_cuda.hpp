@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "kernels/arch/tma_tensor_map_spec.hpp"
+#include "kernels/ptx/tma_tensor_map_spec.hpp"
 
 namespace fp8attn::arch {
 

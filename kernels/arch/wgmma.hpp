@@ -13,8 +13,8 @@
 #include <cstdint>
 
 #include "kernels/arch/platform.hpp"
-#include "kernels/arch/wgmma_descriptor.hpp"
-#include "kernels/arch/wgmma_fragment.hpp"
+#include "kernels/ptx/wgmma_descriptor.hpp"
+#include "kernels/ptx/wgmma_fragment.hpp"
 
 #if FP8ATTN_DEVICE_BUILD
 #include "kernels/arch/wgmma_ptx.hpp"

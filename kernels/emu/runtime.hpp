@@ -16,7 +16,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "kernels/arch/mma_order.hpp"
+#include "kernels/ptx/mma_order.hpp"
 
 namespace fp8attn::emu {
 

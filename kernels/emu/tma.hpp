@@ -19,7 +19,7 @@
 
 #include <cstdint>
 
-#include "kernels/arch/tma_tensor_map.hpp"
+#include "kernels/ptx/tma_tensor_map.hpp"
 
 namespace fp8attn::emu {
 

@@ -28,8 +28,8 @@
 
 #include <cstdint>
 
-#include "kernels/arch/mma_order.hpp"
 #include "kernels/emu/wgmma_compute.hpp"
+#include "kernels/ptx/mma_order.hpp"
 
 namespace fp8attn::emu {
 

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/numerics/bfloat16.hpp"
-#include "lib/numerics/float8.hpp"
+#include "kernels/numerics/bfloat16.hpp"
+#include "kernels/numerics/float8.hpp"
 
 namespace fp8attn::emu {
 namespace {

@@ -1,5 +1,5 @@
 // The arithmetic of one emulated wgmma.mma_async: operand gathering through the fragment and
-// descriptor layouts, then the documented summation order of kernels/arch/mma_order.hpp.
+// descriptor layouts, then the documented summation order of kernels/ptx/mma_order.hpp.
 // Independent of the scheduler, so tests can drive it directly.
 #pragma once
 
@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <functional>
 
-#include "kernels/arch/mma_order.hpp"
-#include "kernels/arch/wgmma_fragment.hpp"
 #include "kernels/emu/wgmma_operand.hpp"
+#include "kernels/ptx/mma_order.hpp"
+#include "kernels/ptx/wgmma_fragment.hpp"
 
 namespace fp8attn::emu {
 

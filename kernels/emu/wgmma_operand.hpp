@@ -6,8 +6,8 @@
 
 #include <cstdint>
 
-#include "kernels/arch/wgmma_descriptor.hpp"
 #include "kernels/emu/swizzle.hpp"
+#include "kernels/ptx/wgmma_descriptor.hpp"
 
 namespace fp8attn::emu {
 

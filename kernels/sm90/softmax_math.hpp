@@ -10,7 +10,7 @@
 #include <cstdint>
 
 #include "kernels/arch/ex2.hpp"
-#include "kernels/arch/mma_order.hpp"
+#include "kernels/ptx/mma_order.hpp"
 #include "kernels/sm90/tile_config.hpp"
 
 namespace fp8attn::sm90 {
@@ -83,7 +83,7 @@ FP8ATTN_HOST_DEVICE float row_lse(float row_max, float row_sum, float scale_log2
 }
 
 /// The backward's D = rowsum(dO∘O) = Σ_e g(e)·o(e) over `dim` elements, in the order in which the
-/// BF16 tile product forms dP = dO·Vᵀ (kernels/arch/mma_order.hpp): chunks of `mma_k` from +0 with
+/// BF16 tile product forms dP = dO·Vᵀ (kernels/ptx/mma_order.hpp): chunks of `mma_k` from +0 with
 /// e ascending, each added into the sum with the accumulator model.
 /// NOTE: a row that sees a single key has O = V bit for bit (P = 1 and a BF16 output), so dP and D
 /// are then the same sum of the same products in the same order: dS = P·(dP − D) is exactly 0, and

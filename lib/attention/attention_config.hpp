@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "fp8attn/fp8attn.h"
-#include "kernels/arch/mma_order.hpp"
+#include "kernels/ptx/mma_order.hpp"
 #include "kernels/sm90/tile_config.hpp"
 
 namespace fp8attn {

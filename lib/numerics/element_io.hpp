@@ -5,8 +5,8 @@
 #include <cstring>
 
 #include "fp8attn/fp8attn.h"
-#include "lib/numerics/bfloat16.hpp"
-#include "lib/numerics/float8.hpp"
+#include "kernels/numerics/bfloat16.hpp"
+#include "kernels/numerics/float8.hpp"
 
 namespace fp8attn::num {
 

@@ -28,7 +28,7 @@ struct QuantizeRowOps {
   const char* isa;  ///< "baseline", "avx2" or "avx512"
 };
 
-/// The build for the engine's active ISA (fp8attn::engine::active_cpu_isa(), so
+/// The build for the active CPU ISA (fp8attn::active_cpu_isa(), so
 /// FP8ATTN_CPU_ISA and set_active_cpu_isa steer both).
 const QuantizeRowOps& quantize_row_ops();
 

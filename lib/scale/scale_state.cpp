@@ -4,8 +4,8 @@
 #include <cmath>
 #include <string>
 
-#include "lib/core/context.hpp"
 #include "lib/core/error.hpp"
+#include "lib/core/thread_pool.hpp"
 #include "lib/scale/scale_state_blob.hpp"
 #include "lib/spectral/qk_spectral_norms.hpp"
 
@@ -23,8 +23,8 @@ void check_amax(float amax, const std::string& what) {
 
 }  // namespace
 
-ScaleState::ScaleState(Context& context, const ScaleStateConfig& config)
-    : context_(context), data_(ScaleStateData::make(config)), warm_start_(static_cast<size_t>(config.num_layers)) {}
+ScaleState::ScaleState(ThreadPool& pool, const ScaleStateConfig& config)
+    : pool_(pool), data_(ScaleStateData::make(config)), warm_start_(static_cast<size_t>(config.num_layers)) {}
 
 int32_t ScaleState::num_layers() const {
   std::shared_lock lock(mutex_);
@@ -129,7 +129,7 @@ void ScaleState::set_qk_weights(int32_t layer, const fp8attn_tensor* wq, const f
     PowerIterationSettings settings;
     settings.warm_start = warm.data();
     settings.seed = static_cast<uint64_t>(layer);
-    cpu_qk_spectral_norms_owned(q, k, shape, settings, sigma.data(), context_.pool());
+    cpu_qk_spectral_norms_owned(q, k, shape, settings, sigma.data(), pool_);
   }
   set_sigma(layer, sigma.data(), num_heads_q, head_dim, shape.d_model);
 }

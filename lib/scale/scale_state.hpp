@@ -16,12 +16,13 @@
 namespace fp8attn {
 
 class Context;
+class ThreadPool;
 
 class ScaleState {
  public:
-  ScaleState(Context& context, const ScaleStateConfig& config);
+  /// `pool` (the owning context's workers) runs the CPU spectral norms; it outlives the state.
+  ScaleState(ThreadPool& pool, const ScaleStateConfig& config);
 
-  Context& context() { return context_; }
   int32_t num_layers() const;
 
   void report_amax(int32_t layer, int32_t tensor, float amax);
@@ -54,7 +55,7 @@ class ScaleState {
  private:
   void check_layer(int32_t layer) const;
 
-  Context& context_;
+  ThreadPool& pool_;
   mutable std::shared_mutex mutex_;
   ScaleStateData data_;
   // Warm-start vectors of set_qk_weights, per layer; not part of the serialized state.
@@ -66,6 +67,8 @@ class ScaleState {
 
 /// The ABI's opaque handle type.
 struct fp8attn_scale_state_t {
+  fp8attn::Context& context;  ///< the context the state was created on (its backend, its amax pickup)
   fp8attn::ScaleState impl;
-  fp8attn_scale_state_t(fp8attn::Context& context, const fp8attn::ScaleStateConfig& config) : impl(context, config) {}
+  fp8attn_scale_state_t(fp8attn::Context& context, fp8attn::ThreadPool& pool, const fp8attn::ScaleStateConfig& config)
+      : context(context), impl(pool, config) {}
 };

@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "fp8attn/fp8attn.h"
-#include "lib/numerics/bfloat16.hpp"
-#include "lib/numerics/float8.hpp"
-#include "lib/workloads/fresh_seed.hpp"
-#include "lib/workloads/host_tensor.hpp"
+#include "kernels/numerics/bfloat16.hpp"
+#include "kernels/numerics/float8.hpp"
+#include "tools/common/fresh_seed.hpp"
+#include "tools/common/host_tensor.hpp"
 
 namespace fp8attn::contract_test {
 

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "lib/workloads/backward_runner.hpp"
-#include "lib/workloads/forward_runner.hpp"
-#include "lib/workloads/fresh_seed.hpp"
+#include "tools/common/backward_runner.hpp"
+#include "tools/common/forward_runner.hpp"
+#include "tools/common/fresh_seed.hpp"
 
 namespace fp8attn::testing {
 using namespace fp8attn::workloads;

@@ -13,7 +13,7 @@
 
 #include "lib/attention/attention_config.hpp"
 #include "lib/attention/oracle_backward.hpp"
-#include "lib/workloads/fresh_seed.hpp"
+#include "tools/common/fresh_seed.hpp"
 
 namespace fp8attn::testing {
 namespace {

@@ -18,13 +18,13 @@
 #include <string>
 #include <vector>
 
+#include "kernels/numerics/bfloat16.hpp"
 #include "lib/attention/attention_config.hpp"
-#include "lib/attention/engine/isa/query_tile_dispatch.hpp"
 #include "lib/attention/oracle_backward.hpp"
-#include "lib/numerics/bfloat16.hpp"
-#include "lib/workloads/backward_runner.hpp"
-#include "lib/workloads/forward_runner.hpp"
-#include "lib/workloads/fresh_seed.hpp"
+#include "lib/cpu_isa/cpu_isa.hpp"
+#include "tools/common/backward_runner.hpp"
+#include "tools/common/forward_runner.hpp"
+#include "tools/common/fresh_seed.hpp"
 
 namespace fp8attn::testing {
 using namespace fp8attn::workloads;
@@ -270,8 +270,8 @@ TEST(AttentionBackward, SameBitsOnAnyThreadCount) {
 /// The backward's tiles are compiled once per vector ISA (lib/attention/engine/isa): every build
 /// this CPU runs must give the same bits (explicit std::fma, no reassociation).
 TEST(AttentionBackward, EveryIsaBuildGivesTheSameBits) {
-  const engine::CpuIsa best = engine::best_cpu_isa();
-  if (best == engine::CpuIsa::kBaseline) GTEST_SKIP() << "one engine build only (FP8ATTN_NATIVE or not x86-64)";
+  const CpuIsa best = best_cpu_isa();
+  if (best == CpuIsa::kBaseline) GTEST_SKIP() << "one engine build only (FP8ATTN_NATIVE or not x86-64)";
   const AttentionShape s{1, 150, 200, 2, 1, 128};
   const uint64_t seed = fresh_seed();
   const auto in = quantize(normal_inputs(s, seed), FP8ATTN_DTYPE_BF16, ScaleGranularity::Unit);
@@ -280,7 +280,7 @@ TEST(AttentionBackward, EveryIsaBuildGivesTheSameBits) {
   desc.causal = true;
   std::vector<unsigned char> base[3];
   for (int isa = 0; isa <= static_cast<int>(best); ++isa) {
-    ASSERT_TRUE(engine::set_active_cpu_isa(static_cast<engine::CpuIsa>(isa)));
+    ASSERT_TRUE(set_active_cpu_isa(static_cast<CpuIsa>(isa)));
     BackwardSession session(desc, s, in, dout);
     session.forward();
     session.backward();
@@ -289,13 +289,13 @@ TEST(AttentionBackward, EveryIsaBuildGivesTheSameBits) {
       if (isa == 0) base[t] = *got[t];
       else
         EXPECT_TRUE(*got[t] == base[t]) << "tensor " << t << " of build "
-                                        << engine::cpu_isa_name(static_cast<engine::CpuIsa>(isa))
+                                        << cpu_isa_name(static_cast<CpuIsa>(isa))
                                         << " differs from the baseline build, seed " << seed;
     }
   }
-  engine::set_active_cpu_isa(best);
+  set_active_cpu_isa(best);
   std::printf("[backward ISA builds] seed %llu: baseline .. %s give the same bits\n",
-              static_cast<unsigned long long>(seed), engine::cpu_isa_name(best));
+              static_cast<unsigned long long>(seed), cpu_isa_name(best));
 }
 
 }  // namespace

@@ -9,10 +9,10 @@
 
 #include "kernels/sm90/kv_schedule.hpp"
 #include "kernels/sm90/tile_config.hpp"
-#include "lib/workloads/forward_runner.hpp"
-#include "lib/workloads/fresh_seed.hpp"
-#include "lib/workloads/host_tensor.hpp"
-#include "lib/workloads/low_precision_reference.hpp"
+#include "tools/common/forward_runner.hpp"
+#include "tools/common/fresh_seed.hpp"
+#include "tools/common/host_tensor.hpp"
+#include "tools/common/low_precision_reference.hpp"
 
 namespace fp8attn::testing {
 namespace {

@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
-#include "lib/workloads/forward_runner.hpp"
-#include "lib/workloads/fresh_seed.hpp"
+#include "tools/common/forward_runner.hpp"
+#include "tools/common/fresh_seed.hpp"
 
 namespace fp8attn::testing {
 namespace {

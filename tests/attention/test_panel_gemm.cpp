@@ -1,5 +1,5 @@
 // panel_gemm (lib/attention/engine/panel_gemm.hpp), the CPU engine's two tile products, against
-// the documented mma order written out element by element (kernels/arch/mma_order.hpp): every
+// the documented mma order written out element by element (kernels/ptx/mma_order.hpp): every
 // register block (1, 2, 4, 6 and 8 rows: the baseline's, AVX2's and AVX-512's, whichever the
 // CPU running the test has or not), ragged depths, the overwrite and accumulate paths, both
 // accumulator models, and NaN and ±inf in the accumulator.
@@ -17,9 +17,9 @@
 #include <random>
 #include <vector>
 
-#include "kernels/arch/mma_order.hpp"
+#include "kernels/numerics/float8.hpp"
+#include "kernels/ptx/mma_order.hpp"
 #include "lib/attention/engine/panel_gemm.hpp"
-#include "lib/numerics/float8.hpp"
 
 namespace fp8attn::engine {
 namespace {

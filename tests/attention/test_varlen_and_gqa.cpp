@@ -13,9 +13,9 @@
 #include <cstdio>
 #include <vector>
 
-#include "lib/workloads/forward_runner.hpp"
-#include "lib/workloads/fresh_seed.hpp"
-#include "lib/workloads/low_precision_reference.hpp"
+#include "tools/common/forward_runner.hpp"
+#include "tools/common/fresh_seed.hpp"
+#include "tools/common/low_precision_reference.hpp"
 
 namespace fp8attn::testing {
 using namespace fp8attn::workloads;

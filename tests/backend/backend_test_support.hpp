@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "fp8attn/fp8attn.h"
+#include "kernels/numerics/float8.hpp"
 #include "lib/backend/emulated_runtime.hpp"
-#include "lib/core/context.hpp"
-#include "lib/numerics/float8.hpp"
+#include "lib/context/context.hpp"
 #include "tests/spectral/spectral_test_support.hpp"
 
 namespace fp8attn::backend_testing {

@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "lib/numerics/float8.hpp"
-#include "lib/workloads/fresh_seed.hpp"
-#include "lib/workloads/host_tensor.hpp"
+#include "kernels/numerics/float8.hpp"
 #include "tests/common/cuda_test_device.hpp"
 #include "tests/training/training_test_support.hpp"
+#include "tools/common/fresh_seed.hpp"
+#include "tools/common/host_tensor.hpp"
 
 namespace fp8attn::training_test {
 namespace {

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "lib/workloads/attention_inputs.hpp"
-#include "lib/workloads/forward_runner.hpp"
-#include "lib/workloads/host_tensor.hpp"
 #include "tests/backend/backend_test_support.hpp"
+#include "tools/common/attention_inputs.hpp"
+#include "tools/common/forward_runner.hpp"
+#include "tools/common/host_tensor.hpp"
 
 namespace fp8attn::backend_testing {
 namespace {

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "lib/numerics/bfloat16.hpp"
-#include "lib/workloads/fresh_seed.hpp"
+#include "kernels/numerics/bfloat16.hpp"
 #include "tests/backend/backend_test_support.hpp"
 #include "tests/quantize/quantize_test_support.hpp"
+#include "tools/common/fresh_seed.hpp"
 
 namespace fp8attn::backend_testing {
 namespace {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/workloads/fresh_seed.hpp"
 #include "tests/backend/backend_test_support.hpp"
+#include "tools/common/fresh_seed.hpp"
 
 namespace fp8attn::backend_testing {
 namespace {

@@ -1,6 +1,6 @@
 // Inputs and the plain CPU reference of the GEMM tests (emulated and on a GPU): random FP8/BF16
 // operands with garbage in the row padding, and a GEMM that adds in the
-// kernels/arch/mma_order.hpp order (per 32 bytes of K a chunk Σ a·b, k ascending from +0, then
+// kernels/ptx/mma_order.hpp order (per 32 bytes of K a chunk Σ a·b, k ascending from +0, then
 // acc += chunk, the sum keeping the accumulator's mantissa bits: 13 for FP8, 23 for BF16).
 #pragma once
 
@@ -11,9 +11,9 @@
 #include <random>
 #include <vector>
 
+#include "kernels/numerics/bfloat16.hpp"
+#include "kernels/numerics/float8.hpp"
 #include "kernels/sm90/gemm/gemm_config.hpp"
-#include "lib/numerics/bfloat16.hpp"
-#include "lib/numerics/float8.hpp"
 
 namespace fp8attn::test {
 
@@ -124,7 +124,7 @@ inline std::vector<float> aligned_fp8_gemm(const Operands& o, int m, int n, int 
 }
 
 /// A bound on |C − Σ_k a·b| (the exact sum) for one output of a GEMM that accumulates like a
-/// wgmma under the accumulator model of kernels/arch/mma_order.hpp, whatever order each
+/// wgmma under the accumulator model of kernels/ptx/mma_order.hpp, whatever order each
 /// instruction sums its products in. `chunk_magnitudes[c]` = Σ |a·b| over instruction c's
 /// `chunk_k` products (exact in FP32: E4M3 and BF16 products have at most 16 significant bits).
 ///  - The chunk: chunk_k products summed in FP32, chunk_k − 1 roundings of at most 2^-24 of a

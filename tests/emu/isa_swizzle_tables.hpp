@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "kernels/arch/wgmma_descriptor.hpp"
+#include "kernels/ptx/wgmma_descriptor.hpp"
 
 namespace fp8attn::test {
 

@@ -14,8 +14,8 @@
 
 #include "kernels/arch/cvt.hpp"
 #include "kernels/arch/ex2.hpp"
-#include "lib/numerics/bfloat16.hpp"
-#include "lib/numerics/float8.hpp"
+#include "kernels/numerics/bfloat16.hpp"
+#include "kernels/numerics/float8.hpp"
 
 namespace fp8attn::test {
 namespace {

@@ -1,6 +1,6 @@
 // The warp-specialized TN GEMM kernel (kernels/sm90/gemm) run on the SIMT emulator: random FP8 and
 // BF16 inputs, shapes with ragged M, N and K edges, several shuffled schedules. The result must be
-// bit-equal to a plain CPU GEMM of the same inputs that adds in the kernels/arch/mma_order.hpp
+// bit-equal to a plain CPU GEMM of the same inputs that adds in the kernels/ptx/mma_order.hpp
 // order: per 32 bytes of K a chunk Σ a·b (k ascending, from +0), then acc += chunk.
 #include <gtest/gtest.h>
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/numerics/float8.hpp"
 #include "kernels/sm90/gemm/gemm_host.hpp"
-#include "lib/numerics/float8.hpp"
 #include "tests/emu/gemm_seeded_faults.hpp"
 
 namespace fp8attn::test {

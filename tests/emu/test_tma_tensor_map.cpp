@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/arch/tma_tensor_map.hpp"
-#include "kernels/arch/wgmma_descriptor.hpp"
+#include "kernels/ptx/tma_tensor_map.hpp"
+#include "kernels/ptx/wgmma_descriptor.hpp"
 
 namespace fp8attn::test {
 namespace {

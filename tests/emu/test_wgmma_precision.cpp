@@ -1,4 +1,4 @@
-// The emulated wgmma's accumulator model (kernels/arch/mma_order.hpp): FP8 mmas keep 13 explicit
+// The emulated wgmma's accumulator model (kernels/ptx/mma_order.hpp): FP8 mmas keep 13 explicit
 // mantissa bits by default (Hopper's FP22 accumulator), BF16 mmas full FP32, and a launch may
 // choose its own model (LaunchConfig::mma_model) without touching a concurrent launch.
 //

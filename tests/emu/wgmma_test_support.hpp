@@ -13,8 +13,8 @@
 #include "kernels/emu/primitives.hpp"
 #include "kernels/emu/runtime.hpp"
 #include "tests/emu/isa_swizzle_tables.hpp"
-#include "lib/numerics/bfloat16.hpp"
-#include "lib/numerics/float8.hpp"
+#include "kernels/numerics/bfloat16.hpp"
+#include "kernels/numerics/float8.hpp"
 
 namespace fp8attn::test {
 

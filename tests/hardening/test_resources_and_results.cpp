@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "lib/numerics/bfloat16.hpp"
+#include "kernels/numerics/bfloat16.hpp"
 #include "tests/hardening/alloc_counter.hpp"
 #include "tests/hardening/forward_fixture.hpp"
 #include "tests/hardening/hardening_support.hpp"

@@ -14,13 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "kernels/numerics/bfloat16.hpp"
 #include "kernels/sm90/tile_config.hpp"
 #include "lib/attention/attention_config.hpp"
 #include "lib/attention/oracle_backward.hpp"
-#include "lib/numerics/bfloat16.hpp"
-#include "lib/workloads/backward_runner.hpp"
-#include "lib/workloads/fresh_seed.hpp"
 #include "tests/kernels/fp8_fwd_emu_support.hpp"
+#include "tools/common/backward_runner.hpp"
+#include "tools/common/fresh_seed.hpp"
 
 namespace fp8attn::testing {
 

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "kernels/sm90/tile_config.hpp"
-#include "lib/workloads/fresh_seed.hpp"
 #include "tests/kernels/fp8_fwd_emu_support.hpp"
+#include "tools/common/fresh_seed.hpp"
 
 namespace fp8attn::testing {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/workloads/forward_runner.hpp"
+#include "tools/common/forward_runner.hpp"
 
 namespace fp8attn::testing {
 

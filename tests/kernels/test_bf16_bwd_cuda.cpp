@@ -13,15 +13,15 @@
 #include <string>
 #include <vector>
 
+#include "kernels/numerics/bfloat16.hpp"
 #include "kernels/sm90/attention/attention_bwd_cuda.hpp"
 #include "lib/attention/attention_backward_problem.hpp"
 #include "lib/attention/attention_config.hpp"
 #include "lib/backend/gpu/attention_bwd_plan.hpp"
-#include "lib/numerics/bfloat16.hpp"
-#include "lib/workloads/backward_runner.hpp"
-#include "lib/workloads/forward_runner.hpp"
-#include "lib/workloads/fresh_seed.hpp"
 #include "tests/common/cuda_test_device.hpp"
+#include "tools/common/backward_runner.hpp"
+#include "tools/common/forward_runner.hpp"
+#include "tools/common/fresh_seed.hpp"
 
 namespace fp8attn::testing {
 namespace {

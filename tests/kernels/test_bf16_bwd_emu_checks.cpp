@@ -9,15 +9,15 @@
 #include <vector>
 
 #include "kernels/emu/runtime.hpp"
+#include "kernels/numerics/bfloat16.hpp"
 #include "kernels/sm90/attention/attention_bwd_emulated.hpp"
 #include "lib/attention/attention_backward_problem.hpp"
 #include "lib/attention/attention_config.hpp"
 #include "lib/attention/oracle_backward.hpp"
-#include "lib/attention/plan.hpp"
 #include "lib/backend/emulated_runtime.hpp"
 #include "lib/backend/gpu/attention_bwd_plan.hpp"
+#include "lib/context/plan.hpp"
 #include "lib/core/error.hpp"
-#include "lib/numerics/bfloat16.hpp"
 #include "tests/kernels/bf16_bwd_emu_support.hpp"
 
 namespace fp8attn::testing {

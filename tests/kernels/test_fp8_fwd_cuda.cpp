@@ -11,14 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "kernels/numerics/bfloat16.hpp"
 #include "kernels/sm90/attention/attention_fwd_cuda.hpp"
 #include "lib/attention/attention_problem.hpp"
 #include "lib/backend/gpu/attention_fwd_plan.hpp"
-#include "lib/numerics/bfloat16.hpp"
-#include "lib/workloads/forward_runner.hpp"
-#include "lib/workloads/fresh_seed.hpp"
-#include "lib/workloads/host_tensor.hpp"
 #include "tests/common/cuda_test_device.hpp"
+#include "tools/common/forward_runner.hpp"
+#include "tools/common/fresh_seed.hpp"
+#include "tools/common/host_tensor.hpp"
 
 namespace fp8attn::testing {
 namespace {

@@ -16,8 +16,8 @@
 #include "kernels/sm90/attention/attention_fwd_emulated.hpp"
 #include "lib/attention/attention_problem.hpp"
 #include "lib/backend/gpu/attention_fwd_plan.hpp"
-#include "lib/workloads/fresh_seed.hpp"
-#include "lib/workloads/host_tensor.hpp"
+#include "tools/common/fresh_seed.hpp"
+#include "tools/common/host_tensor.hpp"
 #include "tests/kernels/fp8_fwd_emu_support.hpp"
 
 namespace fp8attn::testing {

@@ -13,11 +13,11 @@
 #include "lib/attention/attention_problem.hpp"
 #include "lib/backend/emulated_runtime.hpp"
 #include "lib/backend/gpu/attention_fwd_plan.hpp"
-#include "lib/core/context.hpp"
-#include "lib/workloads/fresh_seed.hpp"
-#include "lib/workloads/host_tensor.hpp"
-#include "lib/workloads/low_precision_reference.hpp"
+#include "lib/context/context.hpp"
 #include "tests/kernels/fp8_fwd_emu_support.hpp"
+#include "tools/common/fresh_seed.hpp"
+#include "tools/common/host_tensor.hpp"
+#include "tools/common/low_precision_reference.hpp"
 
 namespace fp8attn::testing {
 namespace {

@@ -5,8 +5,8 @@
 
 #include <thread>
 
-#include "lib/workloads/fresh_seed.hpp"
 #include "tests/kernels/fp8_fwd_emu_support.hpp"
+#include "tools/common/fresh_seed.hpp"
 
 namespace fp8attn::testing {
 namespace {

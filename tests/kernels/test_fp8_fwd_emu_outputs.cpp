@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "lib/numerics/bfloat16.hpp"
-#include "lib/workloads/fresh_seed.hpp"
+#include "kernels/numerics/bfloat16.hpp"
 #include "tests/kernels/fp8_fwd_emu_support.hpp"
 #include "tests/training/training_test_support.hpp"
+#include "tools/common/fresh_seed.hpp"
 
 namespace fp8attn::training_test {
 namespace {

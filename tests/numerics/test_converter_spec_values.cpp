@@ -3,8 +3,8 @@
 
 #include <cmath>
 
-#include "lib/numerics/bfloat16.hpp"
-#include "lib/numerics/float8.hpp"
+#include "kernels/numerics/bfloat16.hpp"
+#include "kernels/numerics/float8.hpp"
 
 namespace {
 

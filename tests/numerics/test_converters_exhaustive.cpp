@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "lib/numerics/bfloat16.hpp"
-#include "lib/numerics/float8.hpp"
+#include "kernels/numerics/bfloat16.hpp"
+#include "kernels/numerics/float8.hpp"
 
 #if FP8ATTN_HAVE_CUDA_FP8_HEADER
 #include <cuda_bf16.h>

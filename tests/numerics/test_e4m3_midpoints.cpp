@@ -8,7 +8,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "lib/numerics/float8.hpp"
+#include "kernels/numerics/float8.hpp"
 
 namespace fp8attn::num {
 namespace {

@@ -2,7 +2,7 @@
 # Each per-ISA object (the engine's query tile, the quantizer's row loops) defines global (or
 # weak) symbols only inside its own namespace, fp8attn::engine_<isa> or fp8attn::quantize_<isa>.
 # A shared name would let the linker keep one ISA's copy of an inline function for every build
-# (lib/attention/engine/isa/query_tile_in_isa.inc).
+# (lib/attention/engine/isa/query_tile_in_isa.cpp).
 # Usage: check_isa_symbols.sh NAMESPACE OBJECT...   (NAMESPACE: engine_avx2, quantize_avx512, ...)
 set -euo pipefail
 ns=$1

@@ -15,13 +15,12 @@
 #include <string>
 
 #include "kernels/sm90/tile_config.hpp"
-#include "lib/attention/engine/isa/query_tile_dispatch.hpp"
-#include "lib/workloads/forward_runner.hpp"
-#include "lib/workloads/fresh_seed.hpp"
+#include "lib/cpu_isa/cpu_isa.hpp"
+#include "tools/common/forward_runner.hpp"
+#include "tools/common/fresh_seed.hpp"
 
 namespace fp8attn::testing {
 using namespace fp8attn::workloads;
-using engine::CpuIsa;
 namespace {
 
 struct Case {
@@ -54,19 +53,19 @@ const Case kCases[] = {
 
 ForwardResult run_with(CpuIsa isa, const fp8attn_attention_desc& desc, const AttentionShape& shape,
                        const QuantizedInputs& q) {
-  EXPECT_TRUE(engine::set_active_cpu_isa(isa)) << engine::cpu_isa_name(isa);
+  EXPECT_TRUE(set_active_cpu_isa(isa)) << cpu_isa_name(isa);
   return run_engine_with_hooks(desc, shape, q, {}, 2);
 }
 
 TEST(EngineIsa, DispatchedBuildIsTheExpectedOne) {
   const char* expected = std::getenv("FP8ATTN_EXPECT_ISA");
   if (!expected) GTEST_SKIP() << "FP8ATTN_EXPECT_ISA not set (only the qemu runs set it)";
-  EXPECT_STREQ(expected, engine::cpu_isa_name(engine::best_cpu_isa()));
-  EXPECT_STREQ(expected, engine::cpu_isa_name(engine::active_cpu_isa()));
+  EXPECT_STREQ(expected, cpu_isa_name(best_cpu_isa()));
+  EXPECT_STREQ(expected, cpu_isa_name(active_cpu_isa()));
 }
 
 TEST(EngineIsa, EveryBuildComputesTheSameBits) {
-  const CpuIsa best = engine::best_cpu_isa();
+  const CpuIsa best = best_cpu_isa();
   if (best == CpuIsa::kBaseline) GTEST_SKIP() << "one engine build only (FP8ATTN_NATIVE or not x86-64)";
   const uint64_t seed = fresh_seed();
   for (const Case& c : kCases) {
@@ -82,7 +81,7 @@ TEST(EngineIsa, EveryBuildComputesTheSameBits) {
     for (CpuIsa isa : {CpuIsa::kAvx2, CpuIsa::kAvx512}) {
       if (static_cast<int>(isa) > static_cast<int>(best)) continue;
       const ForwardResult r = run_with(isa, desc, c.shape, q);
-      const std::string where = std::string(c.name) + ", " + engine::cpu_isa_name(isa) + " vs baseline, seed " +
+      const std::string where = std::string(c.name) + ", " + cpu_isa_name(isa) + " vs baseline, seed " +
                                 std::to_string(seed);
       ASSERT_EQ(base.out.size(), r.out.size()) << where;
       EXPECT_EQ(0, std::memcmp(base.out.data(), r.out.data(), base.out.size() * sizeof(float))) << where;
@@ -90,11 +89,11 @@ TEST(EngineIsa, EveryBuildComputesTheSameBits) {
       EXPECT_EQ(base.telemetry.p_positive, r.telemetry.p_positive) << where;
       EXPECT_EQ(base.telemetry.p_underflow, r.telemetry.p_underflow) << where;
       EXPECT_EQ(base.telemetry.max_abs_scaled_logit, r.telemetry.max_abs_scaled_logit) << where;
-      std::printf("%s: %s bit-equal to baseline (p_positive %llu)\n", c.name, engine::cpu_isa_name(isa),
+      std::printf("%s: %s bit-equal to baseline (p_positive %llu)\n", c.name, cpu_isa_name(isa),
                   static_cast<unsigned long long>(r.telemetry.p_positive));
     }
   }
-  engine::set_active_cpu_isa(best);
+  set_active_cpu_isa(best);
 }
 
 }  // namespace

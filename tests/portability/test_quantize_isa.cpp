@@ -13,19 +13,17 @@
 #include <vector>
 
 #include "fp8attn/fp8attn.h"
-#include "lib/attention/engine/isa/query_tile_dispatch.hpp"
-#include "lib/numerics/bfloat16.hpp"
+#include "lib/cpu_isa/cpu_isa.hpp"
+#include "kernels/numerics/bfloat16.hpp"
 #include "lib/core/thread_pool.hpp"
 #include "lib/quantize/cpu_quantizer.hpp"
 #include "lib/quantize/quantize_problem.hpp"
 #include "lib/quantize/quantize_rows.hpp"
-#include "lib/workloads/fresh_seed.hpp"
-#include "lib/workloads/host_tensor.hpp"
+#include "tools/common/fresh_seed.hpp"
+#include "tools/common/host_tensor.hpp"
 
 namespace fp8attn::testing {
 namespace {
-
-using engine::CpuIsa;
 
 struct Case {
   int64_t seqlen, heads, dim;
@@ -44,7 +42,7 @@ Result quantize_with(CpuIsa isa, const Case& c, const std::vector<float>& f32, c
                      uint64_t rotation_seed) {
   // NOTE: the quantizer of the statically linked core, not fp8attn_quantize: the shared
   // library holds its own copy of the dispatcher, which set_active_cpu_isa here does not steer.
-  EXPECT_TRUE(engine::set_active_cpu_isa(isa)) << engine::cpu_isa_name(isa);
+  EXPECT_TRUE(set_active_cpu_isa(isa)) << cpu_isa_name(isa);
   const std::vector<int64_t> shape{1, c.seqlen, c.heads, c.dim};
   const int64_t f = c.out_stride_factor;
   const int64_t block_rows = 64, blocks = (c.seqlen + block_rows - 1) / block_rows;
@@ -75,7 +73,7 @@ Result quantize_with(CpuIsa isa, const Case& c, const std::vector<float>& f32, c
 }
 
 TEST(QuantizeIsa, EveryBuildComputesTheSameBits) {
-  const CpuIsa best = engine::best_cpu_isa();
+  const CpuIsa best = best_cpu_isa();
   if (best == CpuIsa::kBaseline) GTEST_SKIP() << "one quantizer build only (FP8ATTN_NATIVE or not x86-64)";
   const uint64_t seed = workloads::fresh_seed();
   std::mt19937_64 rng(seed);
@@ -95,11 +93,11 @@ TEST(QuantizeIsa, EveryBuildComputesTheSameBits) {
     for (CpuIsa isa : {CpuIsa::kAvx2, CpuIsa::kAvx512}) {
       if (static_cast<int>(isa) > static_cast<int>(best)) continue;
       const Result r = quantize_with(isa, c, f32, bf16, rotation_seed);
-      EXPECT_STREQ(engine::cpu_isa_name(isa), quant::quantize_row_ops().isa);
+      EXPECT_STREQ(cpu_isa_name(isa), quant::quantize_row_ops().isa);
       char where_buf[160];
       std::snprintf(where_buf, sizeof where_buf, "d%lld %s%s, %s vs baseline, seed %llu",
                     static_cast<long long>(c.dim), c.bf16 ? "bf16" : "f32", c.rotate ? " rotated" : "",
-                    engine::cpu_isa_name(isa), static_cast<unsigned long long>(seed));
+                    cpu_isa_name(isa), static_cast<unsigned long long>(seed));
       const std::string where = where_buf;
       EXPECT_EQ(base.out, r.out) << where;
       EXPECT_EQ(0, std::memcmp(base.descale.data(), r.descale.data(), base.descale.size() * sizeof(float))) << where;
@@ -107,7 +105,7 @@ TEST(QuantizeIsa, EveryBuildComputesTheSameBits) {
       std::printf("%s: bit-equal (amax %g)\n", where.c_str(), static_cast<double>(r.amax));
     }
   }
-  engine::set_active_cpu_isa(best);
+  set_active_cpu_isa(best);
 }
 
 }  // namespace

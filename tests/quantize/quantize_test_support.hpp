@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "fp8attn/fp8attn.h"
-#include "lib/numerics/bfloat16.hpp"
-#include "lib/numerics/float8.hpp"
+#include "kernels/numerics/bfloat16.hpp"
+#include "kernels/numerics/float8.hpp"
 #include "lib/quantize/hadamard_rotation.hpp"
 
 namespace fp8attn::quant::testing {

@@ -8,8 +8,8 @@
 #include <random>
 #include <thread>
 
-#include "lib/numerics/bfloat16.hpp"
-#include "lib/numerics/float8.hpp"
+#include "kernels/numerics/bfloat16.hpp"
+#include "kernels/numerics/float8.hpp"
 #include "tests/spectral/spectral_test_support.hpp"
 
 namespace fp8attn::test {

@@ -11,7 +11,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "lib/workloads/fresh_seed.hpp"
+#include "tools/common/fresh_seed.hpp"
 #include "tools/stabilized_bias_study/bias_trials.hpp"
 
 namespace fp8attn::testing {

@@ -19,7 +19,7 @@
 #include <cstdio>
 
 #include "fp8attn/fp8attn.h"
-#include "lib/workloads/fresh_seed.hpp"
+#include "tools/common/fresh_seed.hpp"
 #include "tools/stabilized_bias_study/dq_bias_trials.hpp"
 
 namespace fp8attn::testing {

@@ -15,8 +15,8 @@
 #include <random>
 #include <vector>
 
-#include "lib/workloads/fresh_seed.hpp"
 #include "tests/training/training_test_support.hpp"
+#include "tools/common/fresh_seed.hpp"
 
 namespace fp8attn::training_test {
 namespace {

@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "lib/numerics/bfloat16.hpp"
-#include "lib/workloads/fresh_seed.hpp"
+#include "kernels/numerics/bfloat16.hpp"
 #include "tests/training/training_test_support.hpp"
+#include "tools/common/fresh_seed.hpp"
 
 namespace fp8attn::training_test {
 namespace {

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/workloads/fresh_seed.hpp"
 #include "tests/training/training_test_support.hpp"
+#include "tools/common/fresh_seed.hpp"
 
 namespace fp8attn::training_test {
 namespace {

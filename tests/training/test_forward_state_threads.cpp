@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "lib/workloads/fresh_seed.hpp"
 #include "tests/training/training_test_support.hpp"
+#include "tools/common/fresh_seed.hpp"
 
 namespace fp8attn::training_test {
 namespace {

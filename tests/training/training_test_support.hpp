@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "fp8attn/fp8attn.h"
-#include "lib/workloads/host_tensor.hpp"
-#include "lib/numerics/float8.hpp"
+#include "tools/common/host_tensor.hpp"
+#include "kernels/numerics/float8.hpp"
 
 namespace fp8attn::training_test {
 

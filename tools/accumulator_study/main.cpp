@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "lib/workloads/cli_args.hpp"
+#include "tools/common/cli_args.hpp"
 
 #include "fp8attn/fp8attn.h"
-#include "lib/workloads/forward_runner.hpp"
-#include "lib/workloads/low_precision_reference.hpp"
-#include "lib/workloads/progress_line.hpp"
+#include "tools/common/forward_runner.hpp"
+#include "tools/common/low_precision_reference.hpp"
+#include "tools/common/progress_line.hpp"
 
 namespace {
 

@@ -4,9 +4,9 @@
 // (five products of the forward's size: S, dP, dV, dK, dQ), halved for causal; the engine
 // performs exactly those five. sgemm FLOPs are 2·M·N·K at M = N = K = 2048. Both use every core.
 // The table (sgemm_ratio.hpp) reports medians over --benchmark_repetitions.
-#include "lib/workloads/backward_runner.hpp"
-#include "lib/workloads/forward_runner.hpp"
 #include "tools/bench/sgemm_ratio.hpp"
+#include "tools/common/backward_runner.hpp"
+#include "tools/common/forward_runner.hpp"
 
 namespace {
 

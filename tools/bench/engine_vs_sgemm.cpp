@@ -3,8 +3,8 @@
 // causal masks (FlashAttention's convention); sgemm FLOPs are 2·M·N·K at M = N = K = 2048. Both
 // use every core: the engine through the context's workers (num_threads = 0), OpenBLAS through
 // its own threads. The table (sgemm_ratio.hpp) reports medians over --benchmark_repetitions.
-#include "lib/workloads/forward_runner.hpp"
 #include "tools/bench/sgemm_ratio.hpp"
+#include "tools/common/forward_runner.hpp"
 
 namespace {
 

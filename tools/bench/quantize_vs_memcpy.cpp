@@ -26,7 +26,7 @@
 
 #include "fp8attn/fp8attn.h"
 #include "lib/quantize/hadamard_rotation.hpp"
-#include "lib/workloads/host_tensor.hpp"
+#include "tools/common/host_tensor.hpp"
 
 namespace {
 

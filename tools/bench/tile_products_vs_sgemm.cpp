@@ -15,9 +15,9 @@
 #include <thread>
 
 #include "include/fp8attn/fp8attn.h"
+#include "kernels/numerics/float8.hpp"
 #include "kernels/sm90/tile_config.hpp"
 #include "lib/attention/engine/panel_gemm.hpp"
-#include "lib/numerics/float8.hpp"
 #include "tools/bench/sgemm_ratio.hpp"
 
 namespace {

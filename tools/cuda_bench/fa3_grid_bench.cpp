@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "fp8attn/fp8attn.h"
-#include "lib/numerics/float8.hpp"
+#include "kernels/numerics/float8.hpp"
 
 namespace {
 

@@ -4,11 +4,11 @@
 #include <stdexcept>
 
 #include "fp8attn/fp8attn.h"
-#include "lib/numerics/float8.hpp"
+#include "kernels/numerics/float8.hpp"
 #include "lib/quantize/hadamard_rotation.hpp"
-#include "lib/workloads/attention_inputs.hpp"
-#include "lib/workloads/host_tensor.hpp"
-#include "lib/workloads/low_precision_reference.hpp"
+#include "tools/common/attention_inputs.hpp"
+#include "tools/common/host_tensor.hpp"
+#include "tools/common/low_precision_reference.hpp"
 #include "tools/fa3_table3/exact_attention.hpp"
 
 namespace fp8attn::table3 {

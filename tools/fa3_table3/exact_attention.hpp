@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "lib/workloads/attention_inputs.hpp"
+#include "tools/common/attention_inputs.hpp"
 
 namespace fp8attn::table3 {
 

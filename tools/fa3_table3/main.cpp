@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/workloads/progress_line.hpp"
+#include "tools/common/progress_line.hpp"
 #include "tools/fa3_table3/error_decomposition.hpp"
 #include "tools/fa3_table3/table3_study.hpp"
 

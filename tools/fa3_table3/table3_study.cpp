@@ -4,9 +4,9 @@
 #include <stdexcept>
 
 #include "fp8attn/fp8attn.h"
-#include "lib/workloads/forward_runner.hpp"
-#include "lib/workloads/host_tensor.hpp"
-#include "lib/workloads/low_precision_reference.hpp"
+#include "tools/common/forward_runner.hpp"
+#include "tools/common/host_tensor.hpp"
+#include "tools/common/low_precision_reference.hpp"
 #include "tools/fa3_table3/exact_attention.hpp"
 
 namespace fp8attn::table3 {

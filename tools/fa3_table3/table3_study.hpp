@@ -2,7 +2,7 @@
 // unquantized inputs, for FlashAttention-3's outlier distribution N(0,1) + N(0,100)·Bernoulli(0.001)
 // in Q, K and V, with BF16 inputs and with E4M3 inputs quantized by fp8attn_quantize per tensor,
 // per block, with incoherent processing, and with both. Everything goes through the C ABI:
-// fp8attn_quantize for the casts, fp8attn_attention_forward (lib/workloads' runner) for attention.
+// fp8attn_quantize for the casts, fp8attn_attention_forward (tools/common's runner) for attention.
 #pragma once
 
 #include <cstdint>

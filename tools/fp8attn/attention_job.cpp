@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "kernels/sm90/tile_config.hpp"
-#include "lib/workloads/forward_runner.hpp"
-#include "lib/workloads/low_precision_reference.hpp"
-#include "lib/workloads/progress_line.hpp"
+#include "tools/common/forward_runner.hpp"
+#include "tools/common/low_precision_reference.hpp"
+#include "tools/common/progress_line.hpp"
 
 namespace fp8attn::tools {
 namespace {

@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fp8attn/fp8attn.h"
-#include "lib/numerics/float8.hpp"
+#include "kernels/numerics/float8.hpp"
 #include "tools/fp8attn/safetensors_file.hpp"
 
 namespace {

@@ -6,10 +6,10 @@
 #include <stdexcept>
 #include <thread>
 
+#include "kernels/numerics/float8.hpp"
 #include "kernels/sm90/kv_schedule.hpp"
 #include "kernels/sm90/mask.hpp"
-#include "lib/numerics/float8.hpp"
-#include "lib/workloads/low_precision_reference.hpp"
+#include "tools/common/low_precision_reference.hpp"
 
 namespace fp8attn::study {
 namespace {

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/workloads/cli_args.hpp"
-#include "lib/workloads/progress_line.hpp"
+#include "tools/common/cli_args.hpp"
+#include "tools/common/progress_line.hpp"
 
 #include "fp8attn/fp8attn.h"
 #include "tools/p_collapse_study/cast_point_emulation.hpp"

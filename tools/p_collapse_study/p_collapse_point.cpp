@@ -9,8 +9,8 @@
 #include <string>
 
 #include "kernels/sm90/tile_config.hpp"
-#include "lib/workloads/forward_runner.hpp"
-#include "lib/workloads/low_precision_reference.hpp"
+#include "tools/common/forward_runner.hpp"
+#include "tools/common/low_precision_reference.hpp"
 
 namespace fp8attn::study {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "fp8attn/fp8attn.h"
-#include "lib/workloads/attention_inputs.hpp"
+#include "tools/common/attention_inputs.hpp"
 
 namespace fp8attn::study {
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/numerics/bfloat16.hpp"
 #include "kernels/sm90/softmax_math.hpp"
-#include "lib/numerics/bfloat16.hpp"
 
 namespace fp8attn::study {
 namespace {

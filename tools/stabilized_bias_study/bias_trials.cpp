@@ -6,7 +6,7 @@
 
 #include "fp8attn/fp8attn.h"
 #include "kernels/sm90/tile_config.hpp"
-#include "lib/workloads/forward_runner.hpp"
+#include "tools/common/forward_runner.hpp"
 #include "tools/stabilized_bias_study/bf16_flash_reference.hpp"
 
 namespace fp8attn::study {

@@ -6,12 +6,12 @@
 #include <vector>
 
 #include "fp8attn/fp8attn.h"
+#include "kernels/numerics/bfloat16.hpp"
 #include "kernels/sm90/tile_config.hpp"
 #include "lib/attention/attention_config.hpp"
 #include "lib/attention/oracle_backward.hpp"
-#include "lib/numerics/bfloat16.hpp"
-#include "lib/workloads/backward_runner.hpp"
-#include "lib/workloads/forward_runner.hpp"
+#include "tools/common/backward_runner.hpp"
+#include "tools/common/forward_runner.hpp"
 
 namespace fp8attn::study {
 

@@ -17,7 +17,7 @@
 #include <utility>
 
 #include "fp8attn/fp8attn.h"
-#include "lib/workloads/progress_line.hpp"
+#include "tools/common/progress_line.hpp"
 #include "tools/stabilized_bias_study/bias_trials.hpp"
 #include "tools/stabilized_bias_study/dq_bias_trials.hpp"
 

@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "lib/workloads/attention_inputs.hpp"
+#include "tools/common/attention_inputs.hpp"
 
 namespace fp8attn::study {
 

@@ -8,7 +8,7 @@
 
 #include "kernels/arch/platform.hpp"
 #include "kernels/arch/registers.hpp"
-#include "kernels/arch/wgmma_descriptor.hpp"
+#include "kernels/ptx/wgmma_descriptor.hpp"
 #include "kernels/sm90/tile_config.hpp"
 
 namespace fp8attn::sm90 {

@@ -6,7 +6,7 @@
 
 #include <cstddef>
 
-#include "kernels/arch/tma_tensor_map_spec.hpp"
+#include "kernels/ptx/tma_tensor_map_spec.hpp"
 #include "kernels/sm90/attention/bwd_instances.hpp"
 #include "kernels/sm90/attention/bwd_params.hpp"
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "kernels/arch/platform.hpp"
-#include "kernels/arch/tma_tensor_map.hpp"
+#include "kernels/ptx/tma_tensor_map.hpp"
 #include "kernels/sm90/mask.hpp"
 
 namespace fp8attn::sm90 {

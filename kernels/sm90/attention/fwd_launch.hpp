@@ -6,8 +6,8 @@
 #include <cstddef>
 #include <string>
 
-#include "kernels/arch/mma_order.hpp"
-#include "kernels/arch/tma_tensor_map_spec.hpp"
+#include "kernels/ptx/mma_order.hpp"
+#include "kernels/ptx/tma_tensor_map_spec.hpp"
 #include "kernels/sm90/attention/fwd_instances.hpp"
 #include "kernels/sm90/attention/fwd_params.hpp"
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "kernels/arch/platform.hpp"
-#include "kernels/arch/tma_tensor_map.hpp"
+#include "kernels/ptx/tma_tensor_map.hpp"
 
 namespace fp8attn::sm90 {
 
@@ -69,7 +69,7 @@ struct FwdArguments {
 };
 
 /// The kernel's parameters: the arguments plus Q, K, V as 4D tensor maps {dim, head, seq,
-/// batch}, which each device runtime encodes its own way (arch/tma_tensor_map.hpp). Packed
+/// batch}, which each device runtime encodes its own way (ptx/tma_tensor_map.hpp). Packed
 /// (varlen) inputs have batch = 1 and take each sequence's first row from cu_seqlens.
 struct AttentionFwdParams : FwdArguments {
   arch::TensorMap tma_q, tma_k, tma_v;

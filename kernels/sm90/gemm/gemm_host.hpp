@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "kernels/arch/tma_tensor_map_spec.hpp"
+#include "kernels/ptx/tma_tensor_map_spec.hpp"
 #include "kernels/sm90/gemm/gemm_config.hpp"
 
 namespace fp8attn::sm90 {

@@ -15,8 +15,8 @@
 #include "kernels/arch/shared_memory.hpp"
 #include "kernels/arch/thread_index.hpp"
 #include "kernels/arch/tma.hpp"
-#include "kernels/arch/tma_tensor_map.hpp"
 #include "kernels/arch/wgmma.hpp"
+#include "kernels/ptx/tma_tensor_map.hpp"
 #include "kernels/sm90/gemm/gemm_config.hpp"
 #include "kernels/sm90/gemm/gemm_pipeline.hpp"
 

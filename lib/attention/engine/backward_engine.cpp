@@ -5,10 +5,10 @@
 #include <new>
 #include <string>
 
+#include "kernels/numerics/bfloat16.hpp"
 #include "lib/attention/engine/backward_tile.hpp"
 #include "lib/core/checked_math.hpp"
 #include "lib/core/error.hpp"
-#include "lib/numerics/bfloat16.hpp"
 #include "lib/numerics/element_io.hpp"
 
 namespace fp8attn::engine {

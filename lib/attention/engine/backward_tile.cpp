@@ -4,11 +4,11 @@
 #include <cmath>
 #include <thread>
 
+#include "kernels/numerics/bfloat16.hpp"
 #include "kernels/sm90/kv_schedule.hpp"
 #include "kernels/sm90/mask.hpp"
 #include "kernels/sm90/softmax_math.hpp"
 #include "lib/attention/engine/tile_ops.hpp"
-#include "lib/numerics/bfloat16.hpp"
 #include "lib/numerics/element_io.hpp"
 
 namespace fp8attn::engine {

@@ -5,7 +5,7 @@
 //
 // Same arithmetic as tile_ops.hpp's gemm_in_mma_order, bit for bit: per output element and per
 // instruction of depth mma_k, a chunk sum from +0 with k ascending (std::fma, exact products),
-// then one mma_chunk_accumulate into the accumulator (kernels/arch/mma_order.hpp). Only the loop
+// then one mma_chunk_accumulate into the accumulator (kernels/ptx/mma_order.hpp). Only the loop
 // nest and B's layout differ, and neither changes any element's sequence of operations.
 //
 // NOTE: why a layout of its own: with K transposed as [head_dim][block_n], the products
@@ -14,13 +14,13 @@
 // accumulator block only while it is in L1. Measured alone on the project's AVX2 machine, the two
 // products of a head_dim-128 E4M3 tile ran about 25 % faster (min of repetitions).
 //
-// Included by query_tile.cpp inside its per-ISA namespace (isa/query_tile_in_isa.inc).
+// Included by query_tile.cpp inside its per-ISA namespace (isa/query_tile_in_isa.cpp).
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 
-#include "kernels/arch/mma_order.hpp"
+#include "kernels/ptx/mma_order.hpp"
 #include "lib/attention/engine/tile_ops.hpp"
 
 #if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512F__)

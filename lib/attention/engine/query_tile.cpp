@@ -9,9 +9,9 @@
 #include "kernels/sm90/softmax_math.hpp"
 #include "lib/attention/engine/row_softmax.hpp"
 #include "lib/attention/engine/panel_gemm.hpp"
-#include "lib/numerics/bfloat16.hpp"
+#include "kernels/numerics/bfloat16.hpp"
 #include "lib/numerics/element_io.hpp"
-#include "lib/numerics/float8.hpp"
+#include "kernels/numerics/float8.hpp"
 
 namespace fp8attn::engine {
 namespace {

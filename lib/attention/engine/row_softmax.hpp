@@ -10,7 +10,7 @@
 // operations as the scalar code, and the only reductions are a max (exact, so its order does not
 // matter) and integer counts. The row sums keep their documented order (accumulate_quad_partials).
 //
-// Included by query_tile.cpp inside its per-ISA namespace (see isa/query_tile_in_isa.inc), so
+// Included by query_tile.cpp inside its per-ISA namespace (see isa/query_tile_in_isa.cpp), so
 // every ISA build has its own copy.
 #pragma once
 
@@ -18,9 +18,9 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/numerics/bfloat16.hpp"
+#include "kernels/numerics/float8.hpp"
 #include "kernels/sm90/softmax_math.hpp"
-#include "lib/numerics/bfloat16.hpp"
-#include "lib/numerics/float8.hpp"
 
 namespace fp8attn::engine {
 

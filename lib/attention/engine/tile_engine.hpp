@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <functional>
 
-#include "kernels/arch/mma_order.hpp"
+#include "kernels/ptx/mma_order.hpp"
 #include "lib/attention/attention_config.hpp"
 #include "lib/attention/attention_problem.hpp"
 #include "lib/core/thread_pool.hpp"

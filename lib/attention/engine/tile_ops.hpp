@@ -1,7 +1,7 @@
 // The tile products of the CPU engine's backward (backward_tile.cpp), and the generic register
 // block (chunk_block) under the forward's products over K and V packed in panels (panel_gemm.hpp)
 // wherever those have no intrinsic block. They follow the emulated wgmma's documented order
-// (kernels/arch/mma_order.hpp): per instruction of depth K a chunk sum from +0 with k
+// (kernels/ptx/mma_order.hpp): per instruction of depth K a chunk sum from +0 with k
 // ascending, then one add into the accumulator.
 //
 // NOTE: the loops are register-blocked (kRowBlock rows × kColBlock columns of chunk sums held
@@ -14,7 +14,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "kernels/arch/mma_order.hpp"
+#include "kernels/ptx/mma_order.hpp"
 
 namespace fp8attn::engine {
 

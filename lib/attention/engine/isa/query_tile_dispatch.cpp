@@ -1,20 +1,18 @@
-#include "lib/attention/engine/isa/query_tile_dispatch.hpp"
-
-#include <atomic>
-#include <cstdlib>
-#include <cstring>
-
+// fp8attn::engine's query tile (query_tile.hpp), forwarded to the build of query_tile.cpp that
+// lib/cpu_isa chooses (FP8ATTN_CPU_ISA included). Every build computes the same bits.
 #include "lib/attention/engine/query_tile.hpp"
+#include "lib/cpu_isa/cpu_isa.hpp"
 
-// FP8ATTN_ENGINE_ISA_VARIANTS (set by lib/CMakeLists.txt): 1 when the AVX2 and AVX-512 builds
-// are compiled in (x86-64, FP8ATTN_NATIVE=OFF), 0 when only the one build is.
-#ifndef FP8ATTN_ENGINE_ISA_VARIANTS
-#define FP8ATTN_ENGINE_ISA_VARIANTS 0
+// FP8ATTN_CPU_ISA_VARIANTS (set by fp8attn_add_cpu_isa_builds, lib/cpu_isa/CMakeLists.txt): 1
+// when the AVX2 and AVX-512 builds are compiled in (x86-64, FP8ATTN_NATIVE=OFF), 0 when only the
+// one build is.
+#ifndef FP8ATTN_CPU_ISA_VARIANTS
+#define FP8ATTN_CPU_ISA_VARIANTS 0
 #endif
 
 namespace fp8attn {
 
-// The per-ISA builds' entry points (query_tile_in_isa.inc).
+// The per-ISA builds' entry points (query_tile_in_isa.cpp).
 #define FP8ATTN_DECLARE_ISA_BUILD(ns)                                                                              \
   namespace ns {                                                                                                   \
   size_t query_tile_scratch_bytes(const AttentionConfig& config);                                                 \
@@ -23,7 +21,7 @@ namespace fp8attn {
                       engine::TileTelemetry& telemetry, const engine::EngineHooks& hooks);                         \
   }
 FP8ATTN_DECLARE_ISA_BUILD(engine_baseline)
-#if FP8ATTN_ENGINE_ISA_VARIANTS
+#if FP8ATTN_CPU_ISA_VARIANTS
 FP8ATTN_DECLARE_ISA_BUILD(engine_avx2)
 FP8ATTN_DECLARE_ISA_BUILD(engine_avx512)
 #endif
@@ -36,7 +34,7 @@ using RunQueryTile = void (*)(const AttentionConfig&, const AttentionProblem&, c
                               TileTelemetry&, const EngineHooks&);
 
 RunQueryTile build_of(CpuIsa isa) {
-#if FP8ATTN_ENGINE_ISA_VARIANTS
+#if FP8ATTN_CPU_ISA_VARIANTS
   if (isa == CpuIsa::kAvx512) return &engine_avx512::run_query_tile;
   if (isa == CpuIsa::kAvx2) return &engine_avx2::run_query_tile;
 #endif
@@ -44,70 +42,7 @@ RunQueryTile build_of(CpuIsa isa) {
   return &engine_baseline::run_query_tile;
 }
 
-CpuIsa detect() {
-#if FP8ATTN_ENGINE_ISA_VARIANTS
-  // NOTE: the level names test exactly the feature sets -march=x86-64-v3/-v4 compile for,
-  // including the OS's support for the wider registers (XGETBV).
-  __builtin_cpu_init();
-#if defined(__clang__)
-  // NOTE: clang 14 (Debian 12; the fuzz build) knows no level names, so the levels' defining
-  // features are tested one by one; every CPU with them has the rest of its level.
-  const bool v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                  __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
-  const bool v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                  __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
-                  __builtin_cpu_supports("avx512vl");
-  if (v4) return CpuIsa::kAvx512;
-  if (v3) return CpuIsa::kAvx2;
-#else
-  if (__builtin_cpu_supports("x86-64-v4")) return CpuIsa::kAvx512;
-  if (__builtin_cpu_supports("x86-64-v3")) return CpuIsa::kAvx2;
-#endif
-#endif
-  return CpuIsa::kBaseline;
-}
-
-CpuIsa from_environment(CpuIsa best) {
-  const char* v = std::getenv("FP8ATTN_CPU_ISA");
-  CpuIsa asked = best;
-  if (v && std::strcmp(v, "baseline") == 0) asked = CpuIsa::kBaseline;
-  if (v && std::strcmp(v, "avx2") == 0) asked = CpuIsa::kAvx2;
-  if (v && std::strcmp(v, "avx512") == 0) asked = CpuIsa::kAvx512;
-  return static_cast<int>(asked) < static_cast<int>(best) ? asked : best;
-}
-
-std::atomic<int>& active() {
-  static std::atomic<int> isa{static_cast<int>(from_environment(best_cpu_isa()))};
-  return isa;
-}
-
 }  // namespace
-
-const char* cpu_isa_name(CpuIsa isa) {
-  switch (isa) {
-    case CpuIsa::kAvx512: return "avx512";
-    case CpuIsa::kAvx2: return "avx2";
-    default:
-#if FP8ATTN_ENGINE_NATIVE
-      return "native";
-#else
-      return "baseline";
-#endif
-  }
-}
-
-CpuIsa best_cpu_isa() {
-  static const CpuIsa best = detect();
-  return best;
-}
-
-CpuIsa active_cpu_isa() { return static_cast<CpuIsa>(active().load(std::memory_order_relaxed)); }
-
-bool set_active_cpu_isa(CpuIsa isa) {
-  if (static_cast<int>(isa) > static_cast<int>(best_cpu_isa()) || static_cast<int>(isa) < 0) return false;
-  active().store(static_cast<int>(isa), std::memory_order_relaxed);
-  return true;
-}
 
 // The layout of a tile's scratch is the same text in every build.
 size_t query_tile_scratch_bytes(const AttentionConfig& config) {

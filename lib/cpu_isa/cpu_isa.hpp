@@ -1,0 +1,31 @@
+// Run-time choice of the CPU's vector ISA, shared by every hot loop compiled once per ISA: the
+// engine's query and backward tiles (lib/attention/engine/isa) and the quantizer's row loops
+// (lib/quantize/isa). Each forwards to the build named by active_cpu_isa(), so one switch
+// (FP8ATTN_CPU_ISA, set_active_cpu_isa) steers them all. Every build computes the same bits: the
+// code is compiled with -ffp-contract=off and uses std::fma explicitly, and no build
+// reassociates a sum (no -ffast-math).
+#pragma once
+
+namespace fp8attn {
+
+enum class CpuIsa : int {
+  kBaseline = 0,  ///< x86-64 baseline (SSE2), or -march=native with FP8ATTN_NATIVE
+  kAvx2 = 1,      ///< x86-64-v3: AVX2, FMA, BMI1/2, F16C, LZCNT, MOVBE
+  kAvx512 = 2,    ///< x86-64-v4: x86-64-v3 plus AVX-512 F, BW, CD, DQ, VL
+};
+
+/// "baseline" (or "native" in an FP8ATTN_NATIVE build), "avx2", "avx512".
+const char* cpu_isa_name(CpuIsa isa);
+
+/// The widest build that is compiled in and that this CPU supports (CPUID).
+CpuIsa best_cpu_isa();
+
+/// The build the per-ISA loops run: best_cpu_isa(), or lower when the environment variable
+/// FP8ATTN_CPU_ISA (baseline, avx2, avx512; read once) asks for less.
+CpuIsa active_cpu_isa();
+
+/// Tests and benchmarks: makes every per-ISA loop run `isa` from now on, process-wide. Returns
+/// false, changing nothing, when `isa` is above best_cpu_isa().
+bool set_active_cpu_isa(CpuIsa isa);
+
+}  // namespace fp8attn
