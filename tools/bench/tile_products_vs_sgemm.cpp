@@ -5,13 +5,13 @@
 //
 // Per iteration, every core runs 16 query tiles of one 4096-key head: for each KV block,
 // S = Q·Kᵀ over K packed in panels, then O += P·V over V in panels (panel_gemm.hpp, the
-// accumulator model and the wgmma depth of the engine's config: 13 bits and K = 32 for E4M3,
-// FP32 and K = 16 for BF16), with the head's K and V blocks distinct in memory (2·4096·head_dim
+// engine's default accumulation, the tensor core's addition of kernels/arch/mma_order.hpp, and
+// the wgmma depth of its config: K = 32 for E4M3, K = 16 for BF16), with the head's K and V blocks distinct in memory (2·4096·head_dim
 // floats, streamed from beyond L2 as in the engine). Q and P hold fresh random E4M3 values.
 // FLOPs: 2·BlockM·(keys rounded up to 16)·head_dim + 2·BlockM·keys·head_dim per block.
 //
-// NOTE: compiled for x86-64-v3 (CMakeLists.txt), so the products are the AVX2 build's intrinsic
-// block; main refuses to run on a CPU without AVX2 and FMA.
+// NOTE: compiled for x86-64-v3 (CMakeLists.txt), so the products are the AVX2 build's blocks;
+// main refuses to run on a CPU without AVX2 and FMA.
 #include <thread>
 
 #include "include/fp8attn/fp8attn.h"
@@ -31,7 +31,7 @@ constexpr int kQueryTiles = 16;
 struct CoreWork {
   int block_m, block_n, head_dim, mma_k_qk, mma_k_pv;
   int64_t blocks;  ///< KV blocks of the head
-  fp8attn::arch::MmaPrecisionModel model;
+  fp8attn::arch::MmaRule rule;  ///< the engine's default: the tensor core's addition
   std::vector<float> q, p, s, o, k_panels, v_panels;
 
   CoreWork(int d, bool fp8, unsigned seed) : head_dim(d) {
@@ -40,7 +40,8 @@ struct CoreWork {
     block_n = tile.block_n;
     mma_k_qk = tile.mma_k_qk;
     mma_k_pv = tile.mma_k_pv;
-    if (fp8) model = fp8attn::arch::fp8_accumulator_model();
+    const auto format = fp8 ? fp8attn::arch::MmaFormat::E4M3 : fp8attn::arch::MmaFormat::BF16;
+    rule = fp8attn::arch::mma_rule(fp8attn::arch::tensor_core_accumulation(), format, format);
     blocks = (kKeys + block_n - 1) / block_n;
     std::mt19937 rng(seed);
     std::normal_distribution<float> dist;
@@ -66,9 +67,9 @@ struct CoreWork {
         const float* k = k_panels.data() + b * block_n * head_dim;
         const float* v = v_panels.data() + b * block_n * head_dim;
         engine::panel_gemm(q.data(), head_dim, k, int64_t(head_dim) * engine::kPanelWidth, panels, s.data(), block_n,
-                           block_m, head_dim, mma_k_qk, true, model);
+                           block_m, head_dim, mma_k_qk, true, rule);
         engine::panel_gemm(p.data(), block_n, v, int64_t(block_n) * engine::kPanelWidth,
-                           head_dim / engine::kPanelWidth, o.data(), head_dim, block_m, keys, mma_k_pv, false, model);
+                           head_dim / engine::kPanelWidth, o.data(), head_dim, block_m, keys, mma_k_pv, false, rule);
         flops += 2.0 * block_m * panels * engine::kPanelWidth * head_dim + 2.0 * block_m * keys * head_dim;
       }
     benchmark::DoNotOptimize(o.data());
