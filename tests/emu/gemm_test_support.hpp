@@ -106,10 +106,12 @@ inline std::vector<InstructionMagnitude> chunk_magnitudes(GemmInput type, const 
   return m;
 }
 
-/// Probe rows (B = ones, K = 64) whose exact sum needs more than 13 fraction bits at its own
-/// exponent although every addend lies on the grid of 2^(E − 13): only the final cut (step 4)
-/// changes them, so a model without it predicts the exact sum instead. `predicted` is the rule's
-/// output, worked by hand: 256 + 256 + 2^-5 = 512 + 2^-5, cut to 13 fraction bits at 2^9 → 512.
+/// Probe rows (B = ones, K = 64: two instructions, the second all zeros) whose exact sum needs
+/// more than 13 fraction bits at its own exponent: the first instruction's final cut (step 4)
+/// removes the 2^-5, and without that cut the second instruction's alignment would remove it
+/// again (its grid is 2^(9 - 13) from the accumulator alone), so the chain's output is the same
+/// either way; the rows pin the value and the cut's direction on negative sums. `predicted` is
+/// the rule's output, worked by hand: 256 + 256 + 2^-5 = 512 + 2^-5 → 512.
 struct ProbeRow {
   const char* name;
   std::vector<float> a;

@@ -160,8 +160,8 @@ std::vector<float> gpu_row_sums(const std::vector<std::vector<float>>& rows, int
 // How the FP8 tensor core adds: rows of one large product and small ones whose exact sums need
 // more than 13 bits below the large one, summed by the project's wgmma GEMM (K = 64: two
 // instructions; B = ones). Printed next to the exact sum and the rule's prediction, which each
-// row must equal bit for bit; the rows of step4_probe_rows (gemm_test_support.hpp) exist to see
-// the final cut (256 + 256 + 2^-5 comes back 512). Also checked: a sum of small values alone is
+// row must equal bit for bit; the rows of step4_probe_rows (gemm_test_support.hpp) carry sums
+// that 13 fraction bits cannot hold (256 + 256 + 2^-5 comes back 512, −256 − 256 − 2^-5 as −512). Also checked: a sum of small values alone is
 // exact, and every sum is within one step of 2^(e_max − 13) per addend of the exact sum.
 TEST(GemmCuda, Fp8AccumulationProbe) {
   std::string why;
