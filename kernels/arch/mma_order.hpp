@@ -28,7 +28,8 @@
 // product has 16 significant bits, 17 addends below 2^(E+2) in units of 2^(E-25) need 32 < 53).
 // The cut itself is a mask of the value's low bits, chosen from its own exponent and E.
 // NOTE: not measured, so modelled as IEEE would: NaN and ±inf addends propagate through the exact
-// sum (inf - inf = NaN), a sum of exactly zero is +0, a sum beyond FP32's range becomes ±inf.
+// sum (inf - inf = NaN), a NaN result is NVIDIA's canonical NaN, a sum of exactly zero is +0, a sum
+// beyond FP32's range becomes ±inf.
 #pragma once
 
 #include <cstdint>
@@ -158,8 +159,17 @@ FP8ATTN_MMA_HD inline double mma_cut(double x, int32_t unit_exp) {
   return y;
 }
 
-/// Step 4 on an exact FP32 sum: `bits` fraction bits at its own exponent.
-FP8ATTN_MMA_HD inline float mma_result(float sum, int bits) { return truncate_mantissa(sum, bits); }
+/// NVIDIA's canonical FP32 NaN, which a NaN result becomes. NOTE: which NaN an IEEE sum of two
+/// NaNs returns depends on the operand order the compiler picks (addition commutes), so without
+/// this the engine's and the emulator's NaN bits could differ; the tensor core's NaN output is
+/// not measured here.
+inline constexpr uint32_t kCanonicalNan = 0x7FFFFFFFu;
+
+/// Step 4 on an exact FP32 sum: `bits` fraction bits at its own exponent; NaN → kCanonicalNan.
+FP8ATTN_MMA_HD inline float mma_result(float sum, int bits) {
+  const uint32_t u = float_bits(sum);
+  return (u & 0x7FFFFFFFu) > 0x7F800000u ? bits_float(kCanonicalNan) : truncate_mantissa(sum, bits);
+}
 
 /// Step 4 on an exact double sum: cut toward zero to `bits` fraction bits at its own exponent
 /// (at -126 when it is below FP32's normal range), then converted, which is then exact.
@@ -168,6 +178,7 @@ FP8ATTN_MMA_HD inline float mma_result(double sum, int bits) {
   std::memcpy(&u, &sum, sizeof u);
   const int32_t field = static_cast<int32_t>((u >> 52) & 0x7FFu);
   const int32_t own = field - 1023;
+  if ((u & 0x7FFFFFFFFFFFFFFFull) > 0x7FF0000000000000ull) return bits_float(kCanonicalNan);
   return static_cast<float>(mma_cut(sum, (own < -126 ? -126 : own) - bits));
 }
 

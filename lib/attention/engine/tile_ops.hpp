@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/arch/mma_order.hpp"
 
@@ -31,6 +32,38 @@ inline constexpr int kColBlock = 64;
 #else
 inline constexpr int kColBlock = 16;
 #endif
+
+/// Steps 2-4 of rule_block for FP8 (F = 13, exact FP32 sums). NOTE: a cut to a multiple of
+/// 2^unit is trunc(x·2^-unit)·2^unit, and the scaling is exact here (|x·2^-unit| < 2^15), so the
+/// sums run in units of 2^unit as a multiply, a truncation (vroundps) and an add, several times
+/// faster than the bit mask of arch::mma_cut; same bits. The scales must be normal floats: unit
+/// is clamped to [-126, 126]. Outside it an element's addends are all zero (the sum is +0 either
+/// way), or infinite or NaN (so is the sum), or its accumulator alone lies below 2^-113 (all FP8
+/// products are at least 2^-28 when non-zero), which the last loop cuts by the reference form.
+template <int R, int C>
+inline void rule_block_fp8_sums(const float* a, int64_t lda, const float* b_row, int64_t ldb, int depth,
+                                const float (&c_in)[R][C], const int32_t (&unit)[R][C], float* acc, int64_t ldacc,
+                                int result_bits) {
+  float inv[R][C], sum[R][C];
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) {
+      const int32_t u = unit[r][c] < -126 ? -126 : (unit[r][c] > 126 ? 126 : unit[r][c]);
+      inv[r][c] = arch::bits_float(static_cast<uint32_t>(127 - u) << 23);
+      sum[r][c] = 0.0f + std::trunc(c_in[r][c] * inv[r][c]);
+    }
+  for (int k = 0; k < depth; ++k, b_row += ldb)
+    for (int r = 0; r < R; ++r) {
+      const float a_rk = a[r * lda + k];
+      for (int c = 0; c < C; ++c) sum[r][c] += std::trunc(a_rk * b_row[c] * inv[r][c]);
+    }
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) {
+      const int32_t u = unit[r][c] < -126 ? -126 : (unit[r][c] > 126 ? 126 : unit[r][c]);
+      const float scale = arch::bits_float(static_cast<uint32_t>(127 + u) << 23);
+      acc[r * ldacc + c] = unit[r][c] < -126 ? arch::mma_result(0.0f + arch::mma_cut(c_in[r][c], unit[r][c]), result_bits)
+                                             : arch::mma_result(sum[r][c] * scale, result_bits);
+    }
+}
 
 /// The tensor core's addition (arch::mma_tensor_core_instruction) for an R × C block of one
 /// instruction, the same bits element by element: step 1 as a max over k of exponent sums, then
@@ -54,10 +87,15 @@ inline void rule_block(const float* a, int64_t lda, const float* b, int64_t ldb,
       for (int c = 0; c < C; ++c) unit[r][c] = unit[r][c] > ea + eb[c] ? unit[r][c] : ea + eb[c];
     }
   }
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) unit[r][c] -= rule.align_bits;
+  if constexpr (std::is_same_v<Sum, float>) {
+    rule_block_fp8_sums<R, C>(a, lda, b + c0, ldb, depth, c_in, unit, acc + c0, ldacc, rule.result_bits);
+    return;
+  }
   Sum sum[R][C];
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < C; ++c) {
-      unit[r][c] -= rule.align_bits;
       sum[r][c] = static_cast<Sum>(0) + arch::mma_cut(static_cast<Sum>(c_in[r][c]), unit[r][c]);
     }
   b_row = b + c0;
