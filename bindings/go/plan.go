@@ -40,6 +40,23 @@ func (d *Desc) Window(left, right int32) *Desc {
 	return d
 }
 
+// AccumulatorModel is how the CPU and emulated backends add a tensor-core instruction's products
+// (fp8attn_accumulator_model); the CUDA backend runs what the hardware does either way.
+type AccumulatorModel uint32
+
+const (
+	// AccumulatorFP32 is plain FP32 chunk sums, for throughput on the CPU.
+	AccumulatorFP32 AccumulatorModel = C.FP8ATTN_ACCUMULATOR_FP32
+	// AccumulatorTensorCore is Hopper's exact addition (the default), for FP8 and BF16 inputs.
+	AccumulatorTensorCore AccumulatorModel = C.FP8ATTN_ACCUMULATOR_TENSOR_CORE
+)
+
+// Accumulator sets the accumulation of the CPU and emulated backends.
+func (d *Desc) Accumulator(m AccumulatorModel) *Desc {
+	d.raw.accumulator_model = C.uint32_t(m)
+	return d
+}
+
 func b2u(b bool) C.uint32_t {
 	if b {
 		return 1

@@ -198,6 +198,22 @@ typedef enum fp8attn_softmax_variant {
   FP8ATTN_SOFTMAX_STABILIZED = 1 /**< Shift the max where a block's row max is tied. */
 } fp8attn_softmax_variant;
 
+/** How the CPU and emulated backends add a tensor-core instruction's products into the FP32
+ *  accumulator (fp8attn_attention_desc.accumulator_model). The CUDA backend runs what the hardware
+ *  does whatever this says. */
+typedef enum fp8attn_accumulator_model {
+  FP8ATTN_ACCUMULATOR_FP32 = 0,       /**< Plain FP32: per instruction the products summed in FP32,
+                                           then one FP32 add; the rest of the algorithm unchanged.
+                                           For throughput on the CPU, not a prediction of a GPU. */
+  FP8ATTN_ACCUMULATOR_TENSOR_CORE = 1 /**< Hopper's exact addition (default), for FP8 and BF16
+                                           inputs: per instruction every addend aligned to the
+                                           largest one's exponent E and cut toward zero to a
+                                           multiple of 2^(E-13) (FP8) or 2^(E-25) (BF16), summed
+                                           exactly, the sum cut toward zero to 13 (FP8) or 23 (BF16)
+                                           fraction bits. Reproduces 15,000 H100 instructions
+                                           measured by Khattak and Mikaitis (arXiv:2512.07004). */
+} fp8attn_accumulator_model;
+
 /** @} */
 
 /* ------------------------------------------------------------------------------------------ */
@@ -431,20 +447,16 @@ typedef struct fp8attn_attention_desc {
                             Per-block K/V descales then follow these blocks: slot 0 is the sink
                             block, slot n + 1 the block from key sink_tokens + n·block_n
                             (fp8attn_quantize with `leading_rows` = sink_tokens makes them). */
-  uint32_t accumulator_model; /**< 1 (default): model the FP8 tensor core's reduced-precision
-                                   accumulator: each MMA instruction's result (the accumulator plus
-                                   the sum of 32 products) is truncated toward zero to
-                                   `accumulator_mantissa_bits`, in the CPU engine and the emulated
-                                   kernel alike, so the CPU backend predicts the hardware. E4M3
-                                   inputs only; BF16 inputs keep full FP32. 0: full FP32. Callers
-                                   whose struct_size stops before this field get the default (1).
-                                   The model comes from public measurements (SageAttention2's
-                                   experiment on Hopper's FP8 wgmma); it is not verified on
-                                   hardware by this project. */
-  int32_t accumulator_mantissa_bits; /**< Explicit mantissa bits kept by the model, 1..23; default
-                                          13: Hopper's FP8 accumulator is FP22 = 1 sign + 8
-                                          exponent + 13 mantissa bits (SageAttention2; DeepGEMM's
-                                          maintainers). */
+  uint32_t accumulator_model; /**< An ::fp8attn_accumulator_model; default
+                                   ::FP8ATTN_ACCUMULATOR_TENSOR_CORE (1), so that a CPU or emulated
+                                   run predicts the GPU's numbers; 0 is ::FP8ATTN_ACCUMULATOR_FP32.
+                                   Other values: FP8ATTN_STATUS_BAD_OPTION. Callers whose
+                                   struct_size stops before this field get the default. The CUDA
+                                   backend ignores it: the hardware adds as it does. */
+  int32_t accumulator_mantissa_bits; /**< The tensor core's fraction bits for FP8 inputs: 13 (the
+                                          default) or 0 (the same: 13). Any other value is refused
+                                          with FP8ATTN_STATUS_BAD_OPTION: the hardware's width is
+                                          fixed, and the rule is not a tunable model. */
 } fp8attn_attention_desc;
 
 /**

@@ -47,10 +47,9 @@ struct LaunchConfig {
   bool proxy_fence_check = false;
   // Stack of each fiber; 0 = 64 KiB (256 KiB in sanitizer builds, whose frames are larger).
   size_t fiber_stack_bytes = 0;
-  // The accumulator model of this launch's FP8 (E4M3/E5M2) wgmmas; empty: the process-wide model
-  // of set_wgmma_precision_model (wgmma.hpp), by default arch::fp8_accumulator_model() (13
-  // mantissa bits). BF16 wgmmas always keep full FP32. A backend sets it from its plan, so that
-  // concurrent launches can model different accumulators.
+  // The accumulation of this launch's wgmmas (FP8 and BF16); empty: the process-wide model of
+  // set_wgmma_precision_model (wgmma.hpp), by default arch::tensor_core_accumulation(). A backend
+  // sets it from its plan, so that concurrent launches can model different accumulators.
   std::optional<arch::MmaPrecisionModel> mma_model;
   // Where the launch adds its shared-memory wavefronts (bank_conflicts.hpp: per warp and path,
   // against their conflict-free minimum); null: nothing is counted (one pointer test per access).

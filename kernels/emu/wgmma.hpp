@@ -21,9 +21,9 @@
 //     CTA's shared memory.
 // All four calls are collective over the warpgroup: its 128 threads must each make them.
 // A-from-register fragments are read at issue (each thread's four registers are copied then).
-// Accumulator precision: FP8 (E4M3/E5M2) mmas truncate each instruction's result to
-// LaunchConfig::mma_model when the launch sets it, else to the process-wide FP8 model below
-// (default arch::fp8_accumulator_model(), 13 mantissa bits); BF16 mmas keep full FP32.
+// Accumulation: every mma adds by LaunchConfig::mma_model when the launch sets it, else by the
+// process-wide model below (default arch::tensor_core_accumulation(): Hopper's exact addition,
+// for FP8 and BF16 inputs alike, kernels/ptx/mma_order.hpp).
 #pragma once
 
 #include <cstdint>
@@ -53,9 +53,8 @@ void wgmma_fence();
 void wgmma_commit_group();
 void wgmma_wait_group(int pending);
 
-/// The accumulator-precision model of every emulated FP8 mma from now on, in launches whose
-/// LaunchConfig::mma_model is empty (process-wide; default arch::fp8_accumulator_model()). BF16
-/// mmas always keep full FP32. The CPU engine must use the same model for bit-equality; prefer
+/// The accumulation of every emulated mma from now on, in launches whose LaunchConfig::mma_model
+/// is empty (process-wide; default arch::tensor_core_accumulation()). The CPU engine must use the same model for bit-equality; prefer
 /// the per-launch LaunchConfig::mma_model, which concurrent launches do not share.
 void set_wgmma_precision_model(arch::MmaPrecisionModel model);
 arch::MmaPrecisionModel wgmma_precision_model();

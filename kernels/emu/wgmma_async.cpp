@@ -16,7 +16,7 @@
 namespace fp8attn::emu {
 namespace {
 
-std::atomic<int> g_fp8_mantissa_bits{arch::kFp8AccumulatorMantissaBits};
+std::atomic<arch::MmaAccumulation> g_accumulation{arch::MmaAccumulation::TensorCore};
 
 /// One recorded mma with the accumulator bits each thread held when it was issued. RS form:
 /// op.a_registers is the issue-time copy the mma runs on; a_sources points at each thread's
@@ -148,10 +148,9 @@ void check_a_registers(const PendingMma& p) {
       }
 }
 
-/// The accumulator model of one mma: FP8 inputs use the launch's model, else the process-wide
-/// one; BF16 inputs keep full FP32 (the measured truncation is the FP8 tensor core's).
-arch::MmaPrecisionModel model_for(const WgmmaOperation& op) {
-  if (op.type_a == MmaInputType::BF16) return arch::MmaPrecisionModel{};
+/// The accumulator model of one mma: the launch's, else the process-wide one. The rule itself
+/// then depends on the operation's input formats (mma_order.hpp).
+arch::MmaPrecisionModel model_for(const WgmmaOperation&) {
   const auto& launch_model = current_cta().config().mma_model;
   return launch_model ? *launch_model : wgmma_precision_model();
 }
@@ -204,9 +203,9 @@ WgmmaOperation gather_operation(std::span<void* const> members, PendingMma& pend
 
 }  // namespace
 
-void set_wgmma_precision_model(arch::MmaPrecisionModel model) { g_fp8_mantissa_bits = model.chunk_mantissa_bits; }
+void set_wgmma_precision_model(arch::MmaPrecisionModel model) { g_accumulation = model.accumulation; }
 
-arch::MmaPrecisionModel wgmma_precision_model() { return arch::MmaPrecisionModel{g_fp8_mantissa_bits.load()}; }
+arch::MmaPrecisionModel wgmma_precision_model() { return arch::MmaPrecisionModel{g_accumulation.load()}; }
 
 void wgmma_mma_async(const WgmmaIssue& issue) {
   WgmmaIssue mine = issue;

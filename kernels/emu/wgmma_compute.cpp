@@ -107,14 +107,15 @@ void execute_wgmma(const WgmmaOperation& op, const SmemReader& read_smem, arch::
   const int k_len = mma_instruction_k(op.type_a);
   const std::vector<float> a = gather_a(op, read_smem, k_len);
   const std::vector<float> b = gather_b(op, read_smem, k_len);
+  const arch::MmaRule rule = arch::mma_rule(model, op.type_a, op.type_b);
   for (int t = 0; t < arch::kWarpgroupThreads; ++t) {
     float* d = op.accumulators[t];
     for (int i = 0; i < op.n / 2; ++i) {
       const auto c = arch::wgmma_d_coord(t, i);
       const float* a_row = &a[static_cast<size_t>(c.row) * k_len];
       const float* b_col = &b[static_cast<size_t>(c.col) * k_len];
-      const float chunk = arch::mma_chunk(k_len, [&](int k) { return a_row[k]; }, [&](int k) { return b_col[k]; });
-      d[i] = arch::mma_chunk_accumulate(op.scale_d ? d[i] : 0.0f, chunk, model);
+      d[i] = arch::mma_instruction(op.scale_d ? d[i] : 0.0f, k_len, [&](int k) { return a_row[k]; },
+                                   [&](int k) { return b_col[k]; }, rule);
     }
   }
 }

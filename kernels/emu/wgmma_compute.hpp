@@ -1,5 +1,5 @@
 // The arithmetic of one emulated wgmma.mma_async: operand gathering through the fragment and
-// descriptor layouts, then the documented summation order of kernels/ptx/mma_order.hpp.
+// descriptor layouts, then the instruction's addition of kernels/ptx/mma_order.hpp.
 // Independent of the scheduler, so tests can drive it directly.
 #pragma once
 
@@ -14,8 +14,8 @@
 
 namespace fp8attn::emu {
 
-/// Input element type of a wgmma operand.
-enum class MmaInputType : uint8_t { E4M3, E5M2, BF16 };
+/// Input element type of a wgmma operand: the formats the addition rule knows.
+using MmaInputType = arch::MmaFormat;
 
 constexpr uint32_t mma_input_bytes(MmaInputType t) { return t == MmaInputType::BF16 ? 2u : 1u; }
 /// K of one instruction: 32 bytes of K.
@@ -44,7 +44,8 @@ using SmemReader = std::function<const uint8_t*(uint32_t address, uint32_t bytes
 /// throws std::invalid_argument naming the rule broken.
 void validate_wgmma_operation(const WgmmaOperation& op);
 
-/// Executes the operation: D(m, n) = [D(m, n) +] Σ_k A(m, k)·B(k, n) in the mma_order.hpp order.
+/// Executes the operation: D(m, n) = [D(m, n) ⊕] Σ_k A(m, k)·B(k, n), each element by
+/// arch::mma_instruction under the model's rule for the operation's input formats.
 void execute_wgmma(const WgmmaOperation& op, const SmemReader& read_smem, arch::MmaPrecisionModel model);
 
 }  // namespace fp8attn::emu

@@ -101,14 +101,11 @@ FP8ATTN_HOST_DEVICE constexpr AttentionTile attention_bwd_tile(int head_dim) {
 
 /// The promotion interval the FP8 kernel uses for two-level PV accumulation: every this many KV
 /// blocks the fresh PV tile is added into the FP32 O.
-/// NOTE: from the accumulator study (docs/accumulator_study.md, 13-bit FP22 model, N(0,1) inputs,
-/// head_dim 128, 4k to 128k keys). Never promoting costs ×1.11, ×2.2 and ×3.8 the FP32
-/// accumulator's RMSE at 16k, 64k and 128k keys. Promoted every N > 1 blocks (of 128 keys, the
-/// every-N tile), every 16 blocks stays within 1.005× at every length (worst of 12 draws ×1.0043);
-/// every 32 costs up to ×1.011 and every 64 up to ×1.035. Past N = 1 the cost is the extra tile's
-/// registers plus 1/N of a tile of FADDs per block, so 8, 16 or 32 differ by at most a few FADDs per
-/// block per thread, while the error more than doubles from 16 to 32: 16 is the largest interval
-/// that stays within 1 % of FP32 accumulation.
+/// NOTE: chosen by the accumulator study (docs/accumulator_study.md) under a former model of the
+/// tensor core's addition, since replaced by the measured rule (kernels/ptx/mma_order.hpp); its
+/// figures are withdrawn and the interval is to be decided again from a re-run. What holds without
+/// them: past N = 1 the cost is the extra tile's registers plus 1/N of a tile of FADDs per block,
+/// so 8, 16 or 32 differ by at most a few FADDs per block per thread.
 /// The C API's default pv_promote_interval is still 0 (accumulate in O); the study argues for
 /// promotion at long KV loops.
 inline constexpr int kDefaultPvPromoteInterval = 16;

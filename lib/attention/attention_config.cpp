@@ -28,11 +28,10 @@ void default_attention_desc(fp8attn_attention_desc* d) {
   d->telemetry = 0;
   d->stabilized_shift_cap_log2 = 16.0f;
   d->sink_tokens = 0;
-  // NOTE: on by default so the CPU backend predicts the hardware: Hopper's FP8 wgmma accumulator
-  // is FP22 (1 + 8 + 13 bits; SageAttention2's measurement, DeepGEMM's maintainers), a model
-  // from public measurements, not verified on hardware here. BF16 inputs keep full FP32.
-  d->accumulator_model = 1;
-  d->accumulator_mantissa_bits = arch::kFp8AccumulatorMantissaBits;
+  // NOTE: the tensor core's addition by default, so the CPU backend predicts the hardware
+  // (kernels/ptx/mma_order.hpp; 15,000 measured H100 instructions reproduced bit for bit).
+  d->accumulator_model = FP8ATTN_ACCUMULATOR_TENSOR_CORE;
+  d->accumulator_mantissa_bits = arch::kFp8ResultBits;
 }
 
 AttentionConfig make_attention_config(const fp8attn_attention_desc& d) {
@@ -87,9 +86,15 @@ AttentionConfig make_attention_config(const fp8attn_attention_desc& d) {
           "desc.stabilized_shift_cap_log2 must be finite and > 0");
   require(d.telemetry <= 1, FP8ATTN_STATUS_BAD_OPTION, "desc.telemetry must be 0 or 1");
   require(d.sink_tokens >= 0, FP8ATTN_STATUS_BAD_OPTION, "desc.sink_tokens must be ≥ 0, got " + std::to_string(d.sink_tokens));
-  require(d.accumulator_model <= 1, FP8ATTN_STATUS_BAD_OPTION, "desc.accumulator_model must be 0 or 1");
-  require(d.accumulator_mantissa_bits >= 1 && d.accumulator_mantissa_bits <= 23, FP8ATTN_STATUS_BAD_OPTION,
-          "desc.accumulator_mantissa_bits must be in 1..23, got " + std::to_string(d.accumulator_mantissa_bits));
+  require(d.accumulator_model == FP8ATTN_ACCUMULATOR_FP32 || d.accumulator_model == FP8ATTN_ACCUMULATOR_TENSOR_CORE,
+          FP8ATTN_STATUS_BAD_OPTION,
+          "desc.accumulator_model must be FP8ATTN_ACCUMULATOR_FP32 (0) or FP8ATTN_ACCUMULATOR_TENSOR_CORE (1), got " +
+              std::to_string(d.accumulator_model));
+  // NOTE: the rule's widths are the hardware's (measured), not a knob; 0 stands for the default.
+  require(d.accumulator_mantissa_bits == 0 || d.accumulator_mantissa_bits == arch::kFp8ResultBits,
+          FP8ATTN_STATUS_BAD_OPTION,
+          "desc.accumulator_mantissa_bits must be 13 (the tensor core's FP8 width) or 0 (the same), got " +
+              std::to_string(d.accumulator_mantissa_bits));
 
   c.input_dtype = d.input_dtype;
   c.output_dtype = d.output_dtype;
@@ -111,8 +116,10 @@ AttentionConfig make_attention_config(const fp8attn_attention_desc& d) {
   c.stabilized_shift_cap_log2 = d.stabilized_shift_cap_log2;
   c.telemetry = d.telemetry != 0;
   c.sink_tokens = d.sink_tokens;
-  // NOTE: the model describes the FP8 tensor core's accumulator; BF16 MMAs keep full FP32 here.
-  if (d.accumulator_model && c.fp8()) c.mma_model.chunk_mantissa_bits = d.accumulator_mantissa_bits;
+  c.mma_model.accumulation = d.accumulator_model == FP8ATTN_ACCUMULATOR_TENSOR_CORE ? arch::MmaAccumulation::TensorCore
+                                                                                   : arch::MmaAccumulation::Fp32;
+  const arch::MmaFormat format = c.fp8() ? arch::MmaFormat::E4M3 : arch::MmaFormat::BF16;
+  c.mma_rule = arch::mma_rule(c.mma_model, format, format);
   // NOTE: the tile depends on the promotion asked for (FP8 every-N promotion has its own BlockN at
   // head_dim 128 and BlockM 64 at 256, tile_config.hpp), decided here once for the engine and the
   // plans.

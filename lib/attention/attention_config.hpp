@@ -30,7 +30,8 @@ struct AttentionConfig {
   float stabilized_shift_cap_log2;
   bool telemetry;
   int64_t sink_tokens;
-  arch::MmaPrecisionModel mma_model;  ///< the accumulator model: 13 bits for E4M3 by default, full FP32 for BF16 or when off
+  arch::MmaPrecisionModel mma_model;  ///< desc.accumulator_model: the tensor core's addition (default) or FP32
+  arch::MmaRule mma_rule;             ///< mma_model resolved for the inputs' format (E4M3 or BF16)
   sm90::AttentionTile tile;
 
   bool fp8() const { return input_dtype == FP8ATTN_DTYPE_E4M3; }

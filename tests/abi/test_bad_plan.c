@@ -114,10 +114,24 @@ static void plan_create_cases(void) {
   expect_desc("sink_tokens above block_n", &d, FP8ATTN_STATUS_BAD_OPTION, "sink_tokens");
   d = g_valid, d.accumulator_model = 2;
   expect_desc("accumulator_model 2", &d, FP8ATTN_STATUS_BAD_OPTION, "accumulator_model");
-  d = g_valid, d.accumulator_model = 1, d.accumulator_mantissa_bits = 0;
-  expect_desc("accumulator_mantissa_bits 0", &d, FP8ATTN_STATUS_BAD_OPTION, "accumulator_mantissa_bits");
-  d = g_valid, d.accumulator_model = 1, d.accumulator_mantissa_bits = 24;
+  /* The tensor core's widths are the hardware's: 13 (or 0, the same) in either mode, nothing else. */
+  d = g_valid, d.accumulator_model = FP8ATTN_ACCUMULATOR_TENSOR_CORE, d.accumulator_mantissa_bits = 10;
+  expect_desc("accumulator_mantissa_bits 10", &d, FP8ATTN_STATUS_BAD_OPTION, "accumulator_mantissa_bits");
+  d = g_valid, d.accumulator_model = FP8ATTN_ACCUMULATOR_TENSOR_CORE, d.accumulator_mantissa_bits = 24;
   expect_desc("accumulator_mantissa_bits 24", &d, FP8ATTN_STATUS_BAD_OPTION, "accumulator_mantissa_bits");
+  d = g_valid, d.accumulator_model = FP8ATTN_ACCUMULATOR_FP32, d.accumulator_mantissa_bits = 23;
+  expect_desc("accumulator_mantissa_bits 23 in FP32 mode", &d, FP8ATTN_STATUS_BAD_OPTION, "accumulator_mantissa_bits");
+  d = g_valid, d.accumulator_model = FP8ATTN_ACCUMULATOR_FP32, d.accumulator_mantissa_bits = -1;
+  expect_desc("accumulator_mantissa_bits -1 in FP32 mode", &d, FP8ATTN_STATUS_BAD_OPTION, "accumulator_mantissa_bits");
+  {
+    fp8attn_error err = abi_fresh_error();
+    fp8attn_plan plan = NULL;
+    d = g_valid, d.accumulator_model = FP8ATTN_ACCUMULATOR_FP32, d.accumulator_mantissa_bits = 0;
+    const int32_t status = fp8attn_plan_create(g_ctx, &d, &plan, &err);
+    abi_check(status == FP8ATTN_OK, "accumulator_mantissa_bits 0 (the default width)", "%s: %s",
+              fp8attn_status_name(status), err.message);
+    if (plan != NULL) fp8attn_plan_destroy(plan);
+  }
 }
 
 static void get_tile_cases(void) {

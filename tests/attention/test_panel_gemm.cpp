@@ -1,8 +1,9 @@
 // panel_gemm (lib/attention/engine/panel_gemm.hpp), the CPU engine's two tile products, against
-// the documented mma order written out element by element (kernels/ptx/mma_order.hpp): every
-// register block (1, 2, 4, 6 and 8 rows: the baseline's, AVX2's and AVX-512's, whichever the
-// CPU running the test has or not), ragged depths, the overwrite and accumulate paths, both
-// accumulator models, and NaN and ±inf in the accumulator.
+// arch::mma_instruction applied element by element (kernels/ptx/mma_order.hpp): every register
+// block (1, 2, 4, 6 and 8 rows: the baseline's, AVX2's and AVX-512's, whichever the CPU running
+// the test has or not), ragged depths, the overwrite and accumulate paths, the tensor core's
+// addition in its FP8 and BF16 forms and the Fp32 accumulation, and NaN and ±inf in the
+// accumulator.
 //
 // This file is compiled twice (tests/attention/CMakeLists.txt): with the project's baseline flags
 // (the generic block) and with -march=x86-64-v3 (the AVX2 intrinsic block), the latter skipping
@@ -44,8 +45,15 @@ float random_e4m3(std::mt19937& rng) {
 struct Case {
   int rows, panels, depth, mma_k;
   bool overwrite;
-  arch::MmaPrecisionModel model;
+  arch::MmaRule model;
 };
+
+/// The rules the engine runs: the tensor core's for E4M3 and for BF16 inputs (E4M3 values are
+/// BF16 values too), and Fp32.
+arch::MmaRule rule_of(arch::MmaAccumulation accumulation, arch::MmaFormat format) {
+  return arch::mma_rule(arch::MmaPrecisionModel{accumulation}, format, format);
+}
+const arch::MmaRule kTensorCoreE4m3 = rule_of(arch::MmaAccumulation::TensorCore, arch::MmaFormat::E4M3);
 
 /// A: rows × lda, B: depth × (16·panels) row-major, both packed into panels of depth_cap rows.
 struct Operands {
@@ -74,7 +82,7 @@ Operands draw(const Case& c, std::mt19937& rng) {
   return o;
 }
 
-/// The documented order, one element at a time.
+/// arch::mma_instruction, one element at a time.
 std::vector<float> reference(const Case& c, const Operands& o) {
   std::vector<float> acc = o.acc;
   for (int r = 0; r < c.rows; ++r)
@@ -82,9 +90,8 @@ std::vector<float> reference(const Case& c, const Operands& o) {
       float& out = acc[static_cast<size_t>(r) * o.ldacc + col];
       for (int k0 = 0; k0 < c.depth; k0 += c.mma_k) {
         const int len = std::min(c.mma_k, c.depth - k0);
-        const float chunk = arch::mma_chunk(len, [&](int k) { return o.a[r * o.lda + k0 + k]; },
-                                            [&](int k) { return o.b[(k0 + k) * o.ldb + col]; });
-        out = arch::mma_chunk_accumulate(c.overwrite && k0 == 0 ? 0.0f : out, chunk, c.model);
+        out = arch::mma_instruction(c.overwrite && k0 == 0 ? 0.0f : out, len, [&](int k) { return o.a[r * o.lda + k0 + k]; },
+                                    [&](int k) { return o.b[(k0 + k) * o.ldb + col]; }, c.model);
       }
     }
   return acc;
@@ -102,7 +109,7 @@ void expect_bits_equal(const std::vector<float>& want, const std::vector<float>&
     uint32_t w, g;
     std::memcpy(&w, &want[i], 4);
     std::memcpy(&g, &got[i], 4);
-    ASSERT_EQ(w, g) << what << ": element " << i << " is " << got[i] << ", the mma order gives " << want[i];
+    ASSERT_EQ(w, g) << what << ": element " << i << " is " << got[i] << ", mma_instruction gives " << want[i];
   }
 }
 
@@ -120,13 +127,14 @@ class PanelGemm : public ::testing::Test {
 };
 
 TEST_F(PanelGemm, EveryRowBlockFollowsTheMmaOrder) {
-  const arch::MmaPrecisionModel models[] = {arch::fp8_accumulator_model(), arch::MmaPrecisionModel{}};
+  const arch::MmaRule models[] = {kTensorCoreE4m3, rule_of(arch::MmaAccumulation::TensorCore, arch::MmaFormat::BF16),
+                                  rule_of(arch::MmaAccumulation::Fp32, arch::MmaFormat::E4M3)};
   for (const auto& model : models)
     for (bool overwrite : {true, false})
       for (int depth : {32, 70, 128, 224})
         for (int mma_k : {16, 32}) {
           SCOPED_TRACE("seed " + std::to_string(seed_) + ", depth " + std::to_string(depth) + ", mma_k " +
-                       std::to_string(mma_k) + ", bits " + std::to_string(model.chunk_mantissa_bits) +
+                       std::to_string(mma_k) + (model.tensor_core ? ", tensor core F " + std::to_string(model.align_bits) : ", fp32") +
                        (overwrite ? ", overwrite" : ", accumulate"));
           const Case base{8, 3, depth, mma_k, overwrite, model};
           const Operands drawn = draw(base, rng_);
@@ -162,7 +170,7 @@ TEST_F(PanelGemm, EveryRowBlockFollowsTheMmaOrder) {
 }
 
 TEST_F(PanelGemm, NanAndInfinityInTheAccumulatorKeepTheirBits) {
-  const Case c{6, 2, 64, 32, false, arch::fp8_accumulator_model()};
+  const Case c{6, 2, 64, 32, false, kTensorCoreE4m3};
   Operands o = draw(c, rng_);
   // A NaN whose payload lives only in the bits the model truncates, a negative NaN, ±inf.
   const uint32_t specials[] = {0x7F800001u, 0xFFC00123u, 0x7F800000u, 0xFF800000u};

@@ -1,7 +1,7 @@
 // Inputs and the plain CPU reference of the GEMM tests (emulated and on a GPU): random FP8/BF16
-// operands with garbage in the row padding, and a GEMM that adds in the
-// kernels/ptx/mma_order.hpp order (per 32 bytes of K a chunk Σ a·b, k ascending from +0, then
-// acc += chunk, the sum keeping the accumulator's mantissa bits: 13 for FP8, 23 for BF16).
+// operands with garbage in the row padding, and a GEMM that chains instructions of 32 bytes of K
+// under the tensor core's addition (tests/common/tensor_core_reference.hpp, written
+// independently of kernels/ptx/mma_order.hpp).
 #pragma once
 
 #include <algorithm>
@@ -14,6 +14,9 @@
 #include "kernels/numerics/bfloat16.hpp"
 #include "kernels/numerics/float8.hpp"
 #include "kernels/sm90/gemm/gemm_config.hpp"
+#include "tests/common/tensor_core_reference.hpp"
+#include "kernels/numerics/bfloat16.hpp"
+#include "kernels/numerics/float8.hpp"
 
 namespace fp8attn::test {
 
@@ -59,109 +62,79 @@ inline float element(GemmInput type, const std::vector<uint8_t>& v, size_t index
   return num::bf16_to_float(h);
 }
 
-/// Mantissa bits the emulated accumulator keeps by default: the FP22 accumulator of Hopper's FP8
-/// wgmma (13 explicit bits), full FP32 for BF16.
-inline int reference_accumulator_bits(GemmInput type) { return type == GemmInput::BF16 ? 23 : 13; }
+/// The rule's widths for the GEMM's input type.
+inline const TensorCoreWidths& gemm_widths(GemmInput type) { return type == GemmInput::BF16 ? kBf16Widths : kE4m3Widths; }
+inline int gemm_instruction_k(GemmInput type) { return type == GemmInput::BF16 ? 16 : 32; }  // 32 bytes of K
 
-/// The plain CPU GEMM in the documented order; each instruction's sum is truncated toward zero to
-/// reference_accumulator_bits (the low bits masked here, independently of mma_order.hpp).
-inline std::vector<float> reference_gemm(GemmInput type, const Operands& o, int m, int n, int k) {
-  const int chunk_k = type == GemmInput::BF16 ? 16 : 32;  // 32 bytes of K per wgmma
-  const uint32_t keep = ~((1u << (23 - reference_accumulator_bits(type))) - 1u);
-  std::vector<float> c(static_cast<size_t>(m) * n);
-  for (int i = 0; i < m; ++i)
-    for (int j = 0; j < n; ++j) {
-      float acc = 0.0f;
-      for (int k0 = 0; k0 < k; k0 += chunk_k) {
-        float chunk = 0.0f;
-        for (int kk = k0; kk < std::min(k, k0 + chunk_k); ++kk)
-          chunk += element(type, o.a, static_cast<size_t>(i) * o.lda + kk) * element(type, o.b, static_cast<size_t>(j) * o.ldb + kk);
-        acc += chunk;
-        uint32_t u;
-        std::memcpy(&u, &acc, 4);
-        u &= keep;
-        std::memcpy(&acc, &u, 4);
-      }
-      c[static_cast<size_t>(i) * n + j] = acc;
-    }
-  return c;
-}
-
-/// The FP8 tensor core's addition as an H200 showed it (GemmCuda.Fp8AccumulationProbe,
-/// docs/gpu_runs/gpu_run_h200.md): per instruction, every addend (the accumulator and each of the 32
-/// products) is cut toward zero to a multiple of 2^(e − 13), e the largest addend's exponent (a
-/// product's from its inputs' exponents, ea + eb, E4M3 subnormals at −6), and the cut addends
-/// are summed exactly. A hypothesis: about 90 % of the H200's random GEMM outputs bit for bit
-/// (GemmCuda.MatchesTheReferenceOnRaggedShapes prints the count); the variants measured there
-/// (the product's own exponent 82 %, 12 or 14 bits 4-10 %, the accumulator added after the
-/// aligned products 0.3-5 %) fit worse. Not the engine's model (reference_gemm, mma_order.hpp).
-inline std::vector<float> aligned_fp8_gemm(const Operands& o, int m, int n, int k) {
-  constexpr int kChunk = 32, kBits = 13;
-  auto exponent = [](float x) { return std::max(std::ilogb(x), -6); };
-  std::vector<float> c(static_cast<size_t>(m) * n);
-  for (int i = 0; i < m; ++i)
-    for (int j = 0; j < n; ++j) {
-      float acc = 0.0f;
-      for (int k0 = 0; k0 < k; k0 += kChunk) {
-        double addends[kChunk];
-        int count = 0, e = acc != 0.0f ? std::ilogb(acc) : INT32_MIN;
-        for (int kk = k0; kk < std::min(k, k0 + kChunk); ++kk) {
-          const float a = element(GemmInput::E4M3, o.a, static_cast<size_t>(i) * o.lda + kk);
-          const float b = element(GemmInput::E4M3, o.b, static_cast<size_t>(j) * o.ldb + kk);
-          if (a == 0.0f || b == 0.0f) continue;
-          addends[count++] = static_cast<double>(a) * b;
-          e = std::max(e, exponent(a) + exponent(b));
-        }
-        if (e == INT32_MIN) continue;
-        const double step = std::ldexp(1.0, e - kBits);
-        double sum = std::trunc(acc / step) * step;
-        for (int t = 0; t < count; ++t) sum += std::trunc(addends[t] / step) * step;
-        acc = static_cast<float>(sum);
-      }
-      c[static_cast<size_t>(i) * n + j] = acc;
-    }
-  return c;
-}
-
-/// A bound on |C − Σ_k a·b| (the exact sum) for one output of a GEMM that accumulates like a
-/// wgmma under the accumulator model of kernels/ptx/mma_order.hpp, whatever order each
-/// instruction sums its products in. `chunk_magnitudes[c]` = Σ |a·b| over instruction c's
-/// `chunk_k` products (exact in FP32: E4M3 and BF16 products have at most 16 significant bits).
-///  - The chunk: chunk_k products summed in FP32, chunk_k − 1 roundings of at most 2^-24 of a
-///    partial sum each, so at most (chunk_k − 1)·2^-24·magnitude.
-///  - The accumulation: acc + chunk rounded to FP32 (2^-24 relative) and truncated toward zero to
-///    `mantissa_bits` explicit bits (less than 2^-mantissa_bits relative; none at 23 bits), of a
-///    value no larger than the prefix Σ|a·b| so far plus the error already made.
-/// At K = 1024 under the 13-bit FP8 model this is about K/32 · 2^-13 of Σ|a·b| in the worst case:
-/// the truncations all round toward zero, so their errors add up instead of cancelling.
-inline double accumulation_error_bound(const std::vector<double>& chunk_magnitudes, int chunk_k, int mantissa_bits) {
-  const double u = 0x1.0p-24;
-  const double truncation = mantissa_bits >= 23 ? 0.0 : std::ldexp(1.0, -mantissa_bits);
-  double prefix = 0.0, bound = 0.0;
-  for (double m : chunk_magnitudes) {
-    prefix += m;
-    bound += (chunk_k - 1) * u * m + (truncation + u) * (prefix + bound);
+/// Row i of A and row j of B (B is stored N x K) as floats, K wide.
+inline void gemm_rows(GemmInput type, const Operands& o, int i, int j, int k, std::vector<float>& a, std::vector<float>& b) {
+  a.resize(k);
+  b.resize(k);
+  for (int kk = 0; kk < k; ++kk) {
+    a[kk] = element(type, o.a, static_cast<size_t>(i) * o.lda + kk);
+    b[kk] = element(type, o.b, static_cast<size_t>(j) * o.ldb + kk);
   }
-  return bound;
 }
 
-/// Σ|a·b| of each instruction (chunk) of output (i, j), in the reference's chunking.
-inline std::vector<double> chunk_magnitudes(GemmInput type, const Operands& o, int i, int j, int k) {
-  const int chunk_k = type == GemmInput::BF16 ? 16 : 32;
-  std::vector<double> m;
+/// The plain CPU GEMM: per output, instructions over K chained from +0 (a short last one holds
+/// the remaining products), each by reference_tensor_core_instruction.
+inline std::vector<float> reference_gemm(GemmInput type, const Operands& o, int m, int n, int k) {
+  const int chunk_k = gemm_instruction_k(type);
+  std::vector<float> c(static_cast<size_t>(m) * n), a, b;
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      gemm_rows(type, o, i, j, k, a, b);
+      float acc = 0.0f;
+      for (int k0 = 0; k0 < k; k0 += chunk_k)
+        acc = reference_tensor_core_instruction(acc, &a[k0], &b[k0], std::min(chunk_k, k - k0), gemm_widths(type));
+      c[static_cast<size_t>(i) * n + j] = acc;
+    }
+  return c;
+}
+
+/// Σ|a·b| and the largest 2^(ea + eb) of each instruction of output (i, j), for
+/// tensor_core_error_bound.
+inline std::vector<InstructionMagnitude> chunk_magnitudes(GemmInput type, const Operands& o, int i, int j, int k) {
+  const int chunk_k = gemm_instruction_k(type);
+  std::vector<float> a, b;
+  gemm_rows(type, o, i, j, k, a, b);
+  std::vector<InstructionMagnitude> m;
   for (int k0 = 0; k0 < k; k0 += chunk_k) {
+    const int len = std::min(chunk_k, k - k0);
     double s = 0.0;
-    for (int kk = k0; kk < std::min(k, k0 + chunk_k); ++kk)
-      s += std::fabs(static_cast<double>(element(type, o.a, static_cast<size_t>(i) * o.lda + kk)) *
-                     element(type, o.b, static_cast<size_t>(j) * o.ldb + kk));
-    m.push_back(s);
+    for (int kk = k0; kk < k0 + len; ++kk) s += std::fabs(static_cast<double>(a[kk]) * b[kk]);
+    m.push_back({s, reference_top_product(&a[k0], &b[k0], len, gemm_widths(type).emin)});
   }
   return m;
 }
 
+/// Probe rows (B = ones, K = 64: two instructions, the second all zeros) whose exact sum needs
+/// more than 13 fraction bits at its own exponent: the first instruction's final cut (step 4)
+/// removes the 2^-5, and without that cut the second instruction's alignment would remove it
+/// again (its grid is 2^(9 - 13) from the accumulator alone), so the chain's output is the same
+/// either way; the rows pin the value and the cut's direction on negative sums. `predicted` is
+/// the rule's output, worked by hand: 256 + 256 + 2^-5 = 512 + 2^-5 → 512.
+struct ProbeRow {
+  const char* name;
+  std::vector<float> a;
+  float predicted;
+};
+inline std::vector<ProbeRow> step4_probe_rows() {
+  auto row = [](float x, float y, float z) {
+    std::vector<float> r(64, 0.0f);
+    r[0] = x, r[1] = y, r[2] = z;
+    return r;
+  };
+  const float t5 = 1.0f / 32;
+  return {{"256, 256, 2^-5", row(256.0f, 256.0f, t5), 512.0f},
+          {"448, 448, 2^-5", row(448.0f, 448.0f, t5), 896.0f},
+          {"-256, -256, -2^-5", row(-256.0f, -256.0f, -t5), -512.0f},
+          {"-448, -448, -2^-5", row(-448.0f, -448.0f, -t5), -896.0f}};
+}
+
 /// Σ_k a·b of output (i, j) in double: exact for E4M3 at these K (products span 2^-18..2^18 and
 /// K ≤ 2^10 adds 10 bits: 46 < 53); for BF16 its rounding, at most K·2^-53 of Σ|a·b|, is far
-/// below accumulation_error_bound.
+/// below tensor_core_error_bound.
 inline double exact_dot(GemmInput type, const Operands& o, int i, int j, int k) {
   double s = 0.0;
   for (int kk = 0; kk < k; ++kk)

@@ -50,8 +50,8 @@ void expect_bit_equal(GemmInput type, Shape s, uint64_t seed, const std::vector<
         mismatches += std::memcmp(&got, &want, 4) != 0;
         max_abs = std::max(max_abs, std::fabs(static_cast<double>(want)));
         // The GPU test's bound, one side of it: the modelled accumulator against the exact sum.
-        const double bound = accumulation_error_bound(chunk_magnitudes(type, o, i, j, s.k), type == GemmInput::BF16 ? 16 : 32,
-                                                      reference_accumulator_bits(type));
+        const double bound =
+            tensor_core_error_bound(chunk_magnitudes(type, o, i, j, s.k), gemm_instruction_k(type), gemm_widths(type));
         const double err = std::fabs(static_cast<double>(got) - exact_dot(type, o, i, j, s.k));
         outside_bound += !(err <= bound);
         if (bound > 0.0) worst_of_bound = std::max(worst_of_bound, err / bound);
@@ -60,9 +60,9 @@ void expect_bit_equal(GemmInput type, Shape s, uint64_t seed, const std::vector<
     }
     EXPECT_EQ(mismatches, 0) << "M=" << s.m << " N=" << s.n << " K=" << s.k << " schedule seed " << schedule;
     EXPECT_EQ(padding_touched, 0);
-    EXPECT_EQ(outside_bound, 0) << "accumulation_error_bound is too tight for the model it describes";
+    EXPECT_EQ(outside_bound, 0) << "tensor_core_error_bound is too tight for the model it describes";
     std::printf("%s GEMM %dx%dx%d (input seed %llu, schedule seed %llu): %d of %d outputs differ bitwise, max |C| %.3g; "
-                "worst |C - exact| is %.3f of accumulation_error_bound\n",
+                "worst |C - exact| is %.3f of tensor_core_error_bound\n",
                 type == GemmInput::BF16 ? "bf16" : "e4m3", s.m, s.n, s.k, static_cast<unsigned long long>(seed),
                 static_cast<unsigned long long>(schedule), mismatches, s.m * s.n, max_abs, worst_of_bound);
   }

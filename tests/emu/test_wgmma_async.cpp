@@ -163,14 +163,12 @@ TEST(WgmmaAsync, TruncateMantissaRoundsTowardZero) {
   EXPECT_EQ(arch::truncate_mantissa(-(1.0f + 0x1.fp-11f), 10), -1.0f);
   EXPECT_EQ(arch::truncate_mantissa(3.14159f, 23), 3.14159f);
   EXPECT_TRUE(std::isinf(arch::truncate_mantissa(INFINITY, 5)));
-  // The accumulator keeps 10 bits: 1 + 2^-9 + 2^-12 is truncated to 1 + 2^-9 after the add.
-  EXPECT_EQ(arch::mma_chunk_accumulate(1.0f, 0x1.0p-9f + 0x1.0p-12f, arch::MmaPrecisionModel{10}), 1.0f + 0x1.0p-9f);
-  EXPECT_EQ(arch::mma_chunk_accumulate(1.0f, 0x1.0p-9f + 0x1.0p-12f, arch::MmaPrecisionModel{}), 1.0f + 0x1.0p-9f + 0x1.0p-12f);
 }
 
-// With the precision model on, each chunk is truncated before its add; the result must equal a
-// CPU reference that does the same, and differ from the full-FP32 result.
-TEST(WgmmaAsync, PrecisionModelTruncatesEachChunk) {
+// Under the tensor core's addition (the default) two chained instructions over random inputs and
+// accumulators must equal the test's own writing of the rule (tests/common), and differ from
+// the Fp32 accumulation somewhere.
+TEST(WgmmaAsync, TensorCoreAdditionMatchesTheIndependentRule) {
   std::mt19937_64 rng(77);
   constexpr int N = 32, K = 64;
   const auto a = random_elements(emu::MmaInputType::E4M3, 64 * K, rng);
@@ -191,25 +189,27 @@ TEST(WgmmaAsync, PrecisionModelTruncatesEachChunk) {
   std::vector<float> d_in(64 * N);
   std::normal_distribution<float> nd(0.0f, 1000.0f);
   for (auto& x : d_in) x = nd(rng);
-  constexpr int kBits = 7;
-  const auto d = run_mma<N>(args, d_in, 77, false, arch::MmaPrecisionModel{kBits});
+  const auto d = run_mma<N>(args, d_in, 77, false, arch::tensor_core_accumulation());
   const auto full = run_mma<N>(args, d_in, 77, false, arch::MmaPrecisionModel{});
   int mismatches = 0, differs_from_full = 0;
   for (int m = 0; m < 64; ++m)
     for (int n = 0; n < N; ++n) {
       float acc = d_in[m * N + n];
       for (int k0 = 0; k0 < K; k0 += 32) {
-        float chunk = 0.0f;
-        for (int k = k0; k < k0 + 32; ++k) chunk += decode(emu::MmaInputType::E4M3, a[m * K + k]) * decode(emu::MmaInputType::E4M3, b[n * K + k]);
-        acc = arch::truncate_mantissa(acc + chunk, kBits);  // the accumulator keeps kBits (mma_order.hpp)
+        float av[32], bv[32];
+        for (int k = 0; k < 32; ++k) {
+          av[k] = decode(emu::MmaInputType::E4M3, a[m * K + k0 + k]);
+          bv[k] = decode(emu::MmaInputType::E4M3, b[n * K + k0 + k]);
+        }
+        acc = reference_tensor_core_instruction(acc, av, bv, 32, kE4m3Widths);
       }
       mismatches += std::memcmp(&acc, &d[m * N + n], 4) != 0;
       differs_from_full += d[m * N + n] != full[m * N + n];
     }
   EXPECT_EQ(mismatches, 0);
   EXPECT_GT(differs_from_full, 0);
-  std::printf("%d-bit accumulator: %d mismatches vs reference, %d of %d outputs differ from full FP32\n", kBits, mismatches,
-              differs_from_full, 64 * N);
+  std::printf("tensor core addition: %d mismatches vs the independent rule, %d of %d outputs differ from FP32\n",
+              mismatches, differs_from_full, 64 * N);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "kernels/arch/wgmma.hpp"
 #include "kernels/emu/primitives.hpp"
 #include "kernels/emu/runtime.hpp"
+#include "tests/common/tensor_core_reference.hpp"
 #include "tests/emu/isa_swizzle_tables.hpp"
 #include "kernels/numerics/bfloat16.hpp"
 #include "kernels/numerics/float8.hpp"
@@ -119,35 +120,27 @@ inline std::vector<uint16_t> random_elements(emu::MmaInputType t, size_t count, 
   return v;
 }
 
-/// Explicit mantissa bits the emulator's accumulator keeps by default: 13 for FP8 inputs (the
-/// FP22 accumulator of Hopper's FP8 wgmma), 23 (full FP32) for BF16.
-inline int default_accumulator_bits(emu::MmaInputType t) { return t == emu::MmaInputType::BF16 ? 23 : 13; }
-
-/// x with all but its top `bits` explicit mantissa bits cleared (toward zero), written out here
-/// independently of arch::truncate_mantissa; inputs are finite.
-inline float keep_mantissa_bits(float x, int bits) {
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  u &= ~((1u << (23 - bits)) - 1u);
-  std::memcpy(&x, &u, 4);
-  return x;
+/// The rule's widths for an input type (tests/common/tensor_core_reference.hpp).
+inline const TensorCoreWidths& widths_of(emu::MmaInputType t) {
+  return t == emu::MmaInputType::BF16 ? kBf16Widths : t == emu::MmaInputType::E5M2 ? kE5m2Widths : kE4m3Widths;
 }
 
-/// Plain CPU GEMM over k-blocks of `k_instr`: D[m][n] = D + Σ_blocks (Σ_k a·b, k ascending from
-/// +0.0f), one add per block, each add's result keeping `bits` mantissa bits (the documented
-/// order, written out independently). bits < 0: the emulator's default for the type.
+/// Plain CPU GEMM over k-blocks of `k_instr`: D[m][n] = D ⊕ each block, one instruction of the
+/// tensor core's addition per block (the emulator's default), written out independently of
+/// kernels/ptx/mma_order.hpp.
 inline std::vector<float> reference_mma(emu::MmaInputType t, const std::vector<uint16_t>& a,
                                         const std::vector<uint16_t>& b, int m_rows, int n_cols, int k_total,
-                                        int k_instr, std::vector<float> d, bool first_accumulates, int bits = -1) {
-  if (bits < 0) bits = default_accumulator_bits(t);
+                                        int k_instr, std::vector<float> d, bool first_accumulates) {
+  std::vector<float> av(k_instr), bv(k_instr);
   for (int m = 0; m < m_rows; ++m)
     for (int n = 0; n < n_cols; ++n) {
       float acc = first_accumulates ? d[static_cast<size_t>(m) * n_cols + n] : 0.0f;
       for (int k0 = 0; k0 < k_total; k0 += k_instr) {
-        float chunk = 0.0f;
-        for (int k = k0; k < k0 + k_instr; ++k)
-          chunk += decode(t, a[static_cast<size_t>(m) * k_total + k]) * decode(t, b[static_cast<size_t>(n) * k_total + k]);
-        acc = keep_mantissa_bits(acc + chunk, bits);
+        for (int k = 0; k < k_instr; ++k) {
+          av[k] = decode(t, a[static_cast<size_t>(m) * k_total + k0 + k]);
+          bv[k] = decode(t, b[static_cast<size_t>(n) * k_total + k0 + k]);
+        }
+        acc = reference_tensor_core_instruction(acc, av.data(), bv.data(), k_instr, widths_of(t));
       }
       d[static_cast<size_t>(m) * n_cols + n] = acc;
     }
@@ -215,7 +208,7 @@ void mma_test_kernel(MmaKernelArgs args) {
 }
 
 /// Runs mma_test_kernel<N> on one CTA of 128 threads and returns D as a 64 x N row-major matrix.
-/// `model`: the launch's FP8 accumulator model (empty: the emulator's default).
+/// `model`: the launch's accumulation (empty: the emulator's default, the tensor core's addition).
 template <int N>
 std::vector<float> run_mma(MmaKernelArgs args, const std::vector<float>& d_in_rowmajor, uint64_t seed, bool shuffle,
                            std::optional<arch::MmaPrecisionModel> model = std::nullopt) {

@@ -129,15 +129,14 @@ TEST(Fp8FwdCuda, HeadDim256EveryNCloseToTheEngine) {
   expect_gpu_close_to_engine({1, 300, 17 * 96 + 5, 2, 1, 256}, true, FP8ATTN_DTYPE_E4M3, false, 16);
 }
 
-// The accumulator model (13 explicit mantissa bits per 32-product wgmma chunk, the engine's
-// default for E4M3) against the tensor core, for promotion off, every block, and S_p = 1: the
-// GPU's distance from the engine with 11..14-bit models and with full FP32 accumulation.
-// NOTE: what an H200 showed (docs/gpu_runs/gpu_run_h200.md): the 13-bit model is no closer than FP32
-// (5.0e-3 vs 4.9e-3) while 11 and 12 bits are clearly farther, so the checks are that the
-// tensor core keeps more than 11 bits (d13 < d11) and that the model costs at most 10 % over
-// FP32. The ≈ 5e-3 left is specific to the E4M3 kernels (BF16: 4e-5): the tensor core aligns
-// each addend to the largest before adding (GemmCuda.Fp8AccumulationProbe), which no chunk-sum
-// model reproduces.
+// The tensor core's addition (the engine's default, kernels/ptx/mma_order.hpp, measured on H100
+// and H200) against the GPU, for promotion off, every block, and S_p = 1: the GPU's distance from
+// the engine under the rule and under FP32 accumulation. NOTE: under the rule the engine's tile
+// products are the GPU's bit for bit (GemmCuda.MatchesTheReferenceOnRaggedShapes); what remains
+// is the softmax's exp2, which the GPU computes with MUFU.EX2 and the engine does not model bit
+// for bit, and whatever a different P then does through the E4M3 cast and P·V. So the check is
+// that the rule is no farther from the GPU than FP32 accumulation; the printed distances say how
+// much is left. Not yet run on a GPU under the rule.
 TEST(Fp8FwdCuda, AccumulatorModelAgainstTheTensorCore) {
   std::string why;
   if (!hopper_present(&why)) GTEST_SKIP() << "needs an sm_90 GPU: " << why;
@@ -157,26 +156,18 @@ TEST(Fp8FwdCuda, AccumulatorModelAgainstTheTensorCore) {
     const GpuForward gpu = run_gpu(s, in, d);
     const ForwardResult oracle = run_forward(d, s, in, {FP8ATTN_BACKEND_REFERENCE});
     ASSERT_EQ(oracle.status, FP8ATTN_OK);
-    double by_bits[16] = {}, model_to_oracle = 0.0;
-    for (int bits = 11; bits <= 14; ++bits) {
-      d.accumulator_model = 1;
-      d.accumulator_mantissa_bits = bits;
-      const ForwardResult engine = run_forward(d, s, in);
-      ASSERT_EQ(engine.status, FP8ATTN_OK);
-      by_bits[bits] = relative_l2(gpu.out, engine.out);
-      if (bits == 13) model_to_oracle = relative_l2(engine.out, oracle.out);
-    }
-    d.accumulator_model = 0;
+    d.accumulator_model = FP8ATTN_ACCUMULATOR_TENSOR_CORE;
+    const ForwardResult rule = run_forward(d, s, in);
+    ASSERT_EQ(rule.status, FP8ATTN_OK);
+    d.accumulator_model = FP8ATTN_ACCUMULATOR_FP32;
     const ForwardResult fp32 = run_forward(d, s, in);
     ASSERT_EQ(fp32.status, FP8ATTN_OK);
-    const double unmodelled = relative_l2(gpu.out, fp32.out);
-    std::printf("%s: GPU vs engine, relative L2 with an 11/12/13/14-bit model %.3e %.3e %.3e %.3e, FP32 %.3e; "
-                "vs the FP64 oracle: GPU %.3e, engine (13 bits) %.3e, engine (FP32) %.3e (seed %llu)\n",
-                v.name, by_bits[11], by_bits[12], by_bits[13], by_bits[14], unmodelled,
-                relative_l2(gpu.out, oracle.out), model_to_oracle, relative_l2(fp32.out, oracle.out),
-                static_cast<unsigned long long>(seed));
-    EXPECT_LT(by_bits[13], by_bits[11]) << v.name;
-    EXPECT_LE(by_bits[13], 1.1 * unmodelled) << v.name;
+    const double modelled = relative_l2(gpu.out, rule.out), unmodelled = relative_l2(gpu.out, fp32.out);
+    std::printf("%s: GPU vs engine, relative L2 under the tensor core's addition %.3e, under FP32 %.3e; vs the FP64 "
+                "oracle: GPU %.3e, engine (rule) %.3e, engine (FP32) %.3e (seed %llu)\n",
+                v.name, modelled, unmodelled, relative_l2(gpu.out, oracle.out), relative_l2(rule.out, oracle.out),
+                relative_l2(fp32.out, oracle.out), static_cast<unsigned long long>(seed));
+    EXPECT_LE(modelled, unmodelled) << v.name;
   }
 }
 

@@ -53,10 +53,8 @@ void run_case(const Case& c) {
   d.sink_tokens = c.sink_tokens;
   d.telemetry = c.telemetry;
   if (c.stabilized) d.softmax_variant = FP8ATTN_SOFTMAX_STABILIZED;
-  if (c.accumulator_model) {
-    d.accumulator_model = 1;
-    d.accumulator_mantissa_bits = 13;
-  }
+  // NOTE: the tensor core's addition is the default; the flag sets it explicitly, as a caller would.
+  if (c.accumulator_model) d.accumulator_model = FP8ATTN_ACCUMULATOR_TENSOR_CORE;
   ForwardOptions options;
   options.v_keys_contiguous = c.v_keys_contiguous;
   expect_emulator_matches_engine(d, c.shape, q, seed, options, c.name.c_str());
@@ -145,7 +143,7 @@ TEST(Fp8FwdEmu, OrderScaleVariantAndAccumulatorModel) {
   run_case(c);
   c.stabilized = false;
   c.accumulator_model = true;
-  c.name = "accumulator model, 13 bits";
+  c.name = "tensor core accumulation set explicitly";
   run_case(c);
 }
 

@@ -1,7 +1,7 @@
 """Attention references in numpy, independent of the library (no use of its oracle).
 
 - attention_fp64: exact softmax attention in FP64 on the dequantized inputs.
-- accumulator_lse_slack: how far the library's default FP8 accumulator model may move each LSE.
+- accumulator_lse_slack: how far the tensor core's addition (the default) may move each LSE.
 - attention_p_e4m3: the same with P̃ = exp(s − rowmax)·S_p rounded to E4M3 before the PV
   product, and the row sum taken in FP32 before the rounding. This models the FP8 error of the
   kernel's P cast (DESIGN §3, steps 3–5) without its online softmax, and sets the scale of the
@@ -90,14 +90,22 @@ def attention_p_e4m3(q, k, v, softmax_scale, causal, p_scale=256.0, window=(-1, 
 
 
 def accumulator_lse_slack(q, k, softmax_scale, causal, mantissa_bits=13):
-    """What the library's default FP8 accumulator model may move each row's LSE by: [b, h_q, s_q].
+    """What the tensor core's addition (the default accumulator_model) may move each row's LSE by:
+    [b, h_q, s_q], for E4M3 inputs.
 
-    The model (accumulator_model = 1, accumulator_mantissa_bits = 13: Hopper's FP22 accumulator)
-    truncates each MMA instruction's result toward zero to `mantissa_bits`; a logit takes
-    head_dim/32 instructions, each truncation losing less than 2^-bits of a value no larger than
-    Σ_d |q·k|. So |Δ logit| ≤ scale·(head_dim/32)·2^-bits·Σ_d|q·k|, and a log-sum-exp moves by at
-    most its largest logit's change. Rows with no visible key get 0.
+    Per instruction of 32 products, each of its 33 addends is cut toward zero by less than
+    2^(E − 13), 2^E being at most max(8·max|q·k|, |accumulator|) (8: an E4M3 subnormal counts at
+    2^-6 though it may be 2^-9), the accumulator at most Σ_d |q·k| plus the error so far; the sum is
+    then cut by less than 2^-13 of itself. A logit takes head_dim/32 instructions, and a
+    log-sum-exp moves by at most its largest logit's change. Rows with no visible key get 0.
     """
     magnitude = _logits(np.abs(q), np.abs(k), softmax_scale, causal)  # masked entries are −inf
-    worst = np.where(np.isfinite(magnitude), magnitude, 0.0).max(axis=-1)
-    return worst * (q.shape[3] // 32) * 2.0 ** -mantissa_bits
+    top = _logits(np.abs(q).max(axis=3, keepdims=True), np.abs(k).max(axis=3, keepdims=True), softmax_scale, causal)
+    magnitude = np.where(np.isfinite(magnitude), magnitude, 0.0)
+    top = np.where(np.isfinite(top), top, 0.0)
+    unit = 2.0 ** -mantissa_bits
+    err = np.zeros_like(magnitude)
+    for _ in range(q.shape[3] // 32):
+        cut = 33 * unit * np.maximum(8.0 * top, magnitude + err)
+        err = err + cut + unit * (magnitude + err + cut)
+    return err.max(axis=-1)

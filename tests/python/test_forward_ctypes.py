@@ -55,7 +55,7 @@ def test_desc_init_fills_the_full_layout(lib):
     assert desc.struct_size == ctypes.sizeof(fa.AttentionDesc)
     assert (desc.head_dim, desc.p_scale_log2, desc.kv_order) == (128, 8, fa.KV_ORDER_REVERSE)
     assert desc.stabilized_shift_cap_log2 == 16.0
-    # The FP8 accumulator model is on by default with Hopper's 13 mantissa bits (FP22).
+    # The tensor core's addition is the default accumulation (13 fraction bits for FP8).
     assert (desc.accumulator_model, desc.accumulator_mantissa_bits) == (1, 13)
 
 
@@ -169,8 +169,8 @@ def test_forward_against_numpy(lib, ctx, head_dim, heads_q, heads_kv, seqlen_q, 
           f"max|LSE - fp64| = {lse_err:.3e}; {n_empty} empty rows")
     assert err_lib <= bound
     # NOTE: the LSE has no FP8 rounding in it: logits are exact products of E4M3 values and the row
-    # sum is FP32, so it matches FP64 to FP32 accuracy plus what the modelled FP8 accumulator
-    # (on by default: 13 mantissa bits) moves the logits by (ref.accumulator_lse_slack).
+    # sum is FP32, so it matches FP64 to FP32 accuracy plus what the tensor core's addition (the
+    # default accumulation) moves the logits by (ref.accumulator_lse_slack).
     lse_bound = (2e-5 * max(1.0, float(np.max(np.abs(lse64[~empty]))))
                  + ref.accumulator_lse_slack(qd, kd, scale, causal)[~empty])
     print(f"LSE: worst row at {float(np.max(np.abs(lse[~empty] - lse64[~empty]) / lse_bound)):.3f} of its bound")
@@ -291,7 +291,7 @@ def test_windowed_forward_against_numpy(lib, ctx, causal, left, right):
     lse_err = float(np.max(np.abs(lse[~empty] - lse64[~empty]))) if np.any(~empty) else 0.0
     print(f"max|lib - fp64| = {err_lib:.3e}; P-E4M3 model {err_p8:.3e}; max|LSE - fp64| = {lse_err:.3e}")
     assert err_lib <= 2.0 * err_p8 + 1e-3
-    # The default FP8 accumulator model moves logits by at most ref.accumulator_lse_slack (taken over
+    # The tensor core's addition moves logits by at most ref.accumulator_lse_slack (taken over
     # all keys, which bounds the window's).
     lse_bound = (2e-5 * max(1.0, float(np.max(np.abs(lse64[~empty]))))
                  + ref.accumulator_lse_slack(qd, kd, scale, causal)[~empty])

@@ -1,7 +1,7 @@
 // The accumulator study: the error of FP8 attention against the FP64 oracle as the KV loop grows,
-// with the FP8 tensor core's reduced-precision accumulator modelled (each MMA instruction's result
-// truncated toward zero to M mantissa bits; DESIGN §3; M = 13 for Hopper's FP22 accumulator), and
-// what two-level accumulation (adding the PV tile into an FP32 O every N blocks) buys back.
+// under the tensor core's exact addition (kernels/ptx/mma_order.hpp: per instruction the addends
+// aligned to the largest exponent and cut 13 bits below it, the sum cut to 13 fraction bits;
+// measured on H100 and H200) against FP32 accumulation, and what two-level accumulation (adding the PV tile into an FP32 O every N blocks) buys back.
 // Writes a CSV and prints a Markdown table.
 #include <cmath>
 #include <cstdio>
@@ -33,9 +33,10 @@ struct Options {
   std::string table;  ///< optional: the Markdown table is also written here
 };
 
-/// One accumulator configuration: full FP32, or the model at `bits` mantissa bits.
+/// One accumulator configuration: FP32 accumulation, or the tensor core's addition (`bits` = 13,
+/// the only width the library accepts: the hardware's).
 struct AccumulatorConfig {
-  int bits;  ///< 0 = full FP32 (model off)
+  int bits;  ///< 0 = FP32 accumulation
   int promote_interval;
 };
 
@@ -45,8 +46,8 @@ void usage() {
       "                         [--rows N] [--seeds N] [--seed N] [--threads N] [--out FILE.csv] [--table FILE.md]\n"
       "Q, K, V ~ N(0,1) cast to E4M3 with per-head descales; batch 1, one head, head_dim 128, non-causal,\n"
       "reverse KV order, S_p = 256. RMSE of O against the FP64 oracle on the same E4M3 inputs, for the full\n"
-      "FP32 accumulator and the modelled FP8 accumulator at each of --bits mantissa bits (default 13, Hopper's\n"
-      "FP22) with each pv_promote_interval of --intervals (0 = accumulate in O, never promoted).\n");
+      "FP32 accumulation and the tensor core's addition (--bits 13, the only width: the hardware's)\n"
+      "with each pv_promote_interval of --intervals (0 = accumulate in O, never promoted).\n");
 }
 
 bool parse(int argc, char** argv, Options& o) {
@@ -66,7 +67,7 @@ bool parse(int argc, char** argv, Options& o) {
     else return false;
   }
   for (int64_t b : o.bits)
-    if (b < 1 || b > 23) return false;
+    if (b != 13) return false;
   for (int64_t n : o.intervals)
     if (n < 0) return false;
   return o.rows > 0 && o.seeds > 0 && !o.seqlens.empty() && !o.bits.empty() && !o.intervals.empty();
@@ -103,9 +104,8 @@ int main(int argc, char** argv) {
   }
   std::fprintf(f, "seqlen_k,rows,seed,accumulator_bits,promote_interval,rmse,rmse_over_fp32,max_abs_err,oracle_rms,"
                   "rmse_vs_fp32_accumulator\n");
-  // NOTE: 13 explicit bits is Hopper's FP8 wgmma accumulator as measured by SageAttention2 (FP22 =
-  // 1 + 8 + 13; DeepGEMM's maintainers agree); the powers of two bracket vLLM's every-4-blocks
-  // finding and give the kernel's promotion interval (kDefaultPvPromoteInterval).
+  // NOTE: the powers of two bracket vLLM's every-4-blocks finding and give the kernel's promotion
+  // interval (kDefaultPvPromoteInterval).
   std::vector<AccumulatorConfig> configs{{0, 0}};
   for (int64_t bits : o.bits)
     for (int64_t interval : o.intervals) configs.push_back({static_cast<int>(bits), static_cast<int>(interval)});
@@ -138,8 +138,7 @@ int main(int argc, char** argv) {
       double fp32 = 0.0;
       std::vector<float> fp32_out;
       for (size_t i = 0; i < configs.size(); ++i) {
-        desc.accumulator_model = configs[i].bits > 0 ? 1 : 0;
-        desc.accumulator_mantissa_bits = configs[i].bits > 0 ? configs[i].bits : 13;
+        desc.accumulator_model = configs[i].bits > 0 ? FP8ATTN_ACCUMULATOR_TENSOR_CORE : FP8ATTN_ACCUMULATOR_FP32;
         desc.pv_promote_interval = configs[i].promote_interval;
         ForwardOptions opts;
         opts.num_threads = o.threads;

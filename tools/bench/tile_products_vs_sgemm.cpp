@@ -5,13 +5,14 @@
 //
 // Per iteration, every core runs 16 query tiles of one 4096-key head: for each KV block,
 // S = Q·Kᵀ over K packed in panels, then O += P·V over V in panels (panel_gemm.hpp, the
-// accumulator model and the wgmma depth of the engine's config: 13 bits and K = 32 for E4M3,
-// FP32 and K = 16 for BF16), with the head's K and V blocks distinct in memory (2·4096·head_dim
+// accumulation of the third argument, 1 = the tensor core's addition of kernels/ptx/mma_order.hpp
+// (the engine's default), 0 = FP32, and the wgmma depth of the config: K = 32 for E4M3, K = 16
+// for BF16), with the head's K and V blocks distinct in memory (2·4096·head_dim
 // floats, streamed from beyond L2 as in the engine). Q and P hold fresh random E4M3 values.
 // FLOPs: 2·BlockM·(keys rounded up to 16)·head_dim + 2·BlockM·keys·head_dim per block.
 //
-// NOTE: compiled for x86-64-v3 (CMakeLists.txt), so the products are the AVX2 build's intrinsic
-// block; main refuses to run on a CPU without AVX2 and FMA.
+// NOTE: compiled for x86-64-v3 (CMakeLists.txt), so the products are the AVX2 build's blocks;
+// main refuses to run on a CPU without AVX2 and FMA.
 #include <thread>
 
 #include "include/fp8attn/fp8attn.h"
@@ -31,16 +32,18 @@ constexpr int kQueryTiles = 16;
 struct CoreWork {
   int block_m, block_n, head_dim, mma_k_qk, mma_k_pv;
   int64_t blocks;  ///< KV blocks of the head
-  fp8attn::arch::MmaPrecisionModel model;
+  fp8attn::arch::MmaRule rule;  ///< the tensor core's addition or FP32 accumulation
   std::vector<float> q, p, s, o, k_panels, v_panels;
 
-  CoreWork(int d, bool fp8, unsigned seed) : head_dim(d) {
+  CoreWork(int d, bool fp8, bool tensor_core, unsigned seed) : head_dim(d) {
     const auto tile = fp8attn::sm90::attention_tile(d, fp8, fp8attn::sm90::PvPromotion::Off);
     block_m = tile.block_m;
     block_n = tile.block_n;
     mma_k_qk = tile.mma_k_qk;
     mma_k_pv = tile.mma_k_pv;
-    if (fp8) model = fp8attn::arch::fp8_accumulator_model();
+    const auto format = fp8 ? fp8attn::arch::MmaFormat::E4M3 : fp8attn::arch::MmaFormat::BF16;
+    const auto accumulation = tensor_core ? fp8attn::arch::MmaAccumulation::TensorCore : fp8attn::arch::MmaAccumulation::Fp32;
+    rule = fp8attn::arch::mma_rule(fp8attn::arch::MmaPrecisionModel{accumulation}, format, format);
     blocks = (kKeys + block_n - 1) / block_n;
     std::mt19937 rng(seed);
     std::normal_distribution<float> dist;
@@ -66,9 +69,9 @@ struct CoreWork {
         const float* k = k_panels.data() + b * block_n * head_dim;
         const float* v = v_panels.data() + b * block_n * head_dim;
         engine::panel_gemm(q.data(), head_dim, k, int64_t(head_dim) * engine::kPanelWidth, panels, s.data(), block_n,
-                           block_m, head_dim, mma_k_qk, true, model);
+                           block_m, head_dim, mma_k_qk, true, rule);
         engine::panel_gemm(p.data(), block_n, v, int64_t(block_n) * engine::kPanelWidth,
-                           head_dim / engine::kPanelWidth, o.data(), head_dim, block_m, keys, mma_k_pv, false, model);
+                           head_dim / engine::kPanelWidth, o.data(), head_dim, block_m, keys, mma_k_pv, false, rule);
         flops += 2.0 * block_m * panels * engine::kPanelWidth * head_dim + 2.0 * block_m * keys * head_dim;
       }
     benchmark::DoNotOptimize(o.data());
@@ -81,9 +84,10 @@ struct CoreWork {
 void BM_tile_products(benchmark::State& state) {
   const int head_dim = static_cast<int>(state.range(0));
   const bool fp8 = state.range(1) == FP8ATTN_DTYPE_E4M3;
+  const bool tensor_core = state.range(2) == FP8ATTN_ACCUMULATOR_TENSOR_CORE;
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   std::vector<CoreWork> work;
-  for (unsigned c = 0; c < cores; ++c) work.emplace_back(head_dim, fp8, std::random_device{}());
+  for (unsigned c = 0; c < cores; ++c) work.emplace_back(head_dim, fp8, tensor_core, std::random_device{}());
   double flops = 0;
   for (auto _ : state) {
     std::vector<double> done(cores);
@@ -100,7 +104,9 @@ void BM_tile_products(benchmark::State& state) {
 
 BENCHMARK(fp8attn::bench::BM_sgemm)->Arg(2048)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_tile_products)
-    ->ArgsProduct({{64, 128, 256}, {FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_BF16}})
+    ->ArgsProduct({{64, 128, 256},
+                   {FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_BF16},
+                   {FP8ATTN_ACCUMULATOR_TENSOR_CORE, FP8ATTN_ACCUMULATOR_FP32}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
@@ -111,7 +117,9 @@ int main(int argc, char** argv) {
   }
   fp8attn::bench::initialize_interleaved(&argc, argv);
   fp8attn::bench::SgemmRatioReporter reporter(
-      {"BM_tile_products"}, "(BM_tile_products/<head_dim>/<dtype 5=E4M3, 3=BF16>; BlockM x 4096 keys x 16 tiles per core)");
+      {"BM_tile_products"},
+      "(BM_tile_products/<head_dim>/<dtype 5=E4M3, 3=BF16>/<1 = tensor core, 0 = FP32>; BlockM x 4096 keys x 16 "
+      "tiles per core)");
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   return 0;

@@ -26,7 +26,7 @@ NOTE: the Hopper throughputs assumed (H100 SXM5, the H200's SM count and clocks)
     special functions on an H100 SXM5, 16.1 per SM per cycle);
   - issue: one warp instruction per cycle per SM sub-partition, 4 per SM (Hopper whitepaper);
   - shared memory: 32 banks x 4 bytes, one 128-byte wavefront per cycle per SM.
-Calibration: the H200 run of docs/gpu_run_h200.md (16k tokens, non-causal, E4M3, promotion off).
+Calibration: the H200 run of docs/gpu_runs/gpu_run_h200.md (16k tokens, non-causal, E4M3, promotion off).
 """
 import re
 import sys
@@ -35,7 +35,7 @@ SMS, CLOCK = 132, 1.83e9
 TENSOR_FLOP_PER_CYCLE = {"E4M3": 8192, "BF16": 4096}
 MUFU_PER_CYCLE = 16
 SMEM_WAVEFRONTS_PER_CYCLE = 1
-# docs/gpu_run_h200.md, "Speed": fp8attn_cuda_bench, 16k tokens, non-causal (TFLOP/s). The
+# docs/gpu_runs/gpu_run_h200.md, "Speed": fp8attn_cuda_bench, 16k tokens, non-causal (TFLOP/s). The
 # times include the per-call fixed costs (about 0.41-0.47 ms of a 5 ms hd128 call).
 MEASURED_TFLOPS_16K = {64: 234, 128: 412, 256: 449}
 

@@ -44,14 +44,24 @@ def attention(q, k, v, causal=False, window=None, p_round=None):
 
 
 def accumulator_lse_slack(q, k, causal=False, window=None, mantissa_bits=13):
-    """How far the library's default FP8 accumulator model may move each LSE: [b, hq, sq].
+    """How far the tensor core's addition (the default accumulator_model) may move each LSE of an
+    E4M3 forward: [b, hq, sq].
 
-    The model truncates each 32-deep MMA's running sum toward zero to `mantissa_bits`, losing less
-    than 2^-bits of a value no larger than Σ_d |q·k|; a logit takes head_dim/32 of them, and an
-    LSE moves by at most its largest logit's change. Rows without keys get 0."""
-    bound = _logits(np.abs(q), np.abs(k), causal, window) * (q.shape[3] / 32) * 2.0 ** -mantissa_bits
-    worst = bound.max(axis=-1)
-    return np.where(np.isfinite(worst), worst, 0.0)
+    Per 32-deep instruction each of its 33 addends is cut toward zero by less than 2^(E − 13),
+    2^E at most max(8·max|q·k|, |accumulator|) (8: an E4M3 subnormal counts at 2^-6), the
+    accumulator at most Σ_d |q·k| plus the error so far; the sum is then cut by less than 2^-13 of
+    itself. A logit takes head_dim/32 instructions, and an LSE moves by at most its largest
+    logit's change. Rows without keys get 0."""
+    magnitude = _logits(np.abs(q), np.abs(k), causal, window)
+    top = _logits(np.abs(q).max(axis=3, keepdims=True), np.abs(k).max(axis=3, keepdims=True), causal, window)
+    magnitude = np.where(np.isfinite(magnitude), magnitude, 0.0)
+    top = np.where(np.isfinite(top), top, 0.0)
+    unit = 2.0 ** -mantissa_bits
+    err = np.zeros_like(magnitude)
+    for _ in range(q.shape[3] // 32):
+        cut = 33 * unit * np.maximum(8.0 * top, magnitude + err)
+        err = err + cut + unit * (magnitude + err + cut)
+    return err.max(axis=-1)
 
 
 def attention_backward(q, k, v, dout, causal=False, window=None):

@@ -22,8 +22,9 @@ struct FwdLaunch {
   unsigned grid = 0;     ///< persistent CTAs: min(tiles, SMs)
   unsigned threads = 0;
   size_t smem_bytes = 0;
-  /// The accumulator model the emulator applies to this launch's FP8 wgmmas (the GPU has its own).
-  arch::MmaPrecisionModel mma_model{};
+  /// The accumulation the emulator applies to this launch's wgmmas. NOTE: the GPU's tensor core
+  /// adds as it does whatever this says; the default models exactly that.
+  arch::MmaPrecisionModel mma_model = arch::tensor_core_accumulation();
 };
 
 /// Threads and dynamic shared memory of the kernel with `key` (0, 0 when there is none).

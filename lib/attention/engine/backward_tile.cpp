@@ -204,8 +204,8 @@ uint64_t run_key_block_backward(const AttentionConfig& c, const AttentionBackwar
       load_row_stats(c, p, at.batch, qrow, head, rows, t.dout, t.row, t.lse, t.delta);
 
       // Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ, [keys][rows].
-      gemm_in_mma_order(t.k, d, t.qt, bm, t.p, bm, keys, rows, d, c.tile.mma_k_qk, true, c.mma_model);
-      gemm_in_mma_order(t.v, dv, t.doutt, bm, t.ds, bm, keys, rows, dv, c.tile.mma_k_qk, true, c.mma_model);
+      gemm_in_mma_order(t.k, d, t.qt, bm, t.p, bm, keys, rows, d, c.tile.mma_k_qk, true, c.mma_rule);
+      gemm_in_mma_order(t.v, dv, t.doutt, bm, t.ds, bm, keys, rows, dv, c.tile.mma_k_qk, true, c.mma_rule);
       for (int j = 0; j < keys; ++j) {
         float* pj = t.p + static_cast<int64_t>(j) * bm;
         float* pc = t.p_bf16 + static_cast<int64_t>(j) * bm;
@@ -219,11 +219,11 @@ uint64_t run_key_block_backward(const AttentionConfig& c, const AttentionBackwar
         }
       }
       // dV += Pᵀ·dO, dK += dSᵀ·Q (the softmax scale is applied once, at the store).
-      gemm_in_mma_order(t.p_bf16, bm, t.dout, dv, t.dv, dv, keys, dv, rows, c.tile.mma_k_pv, false, c.mma_model);
-      gemm_in_mma_order(t.ds, bm, t.q, d, t.dk, d, keys, d, rows, c.tile.mma_k_pv, false, c.mma_model);
+      gemm_in_mma_order(t.p_bf16, bm, t.dout, dv, t.dv, dv, keys, dv, rows, c.tile.mma_k_pv, false, c.mma_rule);
+      gemm_in_mma_order(t.ds, bm, t.q, d, t.dk, d, keys, d, rows, c.tile.mma_k_pv, false, c.mma_rule);
       // This block's dQ share dS·K, in a fresh tile, then added in key-block order.
       transpose(t.ds, bm, t.ds_rows, bn, keys, rows);
-      gemm_in_mma_order(t.ds_rows, bn, t.k, d, t.dq, d, rows, d, keys, c.tile.mma_k_pv, true, c.mma_model);
+      gemm_in_mma_order(t.ds_rows, bn, t.k, d, t.dq, d, rows, d, keys, c.tile.mma_k_pv, true, c.mma_rule);
       wait_for_turn(turn, block_index);
       for (int i = 0; i < rows; ++i) {
         float* acc = dq_rows + i * dq_stride;

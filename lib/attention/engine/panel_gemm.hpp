@@ -4,9 +4,10 @@
 // block of A in L1 while it walks the panels (the packing of GotoBLAS-style GEMMs).
 //
 // Same arithmetic as tile_ops.hpp's gemm_in_mma_order, bit for bit: per output element and per
-// instruction of depth mma_k, a chunk sum from +0 with k ascending (std::fma, exact products),
-// then one mma_chunk_accumulate into the accumulator (kernels/ptx/mma_order.hpp). Only the loop
-// nest and B's layout differ, and neither changes any element's sequence of operations.
+// instruction of depth mma_k, arch::mma_instruction (kernels/ptx/mma_order.hpp): the tensor
+// core's rule through tile_ops.hpp's rule_block, or the Fp32 chunk sum from +0 with k ascending
+// (std::fma, exact products) then one FP32 add. Only the loop nest and B's layout differ, and
+// neither changes any element's result.
 //
 // NOTE: why a layout of its own: with K transposed as [head_dim][block_n], the products
 // kept each chunk's 32 rows of B in L1 across row blocks but re-read and re-wrote the whole
@@ -48,23 +49,13 @@ inline constexpr int kPanelRows = 4;
 #endif
 
 #if FP8ATTN_PANEL_GEMM_AVX2
-/// arch::truncate_mantissa on eight lanes: the low 23 − bits mantissa bits cleared, except in
-/// NaN and ±inf lanes (exponent all ones), which keep every bit.
-inline __m256 truncate_mantissa_x8(__m256 x, __m256i keep_mask) {
-  const __m256i u = _mm256_castps_si256(x);
-  const __m256i exponent = _mm256_set1_epi32(0x7F800000);
-  const __m256i special = _mm256_cmpeq_epi32(_mm256_and_si256(u, exponent), exponent);
-  return _mm256_castsi256_ps(_mm256_and_si256(u, _mm256_or_si256(keep_mask, special)));
-}
-
-/// panel_block for AVX2 with intrinsics: GCC 12 spills a 6 × 16 block of the generic code
+/// panel_block's Fp32 accumulation for AVX2 with intrinsics: GCC 12 spills a 6 × 16 block of the generic code
 /// (tile_ops.hpp's chunk_block), and 4 × 16 leaves the FMA units waiting on latency.
 /// NOTE: always_inline and fully unrolled row loops: otherwise GCC 12 keeps lo and hi as arrays on
 /// the stack and stores every chunk sum after each FMA (measured: 0.3 of sgemm instead of 0.7).
 template <int R>
 __attribute__((always_inline)) inline void panel_block_avx2(const float* a, int64_t lda, const float* panel, int depth,
-                                                            float* acc, int64_t ldacc, bool overwrite,
-                                                            arch::MmaPrecisionModel model) {
+                                                            float* acc, int64_t ldacc, bool overwrite) {
   __m256 lo[R], hi[R];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
@@ -80,19 +71,12 @@ __attribute__((always_inline)) inline void panel_block_avx2(const float* a, int6
       hi[r] = _mm256_fmadd_ps(a_rk, b_hi, hi[r]);
     }
   }
-  const int bits = model.chunk_mantissa_bits;
-  const bool truncate = bits >= 0 && bits < arch::kFp32MantissaBits;
-  const uint32_t keep_bits = truncate ? ~((1u << (arch::kFp32MantissaBits - bits)) - 1u) : ~0u;
-  const __m256i keep = _mm256_set1_epi32(static_cast<int>(keep_bits));
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
     float* out = acc + r * ldacc;
-    __m256 o_lo = overwrite ? lo[r] : _mm256_add_ps(_mm256_loadu_ps(out), lo[r]);
-    __m256 o_hi = overwrite ? hi[r] : _mm256_add_ps(_mm256_loadu_ps(out + 8), hi[r]);
-    if (truncate) {
-      o_lo = truncate_mantissa_x8(o_lo, keep);
-      o_hi = truncate_mantissa_x8(o_hi, keep);
-    }
+    // NOTE: the chunk alone for 0 + chunk: a chunk summed from +0 is never −0, so no bit differs.
+    const __m256 o_lo = overwrite ? lo[r] : _mm256_add_ps(_mm256_loadu_ps(out), lo[r]);
+    const __m256 o_hi = overwrite ? hi[r] : _mm256_add_ps(_mm256_loadu_ps(out + 8), hi[r]);
     _mm256_storeu_ps(out, o_lo);
     _mm256_storeu_ps(out + 8, o_hi);
   }
@@ -100,30 +84,29 @@ __attribute__((always_inline)) inline void panel_block_avx2(const float* a, int6
 #endif
 
 /// acc[r][c] for R rows of A and the kPanelWidth columns of one panel, over one instruction of
-/// depth `depth`: acc = mma_chunk_accumulate(overwrite ? +0 : acc, Σ_k a[r][k]·panel[k][c]).
+/// depth `depth`: acc = mma_instruction(overwrite ? +0 : acc, a[r][·], panel[·][c]).
 template <int R>
 inline void panel_block(const float* a, int64_t lda, const float* panel, int depth, float* acc, int64_t ldacc,
-                        bool overwrite, arch::MmaPrecisionModel model) {
+                        bool overwrite, const arch::MmaRule& rule) {
 #if FP8ATTN_PANEL_GEMM_AVX2
-  panel_block_avx2<R>(a, lda, panel, depth, acc, ldacc, overwrite, model);
-#else
-  // A panel is a B operand of row stride kPanelWidth: the backward's generic register block.
-  chunk_block<R, kPanelWidth>(a, lda, panel, kPanelWidth, 0, depth, acc, ldacc, overwrite, model);
+  if (!rule.tensor_core) return panel_block_avx2<R>(a, lda, panel, depth, acc, ldacc, overwrite);
 #endif
+  // A panel is a B operand of row stride kPanelWidth: the backward's generic register block.
+  chunk_block<R, kPanelWidth>(a, lda, panel, kPanelWidth, 0, depth, acc, ldacc, overwrite, rule);
 }
 
 /// R rows of A against every panel: for each panel, its instructions k0 = 0, mma_k, ... in order.
 template <int R>
 inline void panel_rows(const float* a, int64_t lda, const float* panels, int64_t panel_stride, int panels_count,
                        float* acc, int64_t ldacc, int depth_total, int mma_k, bool overwrite,
-                       arch::MmaPrecisionModel model) {
+                       const arch::MmaRule& rule) {
   for (int p = 0; p < panels_count; ++p) {
     const float* panel = panels + p * panel_stride;
     float* acc_p = acc + p * kPanelWidth;
     for (int k0 = 0; k0 < depth_total; k0 += mma_k) {
       const int depth = k0 + mma_k <= depth_total ? mma_k : depth_total - k0;
       panel_block<R>(a + k0, lda, panel + static_cast<int64_t>(k0) * kPanelWidth, depth, acc_p, ldacc,
-                     overwrite && k0 == 0, model);
+                     overwrite && k0 == 0, rule);
     }
   }
 }
@@ -133,17 +116,17 @@ inline void panel_rows(const float* a, int64_t lda, const float* panels, int64_t
 /// With `overwrite` the first instruction does not read acc (scale-d = 0).
 inline void panel_gemm(const float* a, int64_t lda, const float* panels, int64_t panel_stride, int panels_count,
                        float* acc, int64_t ldacc, int rows, int depth_total, int mma_k, bool overwrite,
-                       arch::MmaPrecisionModel model) {
+                       const arch::MmaRule& rule) {
   int r0 = 0;
   for (; r0 + kPanelRows <= rows; r0 += kPanelRows)
     panel_rows<kPanelRows>(a + r0 * lda, lda, panels, panel_stride, panels_count, acc + r0 * ldacc, ldacc,
-                           depth_total, mma_k, overwrite, model);
+                           depth_total, mma_k, overwrite, rule);
   for (; r0 + 2 <= rows; r0 += 2)
     panel_rows<2>(a + r0 * lda, lda, panels, panel_stride, panels_count, acc + r0 * ldacc, ldacc, depth_total, mma_k,
-                  overwrite, model);
+                  overwrite, rule);
   if (r0 < rows)
     panel_rows<1>(a + r0 * lda, lda, panels, panel_stride, panels_count, acc + r0 * ldacc, ldacc, depth_total, mma_k,
-                  overwrite, model);
+                  overwrite, rule);
 }
 
 }  // namespace fp8attn::engine

@@ -178,7 +178,7 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
 
     // S = Q·Kᵀ, over the block's keys rounded up to whole panels
     panel_gemm(t.q, d, k_panels, static_cast<int64_t>(d) * kPanelWidth, (keys + kPanelWidth - 1) / kPanelWidth, t.s, bn,
-               rows, d, c.tile.mma_k_qk, true, c.mma_model);
+               rows, d, c.tile.mma_k_qk, true, c.mma_rule);
     // Per-block descales fold into this block's logits, so the running max and the exp2 step see
     // one consistent scale across blocks.
     const float block_factor = k_blocks ? q_block_descale * p.k_block_descale.at(at.batch, head_kv, block.index) : 1.0f;
@@ -243,7 +243,7 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
 
     // O += P·V  (into the fresh tile when promotion is on)
     panel_gemm(t.s, bn, v_panels, static_cast<int64_t>(bn) * kPanelWidth, dv / kPanelWidth, pv_acc, dv, rows, keys,
-               c.tile.mma_k_pv, false, c.mma_model);
+               c.tile.mma_k_pv, false, c.mma_rule);
     // NOTE: two-level accumulation guards against the FP8 tensor core's accumulator keeping
     // fewer bits than FP32 (DESIGN §3): the fresh tile is added into O every N blocks.
     if (promote && ((step + 1) % promote_interval == 0 || step + 1 == schedule.count())) {

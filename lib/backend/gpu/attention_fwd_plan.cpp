@@ -93,8 +93,9 @@ sm90::FwdInput attention_fwd_input(const AttentionConfig& c) {
 
 void check_attention_fwd_supported(const AttentionConfig& c) {
   require(c.head_dim == c.head_dim_v, FP8ATTN_STATUS_UNSUPPORTED_HEAD_DIM, "head_dim_v must equal head_dim");
-  // NOTE: BF16 HGMMA accumulates in full FP32 (mma_order.hpp), so the BF16 kernels have no
-  // two-level accumulation (fwd_instances.hpp); the engine would add a second tile, so refuse.
+  // NOTE: the BF16 kernels have no two-level accumulation (fwd_instances.hpp): a BF16 wgmma keeps
+  // 23 fraction bits per instruction (its addends aligned 25 bits below the largest, mma_order.hpp),
+  // far more than FP8's 13; the engine would add a second tile, so refuse.
   require(c.fp8() || c.pv_promote_interval == 0, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
           "pv_promote_interval " + std::to_string(c.pv_promote_interval) +
               " with BF16 inputs: the Hopper BF16 kernel accumulates P·V in FP32 and has no two-level accumulation; "
@@ -208,6 +209,8 @@ sm90::FwdLaunch plan_attention_fwd(const AttentionConfig& c, const AttentionProb
   l.threads = shape.threads;
   l.smem_bytes = shape.smem_bytes;
   l.grid = static_cast<unsigned>(std::clamp<int64_t>(a.num_tiles, 1, std::max(sm_count, 1)));
+  // NOTE: only the emulator reads this; on a GPU the tensor core adds as it does, whatever
+  // desc.accumulator_model says.
   l.mma_model = c.mma_model;
   return l;
 }

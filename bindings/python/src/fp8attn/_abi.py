@@ -21,6 +21,8 @@ BACKENDS = {"auto": 0, "cpu": 1, "cuda": 2, "reference": 3, "emulator": 4}
 LOG_LEVELS = {"default": 0, "error": 1, "warn": 2, "info": 3, "debug": 4, "trace": 5, "off": 6}
 KV_ORDERS = {"reverse": 0, "forward": 1}
 SOFTMAX_VARIANTS = {"standard": 0, "stabilized": 1}
+# fp8attn_accumulator_model: FP8ATTN_ACCUMULATOR_FP32 = 0, FP8ATTN_ACCUMULATOR_TENSOR_CORE = 1 (default).
+ACCUMULATOR_MODELS = {"fp32": 0, "tensor_core": 1}
 GRANULARITIES = {"tensor": 0, "head": 1, "block": 2}
 TENSOR_KINDS = {"q": 0, "k": 1, "v": 2, "o": 3, "p": 4, "do": 5, "dp": 6, "logit": 7}
 RECIPES = {"default": 0, "delayed": 1, "current": 2, "geometry": 3}

@@ -82,12 +82,13 @@ class Context(OwnedHandle):
 
 
 _DESC_ENUMS = {"input_dtype": _abi.DTYPES, "output_dtype": _abi.DTYPES, "kv_order": _abi.KV_ORDERS,
-               "softmax_variant": _abi.SOFTMAX_VARIANTS}
+               "softmax_variant": _abi.SOFTMAX_VARIANTS, "accumulator_model": _abi.ACCUMULATOR_MODELS}
 
 
 class Plan(OwnedHandle):
     """An immutable attention plan. Keyword options are the fp8attn_attention_desc fields (enums
-    by name: input_dtype="float8_e4m3fn", output_dtype="bfloat16", kv_order="reverse", ...);
+    by name: input_dtype="float8_e4m3fn", output_dtype="bfloat16", kv_order="reverse",
+    accumulator_model="tensor_core" (the default: Hopper's exact addition) or "fp32", ...);
     unset fields keep fp8attn_attention_desc_init()'s defaults."""
 
     _destroy = "fp8attn_plan_destroy"

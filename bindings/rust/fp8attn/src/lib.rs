@@ -26,7 +26,7 @@ pub use context::{Backend, Context, ContextOptions, LogLevel};
 pub use error::{status_name, Error, ErrorKind, Result};
 pub use fp8attn_sys as sys;
 pub use numerics::{predict_p_underflow, qk_spectral_norms, quantize, Granularity, QuantizeOptions};
-pub use plan::{AttentionDesc, ForwardArgs, KvOrder, Plan, Telemetry};
+pub use plan::{AccumulatorModel, AttentionDesc, ForwardArgs, KvOrder, Plan, Telemetry};
 pub use scale_state::{Recipe, ScaleState, ScaleStateOptions, TensorKind};
 pub use tensor::{Bf16, DType, E4m3, Element, HostBuffer, TensorMut, TensorRef};
 

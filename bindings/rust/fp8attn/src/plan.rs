@@ -12,6 +12,16 @@ pub enum KvOrder {
     Forward = 1,
 }
 
+/// How the CPU and emulated backends add a tensor-core instruction's products
+/// (fp8attn_accumulator_model); the CUDA backend runs what the hardware does either way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccumulatorModel {
+    /// Plain FP32 chunk sums: for throughput on the CPU.
+    Fp32 = sys::FP8ATTN_ACCUMULATOR_FP32 as isize,
+    /// Hopper's exact addition (the default), for FP8 and BF16 inputs.
+    TensorCore = sys::FP8ATTN_ACCUMULATOR_TENSOR_CORE as isize,
+}
+
 /// What a plan computes: fp8attn_attention_desc filled by fp8attn_attention_desc_init.
 #[derive(Clone, Copy)]
 pub struct AttentionDesc {
@@ -65,12 +75,9 @@ impl AttentionDesc {
         self.raw.telemetry = on as u32;
         self
     }
-    /// The FP8 accumulator model (on by default for E4M3, 13 mantissa bits): `None` turns it off.
-    pub fn accumulator_model(mut self, mantissa_bits: Option<i32>) -> Self {
-        self.raw.accumulator_model = mantissa_bits.is_some() as u32;
-        if let Some(bits) = mantissa_bits {
-            self.raw.accumulator_mantissa_bits = bits;
-        }
+    /// The accumulation of the CPU and emulated backends (default `TensorCore`).
+    pub fn accumulator_model(mut self, m: AccumulatorModel) -> Self {
+        self.raw.accumulator_model = m as u32;
         self
     }
 }
