@@ -82,19 +82,20 @@ FP8ATTN_HOST_DEVICE float row_lse(float row_max, float row_sum, float scale_log2
   return max_scaled(row_max, scale_log2, p_scale_log2) * kLn2 + logf(row_sum);
 }
 
-/// The backward's D = rowsum(dO∘O) = Σ_e g(e)·o(e) over `dim` elements, in the order in which the
-/// BF16 tile product forms dP = dO·Vᵀ (kernels/ptx/mma_order.hpp): chunks of `mma_k` from +0 with
-/// e ascending, each added into the sum with the accumulator model.
+/// The backward's D = rowsum(dO∘O) = Σ_e g(e)·o(e) over `dim` elements, added as the BF16 tile
+/// product that forms dP = dO·Vᵀ adds (kernels/ptx/mma_order.hpp): instructions of `mma_k`
+/// elements, each by arch::mma_instruction under `model`, chained from +0.
 /// NOTE: a row that sees a single key has O = V bit for bit (P = 1 and a BF16 output), so dP and D
-/// are then the same sum of the same products in the same order: dS = P·(dP − D) is exactly 0, and
-/// so are that row's dQ and its key's dK. In any other order they differ by rounding (~1e-6).
+/// are then the same instructions over the same products: dS = P·(dP − D) is exactly 0, and so are
+/// that row's dQ and its key's dK. Added any other way they differ by rounding (~1e-6).
 template <class G, class O>
 FP8ATTN_HOST_DEVICE float row_delta(int dim, int mma_k, arch::MmaPrecisionModel model, G&& g, O&& o) {
+  const arch::MmaFormat format = mma_k == arch::kMmaKBf16 ? arch::MmaFormat::BF16 : arch::MmaFormat::E4M3;
+  const arch::MmaRule rule = arch::mma_rule(model, format, format);
   float sum = 0.0f;
   for (int k0 = 0; k0 < dim; k0 += mma_k) {
     const int len = k0 + mma_k <= dim ? mma_k : dim - k0;
-    const float chunk = arch::mma_chunk(len, [&](int k) { return g(k0 + k); }, [&](int k) { return o(k0 + k); });
-    sum = arch::mma_chunk_accumulate(sum, chunk, model);
+    sum = arch::mma_instruction(sum, len, [&](int k) { return g(k0 + k); }, [&](int k) { return o(k0 + k); }, rule);
   }
   return sum;
 }

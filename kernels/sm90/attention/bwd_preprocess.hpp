@@ -57,10 +57,10 @@ FP8ATTN_KERNEL void FP8ATTN_LAUNCH_BOUNDS(kBwdRowThreads, 1) bwd_preprocess_kern
   p.lse_log2[row * p.heads_q + head] = lse * kLog2e;
   const uint16_t* o = p.out + b * p.out_batch_stride + packed * p.out_seq_stride + head * p.out_head_stride;
   const uint16_t* g = p.dout + b * p.dout_batch_stride + packed * p.dout_seq_stride + head * p.dout_head_stride;
-  // NOTE: in the order of the BF16 wgmma that forms dP (row_delta), so that a row with one visible
-  // key gets dP − D = 0 exactly.
+  // NOTE: added as the BF16 wgmma that forms dP adds (row_delta under the tensor core's rule, what
+  // the hardware and the emulator's default do), so that a row with one visible key gets dP − D = 0.
   p.delta[row * p.heads_q + head] =
-      row_delta(kHeadDim, arch::kMmaKBf16, arch::MmaPrecisionModel{}, [&](int e) { return bf16_bits_to_float(g[e]); },
+      row_delta(kHeadDim, arch::kMmaKBf16, arch::tensor_core_accumulation(), [&](int e) { return bf16_bits_to_float(g[e]); },
                 [&](int e) { return bf16_bits_to_float(o[e]); });
   if (p.atomic_dq) {
     float* acc = p.dq_partials + (row * p.heads_q + head) * kHeadDim;
