@@ -26,7 +26,8 @@ fp8attn_tensor dense(void* data, int32_t dtype, std::vector<int64_t> shape) {
   t.device = FP8ATTN_DEVICE_HOST;
   t.rank = static_cast<int32_t>(shape.size());
   int64_t stride = 1;
-  for (int i = t.rank - 1; i >= 0; --i) t.shape[i] = shape[static_cast<size_t>(i)], t.stride[i] = stride, stride *= shape[static_cast<size_t>(i)];
+  for (int i = t.rank - 1; i >= 0; --i)
+    t.shape[i] = shape[static_cast<size_t>(i)], t.stride[i] = stride, stride *= shape[static_cast<size_t>(i)];
   return t;
 }
 
@@ -101,7 +102,9 @@ TEST_P(TelemetryCounts, OneDominantKeyGivesKnownPositiveAndUnderflowCounts) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, TelemetryCounts, ::testing::Values(FP8ATTN_BACKEND_CPU, FP8ATTN_BACKEND_EMULATOR),
-                         [](const auto& info) { return std::string(info.param == FP8ATTN_BACKEND_CPU ? "Cpu" : "Emulator"); });
+                         [](const auto& info) {
+                           return std::string(info.param == FP8ATTN_BACKEND_CPU ? "Cpu" : "Emulator");
+                         });
 
 }  // namespace
 }  // namespace fp8attn::testing

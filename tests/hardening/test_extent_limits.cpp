@@ -38,8 +38,8 @@ int32_t quantize_units(fp8attn_context ctx, std::vector<int64_t> shape, fp8attn_
   return fp8attn_quantize_workspace_size(ctx, &in, cu, max_seqlen, o, &bytes, err);
 }
 
-std::string quantize_edge(const std::string& what, std::vector<int64_t> at, std::vector<int64_t> over,
-                          int32_t above, int64_t refused) {
+std::string quantize_edge(const std::string& what, std::vector<int64_t> at, std::vector<int64_t> over, int32_t above,
+                          int64_t refused) {
   fp8attn_context ctx = make_cpu_context();
   fp8attn_error at_err = fresh_error(), over_err = fresh_error();
   const int32_t s_at = quantize_units(ctx, at, &at_err);
@@ -135,8 +135,10 @@ TEST(ExtentLimits, SpectralNormsTakeExactlyMaxHeadsHeadDimAndDModel) {
   const int32_t h = FP8ATTN_MAX_HEADS, d = FP8ATTN_MAX_HEAD_DIM;
   const int64_t m = FP8ATTN_MAX_D_MODEL;
   run_isolated([&] { return spectral_edge("spectral heads", h, 4, 8, h + 1, 4, 8, FP8ATTN_STATUS_BAD_HEADS, h + 1); });
-  run_isolated([&] { return spectral_edge("spectral head_dim", 1, d, 8, 1, d + 1, 8, FP8ATTN_STATUS_BAD_SHAPE, d + 1); });
-  run_isolated([&] { return spectral_edge("spectral d_model", 1, 4, m, 1, 4, m + 1, FP8ATTN_STATUS_BAD_SHAPE, m + 1); });
+  run_isolated(
+      [&] { return spectral_edge("spectral head_dim", 1, d, 8, 1, d + 1, 8, FP8ATTN_STATUS_BAD_SHAPE, d + 1); });
+  run_isolated(
+      [&] { return spectral_edge("spectral d_model", 1, 4, m, 1, 4, m + 1, FP8ATTN_STATUS_BAD_SHAPE, m + 1); });
 }
 
 // ---- The attention workspace queries and the forward call --------------------------------------
@@ -153,8 +155,8 @@ std::string workspace_edges(const std::string& what, Query query) {
     fp8attn_error at_err = fresh_error(), over_err = fresh_error();
     const int32_t s_at = query(at[i][0], at[i][1], at[i][2], &at_err);
     const int32_t s_over = query(over[0], over[1], over[2], &over_err);
-    const std::string problem = edge(what + " " + names[i], s_at, at_err, s_over, over_err, FP8ATTN_STATUS_BAD_SHAPE,
-                                     std::to_string(over[i]));
+    const std::string problem =
+        edge(what + " " + names[i], s_at, at_err, s_over, over_err, FP8ATTN_STATUS_BAD_SHAPE, std::to_string(over[i]));
     if (!problem.empty()) return problem;
   }
   return "";
