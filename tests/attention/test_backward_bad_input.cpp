@@ -95,6 +95,21 @@ TEST_F(BackwardBadInput, EachBadArgumentHasItsStatusAndMessageAndWritesNothing) 
               cases.size() + 1, static_cast<unsigned long long>(seed_));
 }
 
+// head_dim is the last extent: a gradient or dout narrower than its tensor would leave columns
+// unwritten (or unread); each is refused on its own. 32 keeps the rows apart (stride 64), so
+// only the extent check can refuse it.
+TEST_F(BackwardBadInput, HeadDimOfDoutAndEachGradientIsChecked) {
+  const std::vector<BadCase> cases = {
+      {"dout head_dim 32", [](auto& a) { a.dout.shape[3] = 32; }, FP8ATTN_STATUS_BAD_SHAPE, "args.dout"},
+      {"dq head_dim 32", [](auto& a) { a.dq.shape[3] = 32; }, FP8ATTN_STATUS_BAD_SHAPE, "args.dq"},
+      {"dk head_dim 32", [](auto& a) { a.dk.shape[3] = 32; }, FP8ATTN_STATUS_BAD_SHAPE, "args.dk"},
+      {"dv head_dim 32", [](auto& a) { a.dv.shape[3] = 32; }, FP8ATTN_STATUS_BAD_SHAPE, "args.dv"},
+  };
+  for (const BadCase& c : cases) expect_refused(c, session_->workspace_bytes());
+  std::printf("[backward head_dim] dout, dq, dk, dv refused with BAD_SHAPE (seed %llu)\n",
+              static_cast<unsigned long long>(seed_));
+}
+
 TEST_F(BackwardBadInput, NullHandlesArgsAndStreams) {
   fp8attn_error err{sizeof err, 0, {0}};
   const fp8attn_attention_bwd_args a = session_->args();

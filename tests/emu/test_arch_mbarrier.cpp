@@ -278,5 +278,36 @@ TEST(ArchMbarrier, MisuseIsReportedWithTheIsaRule) {
   }
 }
 
+// Many phases on one barrier, one thread: before the last arrival of phase i the parity of i
+// is not complete; the last arrival completes it, and then the parity of phase i + 1 (now
+// current) is not complete. The arrival count and the number of phases are drawn per schedule.
+void many_phases_kernel(unsigned count, unsigned phases, unsigned* observed) {
+  auto* bar = arch::dynamic_smem<uint64_t>();
+  if (arch::thread_rank() != 0) return;
+  arch::mbarrier_init(bar, count);
+  for (unsigned i = 0; i < phases; ++i) {
+    if (count > 1) arch::mbarrier_arrive_count(bar, count - 1);
+    observed[3 * i] = arch::mbarrier_test_wait_parity(bar, i & 1);  // one arrival pending
+    arch::mbarrier_arrive(bar);
+    observed[3 * i + 1] = arch::mbarrier_test_wait_parity(bar, i & 1);
+    observed[3 * i + 2] = arch::mbarrier_test_wait_parity(bar, (i + 1) & 1);
+  }
+}
+
+TEST(ArchMbarrier, ParityAlternatesOverManyPhases) {
+  for (const Schedule& s : testing::schedules()) {
+    std::mt19937 rng(static_cast<uint32_t>(s.seed) ^ 0x5eedu);
+    const unsigned count = 1 + rng() % 3, phases = 5 + rng() % 20;
+    std::vector<unsigned> observed(3 * phases, 0xbadu);
+    launch(testing::config({1, 1, 1}, {32, 1, 1}, 64, s), &many_phases_kernel, count, phases, observed.data());
+    for (unsigned i = 0; i < phases; ++i) {
+      EXPECT_EQ(observed[3 * i], 0u) << "phase " << i << " complete before its last arrival (count " << count << ")";
+      EXPECT_EQ(observed[3 * i + 1], 1u) << "phase " << i << " not complete after its last arrival";
+      EXPECT_EQ(observed[3 * i + 2], 0u) << "phase " << i + 1 << " complete as soon as it began";
+    }
+    std::printf("%s: %u phases of %u arrivals\n", testing::schedule_name(s).c_str(), phases, count);
+  }
+}
+
 }  // namespace
 }  // namespace fp8attn::emu

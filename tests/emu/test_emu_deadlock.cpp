@@ -11,6 +11,7 @@
 #include "emu_test_support.hpp"
 #include "kernels/arch/barrier.hpp"
 #include "kernels/arch/mbarrier.hpp"
+#include "kernels/arch/registers.hpp"
 #include "kernels/arch/shared_memory.hpp"
 #include "kernels/arch/thread_index.hpp"
 #include "kernels/arch/warp.hpp"
@@ -179,6 +180,39 @@ TEST(EmuDeadlock, WaitCycleBetweenWarpgroupsIsReported) {
     EXPECT_EQ(listed_threads(message, "parity 0 on the mbarrier at shared memory offset 8"), tid_range(128, 255))
         << message;
     EXPECT_FALSE(contains(message, "exited")) << message;
+  }
+}
+
+// The launch register pool is 65536 / threads rounded down to 8, capped at 255 → 248 per thread
+// at 128 and at 256 threads (ptxas' count under __launch_bounds__(threads, 1)). One warpgroup
+// asking for 256 registers then finds nothing in the pool: a planted fault the report names.
+void register_pool_one_warpgroup_kernel() { arch::setmaxnreg_inc<256>(); }
+
+// Two warpgroups: the first gives back what it holds above 248 (nothing, from a pool of 248)
+// and exits; the second asks for 8 more per thread than anyone holds. With an unrounded pool of
+// 255 the first would free 7 per thread and the second would run.
+void register_pool_two_warpgroups_kernel() {
+  if (arch::thread_rank() < 128) {
+    arch::setmaxnreg_dec<248>();
+  } else {
+    arch::setmaxnreg_inc<256>();
+  }
+}
+
+TEST(EmuDeadlock, RegisterPoolAt128And256ThreadsIsRoundedDownTo8) {
+  for (const Schedule& s : testing::schedules()) {
+    const std::string one = testing::kernel_error_of(
+        [&] { launch(testing::config({1, 1, 1}, {128, 1, 1}, 0, s), &register_pool_one_warpgroup_kernel); });
+    const std::string two = testing::kernel_error_of(
+        [&] { launch(testing::config({1, 1, 1}, {256, 1, 1}, 0, s), &register_pool_two_warpgroups_kernel); });
+    std::printf("%s, 128 threads:\n%s\n256 threads:\n%s\n", testing::schedule_name(s).c_str(), one.c_str(),
+                two.c_str());
+    for (const std::string* m : {&one, &two}) {
+      EXPECT_TRUE(contains(*m, "deadlock")) << *m;
+      EXPECT_TRUE(contains(*m, "setmaxnreg.inc to 256 registers per thread: the CTA's pool has 0 free")) << *m;
+      EXPECT_TRUE(contains(*m, "launched with 248 per thread")) << *m;
+    }
+    EXPECT_EQ(listed_threads(two, "setmaxnreg.inc to 256"), tid_range(128, 255)) << two;
   }
 }
 

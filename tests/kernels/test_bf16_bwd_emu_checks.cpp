@@ -185,5 +185,22 @@ TEST(Bf16BwdEmuChecks, RefusalsLeaveOutputsUntouched) {
   EXPECT_TRUE(all_poison(kernel->dq_bytes()) && all_poison(kernel->dk_bytes()) && all_poison(kernel->dv_bytes()));
 }
 
+// Packed sequences on the emulated kernel, small enough for every run of the suite: the first
+// row of each packed sequence (rows 5 and 21 here) belongs to that sequence, not the one before
+// it (the preprocess and the dq reduction locate rows through cu_seqlens_q). Bit-equal to the
+// CPU engine under every schedule, causal and not.
+TEST(Bf16BwdEmuChecks, PackedSequencesStartWhereCuSeqlensSays) {
+  const std::vector<int32_t> cu_q{0, 5, 21, 40}, cu_k{0, 9, 30, 47};
+  for (bool causal : {false, true}) {
+    BwdCase c;
+    c.shape = {1, cu_q.back(), cu_k.back(), 2, 1, 64};
+    c.cu_q = &cu_q;
+    c.cu_k = &cu_k;
+    c.causal = causal;
+    c.name = std::string("hd64 packed 5, 16, 19 queries") + (causal ? " causal" : "");
+    expect_bwd_emulator_matches_engine(c);
+  }
+}
+
 }  // namespace
 }  // namespace fp8attn::testing

@@ -107,6 +107,18 @@ TEST(Fp8FwdEmuChecks, EveryTwoBlocksAtHeadDim128) { expect_every_two_blocks_matc
 // (P̃ counted once per row).
 TEST(Fp8FwdEmuChecks, EveryTwoBlocksAtHeadDim256) { expect_every_two_blocks_match(256, true); }
 
+// A ragged query tile with telemetry: 29 rows, so the second warp's upper rows (its valid[1]
+// half) stop at row 28 and rows 29..31 are padding that the kernel must not count in P̃'s
+// telemetry. Bit-equal to the engine (outputs, LSE, counts) under every schedule.
+TEST(Fp8FwdEmuChecks, RaggedTileTelemetryCountsNoPaddingRow) {
+  const uint64_t seed = fresh_seed();
+  const AttentionShape shape{1, 29, 100, 2, 1, 64};
+  const QuantizedInputs q = quantize(normal_inputs(shape, seed), FP8ATTN_DTYPE_E4M3, ScaleGranularity::PerHead);
+  fp8attn_attention_desc d = make_desc(shape, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_F32);
+  d.telemetry = 1;
+  expect_emulator_matches_engine(d, shape, q, seed, {}, "hd64, 29 query rows, telemetry");
+}
+
 // A forward call on the emulator backend launches once and neither allocates device memory nor
 // synchronizes, so on CUDA it can be captured in a graph.
 TEST(Fp8FwdEmuChecks, ForwardMakesNoAllocationOrSynchronization) {

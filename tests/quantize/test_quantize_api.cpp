@@ -246,5 +246,56 @@ TEST(QuantizeApi, ReportedAmaxDrivesTheScaleState) {
   EXPECT_NEAR(scale_inv, call.descale[0], call.descale[0] * 1e-6f);
 }
 
+// An F32 input whose head_dim stride is not 1 (every other float of a wider buffer, and the
+// head_dim dimension outermost) quantizes bit for bit as its contiguous copy, on every
+// granularity, rotated and not. Output and descales are poisoned before each call.
+TEST(QuantizeApi, StridedF32InputIsBitEqualToItsContiguousCopy) {
+  const uint64_t seed = test_seed("strided F32 input");
+  constexpr int64_t B = 2, S = 19, H = 3, D = 32;
+  const std::vector<float> dense = outlier_values(static_cast<size_t>(B * S * H * D), seed, false);
+  // Layout 1: dense rows with 2 floats per element (stride 2 along head_dim), the odd floats
+  // NaN so that a read of them shows. Layout 2: head_dim outermost ([D][B][S][H] in memory).
+  std::vector<float> spaced(dense.size() * 2, std::nanf("")), transposed(dense.size());
+  for (int64_t i = 0; i < B * S * H; ++i)
+    for (int64_t e = 0; e < D; ++e) {
+      spaced[static_cast<size_t>(2 * (i * D + e))] = dense[static_cast<size_t>(i * D + e)];
+      transposed[static_cast<size_t>(e * B * S * H + i)] = dense[static_cast<size_t>(i * D + e)];
+    }
+  const fp8attn_tensor inputs[3] = {
+      make_tensor(const_cast<float*>(dense.data()), FP8ATTN_DTYPE_F32, {B, S, H, D}, {S * H * D, H * D, D, 1}),
+      make_tensor(spaced.data(), FP8ATTN_DTYPE_F32, {B, S, H, D}, {2 * S * H * D, 2 * H * D, 2 * D, 2}),
+      make_tensor(transposed.data(), FP8ATTN_DTYPE_F32, {B, S, H, D}, {S * H, H, 1, B * S * H})};
+  const char* names[3] = {"contiguous", "head_dim stride 2", "head_dim outermost"};
+  Context ctx;
+  for (const fp8attn_quantize_options& o :
+       {options(FP8ATTN_QUANT_PER_TENSOR, 0, false, seed), options(FP8ATTN_QUANT_PER_HEAD, 0, false, seed),
+        options(FP8ATTN_QUANT_PER_BLOCK, 8, false, seed), options(FP8ATTN_QUANT_PER_BLOCK, 8, true, seed)}) {
+    const int64_t blocks = o.granularity == FP8ATTN_QUANT_PER_BLOCK ? (S + 7) / 8 : 1;
+    const int64_t slices = o.granularity == FP8ATTN_QUANT_PER_TENSOR ? 1 : B * H * blocks;
+    std::vector<uint8_t> out[3];
+    std::vector<float> descale[3];
+    for (int i = 0; i < 3; ++i) {
+      out[i].assign(static_cast<size_t>(B * S * H * D), 0xAB);
+      descale[i].assign(static_cast<size_t>(slices), -1.0f);
+      const fp8attn_tensor ot =
+          make_tensor(out[i].data(), FP8ATTN_DTYPE_E4M3, {B, S, H, D}, {S * H * D, H * D, D, 1});
+      const fp8attn_tensor dt =
+          o.granularity == FP8ATTN_QUANT_PER_TENSOR ? make_tensor(descale[i].data(), FP8ATTN_DTYPE_F32, {1}, {1})
+          : o.granularity == FP8ATTN_QUANT_PER_HEAD
+              ? make_tensor(descale[i].data(), FP8ATTN_DTYPE_F32, {B, H}, {H, 1})
+              : make_tensor(descale[i].data(), FP8ATTN_DTYPE_F32, {B, H, blocks}, {H * blocks, blocks, 1});
+      fp8attn_error err{sizeof err, 0, {0}};
+      ASSERT_EQ(fp8attn_quantize(ctx.ctx, &inputs[i], nullptr, &o, &ot, &dt, nullptr, &err), FP8ATTN_OK)
+          << names[i] << ": " << err.message;
+    }
+    for (int i = 1; i < 3; ++i) {
+      EXPECT_TRUE(out[i] == out[0]) << names[i] << " casts differently, granularity " << o.granularity
+                                    << (o.rotate ? " rotated" : "") << ", seed " << seed;
+      EXPECT_EQ(std::memcmp(descale[i].data(), descale[0].data(), descale[0].size() * sizeof(float)), 0)
+          << names[i] << " gives other descales, granularity " << o.granularity << ", seed " << seed;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace fp8attn::quant::testing
