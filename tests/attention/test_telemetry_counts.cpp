@@ -14,22 +14,10 @@
 
 #include "fp8attn/fp8attn.h"
 #include "tools/common/fresh_seed.hpp"
+#include "tools/common/host_tensor.hpp"
 
 namespace fp8attn::testing {
 namespace {
-
-fp8attn_tensor dense(void* data, int32_t dtype, std::vector<int64_t> shape) {
-  fp8attn_tensor t{};
-  t.struct_size = sizeof t;
-  t.data = data;
-  t.dtype = dtype;
-  t.device = FP8ATTN_DEVICE_HOST;
-  t.rank = static_cast<int32_t>(shape.size());
-  int64_t stride = 1;
-  for (int i = t.rank - 1; i >= 0; --i)
-    t.shape[i] = shape[static_cast<size_t>(i)], t.stride[i] = stride, stride *= shape[static_cast<size_t>(i)];
-  return t;
-}
 
 class TelemetryCounts : public ::testing::TestWithParam<int32_t> {};
 
@@ -77,10 +65,10 @@ TEST_P(TelemetryCounts, OneDominantKeyGivesKnownPositiveAndUnderflowCounts) {
   t.max_abs_scaled_logit = -1.0f;
   fp8attn_attention_args a{};
   a.struct_size = sizeof a;
-  a.q = dense(q.data(), FP8ATTN_DTYPE_E4M3, {1, sq, kHeadsQ, kDim});
-  a.k = dense(k.data(), FP8ATTN_DTYPE_E4M3, {1, sk, kHeadsKv, kDim});
-  a.v = dense(v.data(), FP8ATTN_DTYPE_E4M3, {1, sk, kHeadsKv, kDim});
-  a.out = dense(out.data(), FP8ATTN_DTYPE_F32, {1, sq, kHeadsQ, kDim});
+  a.q = workloads::dense_host_tensor(q.data(), FP8ATTN_DTYPE_E4M3, {1, sq, kHeadsQ, kDim});
+  a.k = workloads::dense_host_tensor(k.data(), FP8ATTN_DTYPE_E4M3, {1, sk, kHeadsKv, kDim});
+  a.v = workloads::dense_host_tensor(v.data(), FP8ATTN_DTYPE_E4M3, {1, sk, kHeadsKv, kDim});
+  a.out = workloads::dense_host_tensor(out.data(), FP8ATTN_DTYPE_F32, {1, sq, kHeadsQ, kDim});
   a.telemetry = &t;
   fp8attn_error err{};
   err.struct_size = sizeof err;
