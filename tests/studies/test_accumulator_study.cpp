@@ -1,10 +1,11 @@
 // The accumulator study's claims (docs/accumulator_study.md) at one length, with a fresh seed:
-// N(0,1) inputs cast to E4M3 with per-head descales, 1 head, 64 queries, 65536 keys. Under the
-// tensor core's addition (the default description) and never promoted, the error against the
-// FP64 oracle grows past FP32 accumulation's; promoting every kDefaultPvPromoteInterval blocks
-// stays within 2 % of FP32 accumulation, promoting every block within 1 %, and every 4 blocks
-// within 1 % of every block (vLLM's GPU finding). NOTE: thresholds set under a former model of the
-// addition; the study is to be re-run under the measured rule.
+// N(0,1) inputs cast to E4M3 with per-head descales, 1 head, 64 queries, 65536 keys, under the
+// tensor core's addition (the default description). Never promoted, the error against the FP64
+// oracle stays within 1.5x of FP32 accumulation's but above promoting every block's (on the same
+// inputs); promoting every block, every 4 blocks and every kDefaultPvPromoteInterval blocks each
+// stays within 1 % of FP32 accumulation.
+// NOTE: the former 13-bit chunk-sum model of the addition lost far more here (never promoted: more
+// than 1.5x FP32); under the measured rule one run gave 1.046x, and promotion 0.998-0.999x.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -45,15 +46,15 @@ TEST(AccumulatorStudy, PromotingEveryFourBlocksIsNearlyAsGoodAsEveryBlock) {
   constexpr int kInterval = sm90::kDefaultPvPromoteInterval;
   const double fp32 = error(0, 0);
   const double never = error(13, 0), every1 = error(13, 1), every4 = error(13, 4), chosen = error(13, kInterval);
-  std::printf("RMSE vs FP64, 65536 keys (seed %llu): FP32 %.4e; 13-bit never %.4e (x%.3f), every block %.4e (x%.4f), "
+  std::printf("RMSE vs FP64, 65536 keys (seed %llu): FP32 %.4e; tensor core never %.4e (x%.3f), every block %.4e (x%.4f), "
               "every 4 %.4e (x%.4f), every %d %.4e (x%.4f)\n",
               static_cast<unsigned long long>(seed), fp32, never, never / fp32, every1, every1 / fp32, every4,
               every4 / fp32, kInterval, chosen, chosen / fp32);
-  EXPECT_GT(never, 1.5 * fp32) << "seed " << seed;
+  EXPECT_LT(never, 1.5 * fp32) << "seed " << seed;
+  EXPECT_GT(never, every1) << "seed " << seed;
   EXPECT_LT(every1, 1.01 * fp32) << "seed " << seed;
-  EXPECT_LT(every4, 1.01 * every1) << "seed " << seed;
-  EXPECT_LT(chosen, 1.02 * fp32) << "seed " << seed;
-  EXPECT_LT(chosen, never) << "seed " << seed;
+  EXPECT_LT(every4, 1.01 * fp32) << "seed " << seed;
+  EXPECT_LT(chosen, 1.01 * fp32) << "seed " << seed;
 }
 
 }  // namespace
