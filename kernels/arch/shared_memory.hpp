@@ -10,7 +10,7 @@
 #include "kernels/arch/platform.hpp"
 
 #if !FP8ATTN_DEVICE_BUILD
-#include <source_location>
+#include "kernels/emu/source_site.hpp"
 #endif
 
 namespace fp8attn::arch {
@@ -60,7 +60,7 @@ FP8ATTN_ARCH_FN uint32_t smem_address(const void* p) {
 #if FP8ATTN_DEVICE_BUILD
 #define FP8ATTN_SMEM_SITE
 #else
-#define FP8ATTN_SMEM_SITE , const std::source_location& site = std::source_location::current()
+#define FP8ATTN_SMEM_SITE , const emu::SourceSite& site = emu::SourceSite::current()
 #endif
 
 template <class T>

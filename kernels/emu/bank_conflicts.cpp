@@ -55,7 +55,7 @@ void SmemTrafficRecorder::reset(unsigned threads) {
   per_warp_.assign((threads + 31) / 32, {});
 }
 
-uint32_t SmemTrafficRecorder::site_id(const std::source_location& site) {
+uint32_t SmemTrafficRecorder::site_id(const SourceSite& site) {
   const SiteKey key{site.file_name(), site.line(), site.column()};
   auto [it, fresh] = sites_.try_emplace(key, static_cast<uint32_t>(site_names_.size()));
   if (fresh) {
@@ -65,7 +65,7 @@ uint32_t SmemTrafficRecorder::site_id(const std::source_location& site) {
   return it->second;
 }
 
-void SmemTrafficRecorder::generic(unsigned thread, uint32_t offset, uint32_t bytes, const std::source_location& site) {
+void SmemTrafficRecorder::generic(unsigned thread, uint32_t offset, uint32_t bytes, const SourceSite& site) {
   const uint32_t id = site_id(site);
   const uint32_t instance = instance_[thread][id]++;
   const unsigned warp = thread / 32, lane = thread % 32;

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
-#include <source_location>
+#include "kernels/emu/source_site.hpp"
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -85,7 +85,7 @@ size_t dynamic_smem_size();
 void check_smem_access(const void* addr, size_t bytes, bool is_write);
 // The same for a generic ld.shared / st.shared of the kernel at `site`, also counted as a lane of
 // that instruction when the launch counts wavefronts (LaunchConfig::smem_traffic).
-void check_smem_access(const void* addr, size_t bytes, bool is_write, const std::source_location& site);
+void check_smem_access(const void* addr, size_t bytes, bool is_write, const SourceSite& site);
 
 // An async-proxy access (TMA write, wgmma read) issued by the calling thread. It is performed by
 // the thread's async agent, which is ordered after everything the thread did before issuing it.

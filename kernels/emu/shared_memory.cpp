@@ -21,7 +21,7 @@ void check_smem_access(const void* addr, size_t bytes, bool is_write) {
   if (is_write) cta.note_progress();
 }
 
-void check_smem_access(const void* addr, size_t bytes, bool is_write, const std::source_location& site) {
+void check_smem_access(const void* addr, size_t bytes, bool is_write, const SourceSite& site) {
   check_smem_access(addr, bytes, is_write);
   Cta& cta = current_cta();
   if (SmemTrafficRecorder* traffic = cta.traffic()) {

@@ -6,7 +6,7 @@
 #pragma once
 
 #include <cstdint>
-#include <source_location>
+#include "kernels/emu/source_site.hpp"
 #include <unordered_map>
 #include <vector>
 
@@ -18,7 +18,7 @@ class SmemTrafficRecorder {
  public:
   void reset(unsigned threads);
   /// One lane's ld.shared / st.shared of `bytes` at `offset`, from `site`.
-  void generic(unsigned thread, uint32_t offset, uint32_t bytes, const std::source_location& site);
+  void generic(unsigned thread, uint32_t offset, uint32_t bytes, const SourceSite& site);
   /// A whole instruction of another path, on warp `warp`.
   void add(unsigned warp, SmemPath path, const SmemWavefronts& w);
   /// Counts the instructions still open (lanes that diverged) and adds everything to `sink`.
@@ -31,7 +31,7 @@ class SmemTrafficRecorder {
     uint32_t site = 0;
     uint32_t offsets[32] = {};
   };
-  uint32_t site_id(const std::source_location& site);
+  uint32_t site_id(const SourceSite& site);
   void close(unsigned warp, const Open& open);
 
   struct SiteKey {
