@@ -92,11 +92,15 @@ int32_t fp8attn_attention_forward(fp8attn_plan plan, const fp8attn_attention_arg
     FP8ATTN_REQUIRE(plan != nullptr, FP8ATTN_STATUS_BAD_HANDLE, "plan is NULL");
     fp8attn_attention_args defaults{};
     const fp8attn_attention_args a =
-        read_struct(args, "fp8attn_attention_args", FP8ATTN_LAYOUT_THROUGH(fp8attn_attention_args, telemetry), defaults);
+        read_struct(args, "fp8attn_attention_args", FP8ATTN_LAYOUT_THROUGH(fp8attn_attention_args, telemetry), defaults,
+                    /*chain_allowed=*/true);  // NOTE: make_attention_problem walks args.next
     fp8attn::Backend& backend = plan->context->backend();
     FP8ATTN_REQUIRE(stream == nullptr || backend.tensor_device() == FP8ATTN_DEVICE_CUDA, FP8ATTN_STATUS_BAD_STREAM,
             "a CUDA stream was given to a CPU backend; pass NULL");
     fp8attn::AttentionProblem problem = fp8attn::make_attention_problem(plan->config, a, backend.tensor_device());
+    FP8ATTN_REQUIRE(!plan->config.decode || problem.max_seqlen_q <= FP8ATTN_MAX_DECODE_Q_LEN, FP8ATTN_STATUS_BAD_SHAPE,
+                    "desc.decode = 1 takes at most FP8ATTN_MAX_DECODE_Q_LEN = 8 queries per sequence; this call has "
+                    "max_seqlen_q = " + std::to_string(problem.max_seqlen_q));
     const TrainingOptions training = resolve_training_options(plan->config, a, backend);
     // A state's per-tensor descales, by value: the GPU kernel cannot read the host's state.
     if (training.state) {

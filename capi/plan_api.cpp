@@ -46,15 +46,27 @@ int32_t fp8attn_plan_create(fp8attn_context ctx, const fp8attn_attention_desc* d
     const fp8attn::AttentionConfig config = fp8attn::make_attention_config(d);
     const fp8attn::NvtxRange range("fp8attn_plan_create hq{} hkv{} d{}{}", config.num_heads_q, config.num_heads_kv,
                                    config.head_dim, config.causal ? " causal" : "");
-    ctx->impl.backend().check_attention(config);
+    const fp8attn::Backend& backend = ctx->impl.backend();
+    // NOTE: the serving layouts first, so that a backend without them says so rather than failing
+    // on another of its limits.
+    require(!config.paged() || backend.runs_paged_kv(config), FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
+            "desc.page_size = " + std::to_string(config.page_size) + " (a paged KV cache): the " +
+                std::string(fp8attn::backend_log_name(backend.kind())) +
+                " backend has no paged forward; the CPU and reference backends run it");
+    require(!config.mixed_kv_dtype() || backend.runs_mixed_kv_dtype(config), FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
+            "desc.kv_dtype = " + fp8attn::dtype_name(config.kv_dtype) + " under desc.input_dtype = " +
+                fp8attn::dtype_name(config.input_dtype) + ": the " +
+                std::string(fp8attn::backend_log_name(backend.kind())) +
+                " backend runs Q, K and V in one dtype; the CPU and reference backends run BF16 Q over E4M3 K and V");
+    backend.check_attention(config);
     ctx->impl.log().debug(
         "plan created: backend {}, {} -> {}, heads_q={} heads_kv={} head_dim={} causal={} window=({}, {}), tile "
-        "{}x{}, kv_order={} p_scale_log2={} pv_promote_interval={} softmax_variant={} sink_tokens={}",
+        "{}x{}, kv_order={} p_scale_log2={} pv_promote_interval={} softmax_variant={} sink_tokens={} page_size={} kv_dtype={}",
         fp8attn::backend_log_name(ctx->impl.backend().kind()), d.input_dtype == FP8ATTN_DTYPE_E4M3 ? "E4M3" : "BF16",
         fp8attn::dtype_name(config.output_dtype), config.num_heads_q, config.num_heads_kv,
         config.head_dim, config.causal, config.window_left, config.window_right, config.tile.block_m,
         config.tile.block_n, config.kv_order, config.p_scale_log2, config.pv_promote_interval, config.softmax_variant,
-        config.sink_tokens);
+        config.sink_tokens, config.page_size, fp8attn::dtype_name(config.kv_dtype));
     *out = new fp8attn_plan_t{&ctx->impl, config};
   });
 }

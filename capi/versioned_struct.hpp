@@ -13,9 +13,10 @@
 namespace fp8attn::capi {
 
 /// Returns a full-size copy of *in, with fields past in->struct_size taken from `defaults`.
-/// `min_size` is the size of the oldest layout still accepted.
+/// `min_size` is the size of the oldest layout still accepted. `chain_allowed`: the struct takes
+/// extensions on `next` (the caller walks them); otherwise `next` must be NULL.
 template <class T>
-T read_struct(const T* in, const char* name, size_t min_size, const T& defaults) {
+T read_struct(const T* in, const char* name, size_t min_size, const T& defaults, bool chain_allowed = false) {
   FP8ATTN_REQUIRE(in != nullptr, FP8ATTN_STATUS_NULL_POINTER, std::string(name) + " is NULL");
   FP8ATTN_REQUIRE(in->struct_size != 0, FP8ATTN_STATUS_BAD_STRUCT_SIZE,
           std::string(name) + "->struct_size is 0; set it to sizeof(" + name + ")");
@@ -25,7 +26,8 @@ T read_struct(const T* in, const char* name, size_t min_size, const T& defaults)
   T out = defaults;
   std::memcpy(static_cast<void*>(&out), in, std::min(in->struct_size, sizeof(T)));
   out.struct_size = sizeof(T);
-  FP8ATTN_REQUIRE(out.next == nullptr, FP8ATTN_STATUS_BAD_EXTENSION, std::string(name) + "->next must be NULL");
+  FP8ATTN_REQUIRE(chain_allowed || out.next == nullptr, FP8ATTN_STATUS_BAD_EXTENSION,
+                  std::string(name) + "->next must be NULL");
   return out;
 }
 

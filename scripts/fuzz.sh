@@ -13,7 +13,8 @@ minutes=${1:?usage: scripts/fuzz.sh MINUTES}
 [[ $minutes =~ ^[0-9]+$ ]] && ((minutes >= 1)) || { echo "MINUTES must be a positive integer" >&2; exit 2; }
 # -O1 -g1 as the sanitizer stages of scripts/run-tests.sh (which exports them), -O2 -g otherwise.
 flags=${FP8ATTN_SANITIZER_FLAGS:-"-O2 -g -DNDEBUG"}
-targets=(fuzz_forward fuzz_quantize fuzz_spectral fuzz_scale_state fuzz_predict)
+targets=(fuzz_forward fuzz_paged_forward fuzz_quantize fuzz_spectral fuzz_scale_state fuzz_predict fuzz_combine
+         fuzz_kv_append)
 
 FP8ATTN_BUILD_TARGETS="${targets[*]}" bash scripts/build.sh build-fuzz \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything the build and the tests need on a fresh Debian 12 machine:
 # Debian packages (compilers' libraries, spdlog, GoogleTest, Google Benchmark,
-# OpenBLAS, doxygen, clang with libFuzzer, qemu-user, Go, abigail-tools, Chromium and Tesseract) and a Python virtual
+# OpenBLAS, doxygen, clang with libFuzzer, qemu-user, Go, abigail-tools, Chromium, Tesseract and
+# OpenMPI) and a Python virtual
 # environment in .venv (numpy, ml_dtypes).
 # Idempotent: a second run only checks.
 # `install-deps.sh --main-job` installs only what scripts/run-main-job.sh needs to build and run
@@ -16,7 +17,8 @@ main_job_debs=(cmake g++ make pkg-config libspdlog-dev libfmt-dev libbenchmark-d
 debs=("${main_job_debs[@]}" libgtest-dev libgmock-dev doxygen python3-venv git qemu-user
       golang-go abigail-tools  # the Go binding and the ABI check (scripts/test-bindings.sh)
       clang libclang-rt-dev  # clang + its sanitizer and libFuzzer runtimes: tests/fuzz
-      chromium tesseract-ocr)  # tests/docs renders the API page to PNG and reads it back
+      chromium tesseract-ocr  # tests/docs renders the API page to PNG and reads it back
+      libopenmpi-dev openmpi-bin)  # examples/context_parallel: ring attention over MPI ranks
 # The Rust binding builds with Debian 12's Rust (1.63) or a newer one already on PATH.
 command -v cargo >/dev/null 2>&1 || [ -x "${HOME:-/nonexistent}/.cargo/bin/cargo" ] || debs+=(cargo)
 main_job=0

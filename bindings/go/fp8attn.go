@@ -60,6 +60,7 @@ const (
 	StatusBadShape           = int32(C.FP8ATTN_STATUS_BAD_SHAPE)
 	StatusBadStride          = int32(C.FP8ATTN_STATUS_BAD_STRIDE)
 	StatusBadScale           = int32(C.FP8ATTN_STATUS_BAD_SCALE)
+	StatusBadSeqlens         = int32(C.FP8ATTN_STATUS_BAD_SEQLENS)
 	StatusBadHeads           = int32(C.FP8ATTN_STATUS_BAD_HEADS)
 	StatusBadHandle          = int32(C.FP8ATTN_STATUS_BAD_HANDLE)
 	StatusBadDtype           = int32(C.FP8ATTN_STATUS_BAD_DTYPE)

@@ -43,8 +43,19 @@ func cLayout() map[string]uintptr {
 		"stabilized_tie_tol": unsafe.Offsetof(d.stabilized_tie_tol), "telemetry": unsafe.Offsetof(d.telemetry),
 		"stabilized_shift_cap_log2": unsafe.Offsetof(d.stabilized_shift_cap_log2),
 		"sink_tokens":               unsafe.Offsetof(d.sink_tokens), "accumulator_model": unsafe.Offsetof(d.accumulator_model),
-		"accumulator_mantissa_bits": unsafe.Offsetof(d.accumulator_mantissa_bits)} {
+		"accumulator_mantissa_bits": unsafe.Offsetof(d.accumulator_mantissa_bits),
+		"page_size":                 unsafe.Offsetof(d.page_size), "kv_dtype": unsafe.Offsetof(d.kv_dtype),
+		"decode": unsafe.Offsetof(d.decode), "num_splits": unsafe.Offsetof(d.num_splits)} {
 		m["fp8attn_attention_desc "+k] = v
+	}
+	var pk C.fp8attn_paged_kv
+	for k, v := range map[string]uintptr{"sizeof": unsafe.Sizeof(pk), "struct_size": unsafe.Offsetof(pk.struct_size),
+		"next": unsafe.Offsetof(pk.next), "struct_type": unsafe.Offsetof(pk.struct_type),
+		"scale_granularity": unsafe.Offsetof(pk.scale_granularity), "k_cache": unsafe.Offsetof(pk.k_cache),
+		"v_cache": unsafe.Offsetof(pk.v_cache), "block_table": unsafe.Offsetof(pk.block_table),
+		"seqused_k": unsafe.Offsetof(pk.seqused_k), "max_seqlen_k": unsafe.Offsetof(pk.max_seqlen_k),
+		"k_descale": unsafe.Offsetof(pk.k_descale), "v_descale": unsafe.Offsetof(pk.v_descale)} {
+		m["fp8attn_paged_kv "+k] = v
 	}
 	var tl C.fp8attn_telemetry
 	for k, v := range map[string]uintptr{"sizeof": unsafe.Sizeof(tl), "struct_size": unsafe.Offsetof(tl.struct_size),
@@ -116,6 +127,21 @@ func cLayout() map[string]uintptr {
 		"rotate": unsafe.Offsetof(qo.rotate), "seed": unsafe.Offsetof(qo.seed), "margin": unsafe.Offsetof(qo.margin),
 		"leading_rows": unsafe.Offsetof(qo.leading_rows)} {
 		m["fp8attn_quantize_options "+k] = v
+	}
+	var ca C.fp8attn_combine_args
+	for k, v := range map[string]uintptr{"sizeof": unsafe.Sizeof(ca), "struct_size": unsafe.Offsetof(ca.struct_size),
+		"next": unsafe.Offsetof(ca.next), "partial_out": unsafe.Offsetof(ca.partial_out),
+		"partial_lse": unsafe.Offsetof(ca.partial_lse), "out": unsafe.Offsetof(ca.out), "lse": unsafe.Offsetof(ca.lse)} {
+		m["fp8attn_combine_args "+k] = v
+	}
+	var ka C.fp8attn_kv_append_args
+	for k, v := range map[string]uintptr{"sizeof": unsafe.Sizeof(ka), "struct_size": unsafe.Offsetof(ka.struct_size),
+		"next": unsafe.Offsetof(ka.next), "k": unsafe.Offsetof(ka.k), "v": unsafe.Offsetof(ka.v),
+		"k_cache": unsafe.Offsetof(ka.k_cache), "v_cache": unsafe.Offsetof(ka.v_cache),
+		"slot_mapping": unsafe.Offsetof(ka.slot_mapping), "scale_granularity": unsafe.Offsetof(ka.scale_granularity),
+		"rotate": unsafe.Offsetof(ka.rotate), "seed": unsafe.Offsetof(ka.seed),
+		"k_descale": unsafe.Offsetof(ka.k_descale), "v_descale": unsafe.Offsetof(ka.v_descale)} {
+		m["fp8attn_kv_append_args "+k] = v
 	}
 	return m
 }

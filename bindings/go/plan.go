@@ -35,6 +35,21 @@ func (d *Desc) OutputDType(t DType) *Desc    { d.raw.output_dtype = C.int32_t(t)
 func (d *Desc) KVOrderForward(on bool) *Desc { d.raw.kv_order = C.int32_t(b2u(on)); return d }
 func (d *Desc) PScaleLog2(p int32) *Desc     { d.raw.p_scale_log2 = C.int32_t(p); return d }
 func (d *Desc) SoftmaxScale(s float32) *Desc { d.raw.softmax_scale = C.float(s); return d }
+
+// PageSize sets the tokens per page of a paged KV cache (ForwardArgs.Paged); 0 is not paged.
+func (d *Desc) PageSize(tokens int32) *Desc { d.raw.page_size = C.int32_t(tokens); return d }
+
+// KVDType sets K's and V's dtype when it is not Q's: E4M3 under BF16 Q.
+func (d *Desc) KVDType(t DType) *Desc { d.raw.kv_dtype = C.int32_t(t); return d }
+
+// Decode selects the decode path (at most 8 queries per sequence; the CPU and reference
+// backends): GQA-packed tiles over KV splits merged by the combine rule.
+func (d *Desc) Decode(on bool) *Desc { d.raw.decode = b2u(on); return d }
+
+// NumSplits sets the decode path's KV splits per sequence, 1..256; 0 picks by a heuristic. A fixed
+// count gives batch-invariant results; 1 gives the plain forward's bits.
+func (d *Desc) NumSplits(n int32) *Desc { d.raw.num_splits = C.int32_t(n); return d }
+
 func (d *Desc) Window(left, right int32) *Desc {
 	d.raw.window_left, d.raw.window_right = C.int32_t(left), C.int32_t(right)
 	return d
@@ -121,6 +136,52 @@ type ForwardArgs struct {
 	AmaxO                        *float32
 	ScaleState                   *ScaleState
 	ScaleStateLayer              int32
+	// Paged, when set, makes K and V the caches [num_pages, page_size, heads_kv, head_dim] of a
+	// paged KV cache (a plan with PageSize); CuSeqlensK is then absent, and packed q needs
+	// CuSeqlensQ, Batch and MaxSeqlenQ.
+	Paged *PagedKV
+}
+
+// KVScaleGranularity is how a paged E4M3 cache's descales are laid out.
+type KVScaleGranularity int32
+
+const (
+	KVScaleNone         KVScaleGranularity = C.FP8ATTN_KV_SCALE_NONE
+	KVScalePerHead      KVScaleGranularity = C.FP8ATTN_KV_SCALE_PER_HEAD       // F32 [heads_kv]
+	KVScalePerTokenHead KVScaleGranularity = C.FP8ATTN_KV_SCALE_PER_TOKEN_HEAD // F32 [num_pages, page_size, heads_kv]
+)
+
+// PagedKV is fp8attn_paged_kv without the caches (ForwardArgs.K and V): the block table
+// (int32 [batch, max_pages_per_seq], any strides), seqused_k (int32 [batch]), their bound and the
+// cache's descales. Query i of a q_len-long chunk sees keys ≤ seqused_k − q_len + i when causal.
+type PagedKV struct {
+	BlockTable, SequsedK Tensor
+	MaxSeqlenK           int64
+	ScaleGranularity     KVScaleGranularity
+	KDescale, VDescale   Tensor
+}
+
+// describePaged fills C memory the caller frees: cgo forbids a Go pointer in args.next.
+func describePaged(pk *PagedKV, k, v C.fp8attn_tensor) (*C.fp8attn_paged_kv, error) {
+	out := (*C.fp8attn_paged_kv)(C.calloc(1, C.sizeof_fp8attn_paged_kv))
+	out.struct_size = C.size_t(C.sizeof_fp8attn_paged_kv)
+	out.struct_type = C.FP8ATTN_STRUCT_TYPE_PAGED_KV
+	out.scale_granularity = C.int32_t(pk.ScaleGranularity)
+	out.k_cache, out.v_cache = k, v
+	out.max_seqlen_k = C.int64_t(pk.MaxSeqlenK)
+	for _, f := range []struct {
+		dst *C.fp8attn_tensor
+		src Tensor
+	}{{&out.block_table, pk.BlockTable}, {&out.seqused_k, pk.SequsedK}, {&out.k_descale, pk.KDescale},
+		{&out.v_descale, pk.VDescale}} {
+		t, err := optional(f.src)
+		if err != nil {
+			C.free(unsafe.Pointer(out))
+			return nil, err
+		}
+		*f.dst = t
+	}
+	return out, nil
 }
 
 // Telemetry is the forward call's numerics (desc Telemetry(true)).
@@ -156,9 +217,26 @@ func (p *Plan) Forward(a *ForwardArgs) (*Telemetry, error) {
 		}
 		*f.dst = t
 	}
-	batch, sq, sk, err := problemSizes(&args.q, &args.k, a.CuSeqlensQ != nil, a.Batch, a.MaxSeqlenQ, a.MaxSeqlenK)
-	if err != nil {
-		return nil, err
+	var batch, sq, sk int64
+	var err error
+	if a.Paged != nil {
+		paged, perr := describePaged(a.Paged, args.k, args.v)
+		if perr != nil {
+			return nil, perr
+		}
+		defer C.free(unsafe.Pointer(paged))
+		args.k, args.v = C.fp8attn_tensor{}, C.fp8attn_tensor{}
+		args.next = unsafe.Pointer(paged)
+		batch, sq, sk = a.Batch, a.MaxSeqlenQ, a.Paged.MaxSeqlenK
+		if a.CuSeqlensQ == nil && args.q.rank == 4 {
+			batch, sq = int64(args.q.shape[0]), int64(args.q.shape[1])
+		}
+		batch, sq, sk = max1(batch), max1(sq), max1(sk)
+	} else {
+		batch, sq, sk, err = problemSizes(&args.q, &args.k, a.CuSeqlensQ != nil, a.Batch, a.MaxSeqlenQ, a.MaxSeqlenK)
+		if err != nil {
+			return nil, err
+		}
 	}
 	var bytes C.size_t
 	if err := call("fp8attn_plan_workspace_size", func(e *C.fp8attn_error) C.int32_t {

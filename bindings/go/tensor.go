@@ -22,12 +22,13 @@ const (
 	E4M3 DType = C.FP8ATTN_DTYPE_E4M3
 	E5M2 DType = C.FP8ATTN_DTYPE_E5M2
 	I32  DType = C.FP8ATTN_DTYPE_I32
+	I64  DType = C.FP8ATTN_DTYPE_I64
 )
 
 // Size is the element size in bytes.
 func (d DType) Size() int {
 	switch d {
-	case F64:
+	case F64, I64:
 		return 8
 	case F32, I32:
 		return 4
@@ -140,7 +141,7 @@ func (t *HostTensor) slice(d DType, size int) unsafe.Pointer {
 	return t.root().ptr
 }
 
-// Float32s, Float64s, Int32s, Uint16s (BF16/F16 bits) and Bytes (E4M3/E5M2 bits) are Go slices
+// Float32s, Float64s, Int32s, Int64s, Uint16s (BF16/F16 bits) and Bytes (E4M3/E5M2 bits) are Go slices
 // over the whole allocation's C memory, valid until Free.
 func (t *HostTensor) Float32s() []float32 {
 	return unsafe.Slice((*float32)(t.slice(F32, 4)), t.root().bytes/4)
@@ -150,6 +151,9 @@ func (t *HostTensor) Float64s() []float64 {
 }
 func (t *HostTensor) Int32s() []int32 {
 	return unsafe.Slice((*int32)(t.slice(I32, 4)), t.root().bytes/4)
+}
+func (t *HostTensor) Int64s() []int64 {
+	return unsafe.Slice((*int64)(t.slice(I64, 8)), t.root().bytes/8)
 }
 func (t *HostTensor) Uint16s() []uint16 {
 	return unsafe.Slice((*uint16)(t.slice(t.dtype, 2)), t.root().bytes/2)

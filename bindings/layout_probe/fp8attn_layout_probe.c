@@ -63,6 +63,10 @@ static void attention(void) {
   FIELD(fp8attn_attention_desc, sink_tokens);
   FIELD(fp8attn_attention_desc, accumulator_model);
   FIELD(fp8attn_attention_desc, accumulator_mantissa_bits);
+  FIELD(fp8attn_attention_desc, page_size);
+  FIELD(fp8attn_attention_desc, kv_dtype);
+  FIELD(fp8attn_attention_desc, decode);
+  FIELD(fp8attn_attention_desc, num_splits);
 
   SIZE(fp8attn_telemetry);
   FIELD(fp8attn_telemetry, struct_size);
@@ -167,11 +171,48 @@ static void scales_and_quantize(void) {
   FIELD(fp8attn_quantize_options, seed);
   FIELD(fp8attn_quantize_options, margin);
   FIELD(fp8attn_quantize_options, leading_rows);
+
+  SIZE(fp8attn_combine_args);
+  FIELD(fp8attn_combine_args, struct_size);
+  FIELD(fp8attn_combine_args, next);
+  FIELD(fp8attn_combine_args, partial_out);
+  FIELD(fp8attn_combine_args, partial_lse);
+  FIELD(fp8attn_combine_args, out);
+  FIELD(fp8attn_combine_args, lse);
+  SIZE(fp8attn_kv_append_args);
+  FIELD(fp8attn_kv_append_args, struct_size);
+  FIELD(fp8attn_kv_append_args, next);
+  FIELD(fp8attn_kv_append_args, k);
+  FIELD(fp8attn_kv_append_args, v);
+  FIELD(fp8attn_kv_append_args, k_cache);
+  FIELD(fp8attn_kv_append_args, v_cache);
+  FIELD(fp8attn_kv_append_args, slot_mapping);
+  FIELD(fp8attn_kv_append_args, scale_granularity);
+  FIELD(fp8attn_kv_append_args, rotate);
+  FIELD(fp8attn_kv_append_args, seed);
+  FIELD(fp8attn_kv_append_args, k_descale);
+  FIELD(fp8attn_kv_append_args, v_descale);
+}
+
+static void paged_kv(void) {
+  SIZE(fp8attn_paged_kv);
+  FIELD(fp8attn_paged_kv, struct_size);
+  FIELD(fp8attn_paged_kv, next);
+  FIELD(fp8attn_paged_kv, struct_type);
+  FIELD(fp8attn_paged_kv, scale_granularity);
+  FIELD(fp8attn_paged_kv, k_cache);
+  FIELD(fp8attn_paged_kv, v_cache);
+  FIELD(fp8attn_paged_kv, block_table);
+  FIELD(fp8attn_paged_kv, seqused_k);
+  FIELD(fp8attn_paged_kv, max_seqlen_k);
+  FIELD(fp8attn_paged_kv, k_descale);
+  FIELD(fp8attn_paged_kv, v_descale);
 }
 
 int main(void) {
   error_and_tensor();
   attention();
+  paged_kv();
   scales_and_quantize();
   return 0;
 }

@@ -71,7 +71,8 @@ typedef enum fp8attn_status_code {
   FP8ATTN_STATUS_INVALID_ARGUMENT = 1000, /**< A bad argument not covered below. */
   FP8ATTN_STATUS_NULL_POINTER = 1001,     /**< A required pointer was NULL. */
   FP8ATTN_STATUS_BAD_STRUCT_SIZE = 1002,  /**< `struct_size` is 0 or smaller than the oldest layout. */
-  FP8ATTN_STATUS_BAD_EXTENSION = 1003,    /**< `next` is not NULL; no extension is defined yet. */
+  FP8ATTN_STATUS_BAD_EXTENSION = 1003,    /**< `next` is not NULL where nothing may be chained, or
+                                               names an unknown ::fp8attn_struct_type. */
   FP8ATTN_STATUS_BAD_DTYPE = 1004,        /**< Unknown dtype, or a dtype the argument cannot take. */
   FP8ATTN_STATUS_BAD_SHAPE = 1005,        /**< Rank or shape does not match the description. */
   FP8ATTN_STATUS_BAD_STRIDE = 1006,       /**< A negative stride, or strides that overlap outputs. */
@@ -151,7 +152,8 @@ typedef enum fp8attn_dtype {
   FP8ATTN_DTYPE_F16 = 4,  /**< IEEE binary16. */
   FP8ATTN_DTYPE_E4M3 = 5, /**< OCP FP8 E4M3 ("e4m3fn"): max 448, no infinity. */
   FP8ATTN_DTYPE_E5M2 = 6, /**< OCP FP8 E5M2: max 57344, with infinities. */
-  FP8ATTN_DTYPE_I32 = 7   /**< int32_t. */
+  FP8ATTN_DTYPE_I32 = 7,  /**< int32_t. */
+  FP8ATTN_DTYPE_I64 = 8   /**< int64_t (fp8attn_kv_append_args.slot_mapping). */
 } fp8attn_dtype;
 
 /** Where a tensor's memory lives. */
@@ -457,7 +459,44 @@ typedef struct fp8attn_attention_desc {
                                           default) or 0 (the same: 13). Any other value is refused
                                           with FP8ATTN_STATUS_BAD_OPTION: the hardware's width is
                                           fixed, and the rule is not a tunable model. */
+  int32_t page_size; /**< Tokens per page of a paged KV cache (::fp8attn_paged_kv, chained on the
+                          forward's args), any value ≥ 1; 0 (the default): K and V are contiguous
+                          or packed tensors. */
+  int32_t kv_dtype;  /**< The dtype of K and V (or of the paged cache): ::FP8ATTN_DTYPE_E4M3 or
+                          ::FP8ATTN_DTYPE_BF16; 0 (the default) means input_dtype. BF16 Q over an
+                          E4M3 cache is allowed (see docs/numerics.md); E4M3 Q over BF16 K/V is
+                          refused with ::FP8ATTN_STATUS_BAD_DTYPE. */
+  uint32_t decode;    /**< 1: the decode path, for short queries (generation, speculative
+                           decoding): every sequence has at most ::FP8ATTN_MAX_DECODE_Q_LEN
+                           queries (more: ::FP8ATTN_STATUS_BAD_SHAPE at the forward call). A KV
+                           group's query heads and tokens share the tile's rows (row = token ·
+                           group + head in group), so each K/V byte is read once per group, and
+                           each sequence's KV blocks are cut into `num_splits` splits whose
+                           partial results (O in F32 and LSE, in the workspace) are merged by
+                           the rule of fp8attn_attention_combine(). 0 (the default): the plain
+                           forward. Other values: ::FP8ATTN_STATUS_BAD_OPTION. The CPU and
+                           reference backends run it; the GPU backends refuse decode plans with
+                           ::FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND for now. */
+  int32_t num_splits; /**< Decode only (0 otherwise, else ::FP8ATTN_STATUS_BAD_OPTION): how many
+                           splits each sequence's KV blocks are cut into, 1 to
+                           ::FP8ATTN_MAX_COMBINE_PARTS. Split s of a sequence with T KV blocks
+                           (its per-block descale grid) holds blocks [⌊s·T/n⌋, ⌊(s+1)·T/n⌋): the
+                           boundaries depend only on n and the sequence's own length, so a
+                           fixed n gives the same bits for a sequence alone or in any batch.
+                           n = 1 gives the plain forward's bits; a fixed n also gives the same
+                           bits for any thread count. 0 (the default) picks n by a heuristic
+                           (kernels/sm90/decode_schedule.hpp) from the longest real KV length
+                           (at most the host's max_seqlen_k, which sizes the workspace), the
+                           batch, the query heads and the worker count (CPU threads): about two
+                           work items per worker, at least two KV blocks per split; its bits
+                           depend on those, so it is neither batch- nor thread-invariant.
+                           Negative or above 256: ::FP8ATTN_STATUS_BAD_OPTION. The workspace
+                           (fp8attn_plan_workspace_size()) counts the splits' partial O (F32)
+                           and LSE. */
 } fp8attn_attention_desc;
+
+/** Queries per sequence the decode path (fp8attn_attention_desc.decode) takes. */
+#define FP8ATTN_MAX_DECODE_Q_LEN 8
 
 /**
  * Fills `desc` with defaults, including `struct_size`. Fields beyond the caller's
@@ -487,13 +526,19 @@ typedef struct fp8attn_plan_t* fp8attn_plan;
  * @retval FP8ATTN_STATUS_BAD_STRUCT_SIZE A struct's `struct_size` is 0 or smaller than its oldest
  *         layout.
  * @retval FP8ATTN_STATUS_BAD_EXTENSION A struct's `next` is not NULL.
- * @retval FP8ATTN_STATUS_BAD_DTYPE           input or output dtype not allowed.
+ * @retval FP8ATTN_STATUS_BAD_DTYPE           input or output dtype not allowed; a kv_dtype other
+ *         than 0, E4M3 or BF16, or BF16 under E4M3 Q.
  * @retval FP8ATTN_STATUS_UNSUPPORTED_HEAD_DIM head_dim not in {64, 128, 256}, or head_dim_v
  *         differs.
  * @retval FP8ATTN_STATUS_BAD_HEADS           head counts not positive, or not divisible.
  * @retval FP8ATTN_STATUS_BAD_SCALE           softmax_scale NaN, infinite or negative; bad β, τ,
  *         cap.
- * @retval FP8ATTN_STATUS_BAD_OPTION          kv_order, p_scale_log2, variant, window, interval.
+ * @retval FP8ATTN_STATUS_BAD_OPTION          kv_order, p_scale_log2, variant, window, interval;
+ *         a negative page_size.
+ * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND page_size ≥ 1, or a kv_dtype other than
+ *         input_dtype, on a backend that does not run it (the CPU and reference backends run
+ *         both; the emulator and CUDA backends run page_size ≥ 1, and refuse BF16 Q over an E4M3
+ *         cache).
  *
  * @par Thread safety
  * Thread-safe.
@@ -650,13 +695,17 @@ typedef struct fp8attn_attention_args {
  *         data with elements (a tensor with an extent of 0 may have NULL data: ::fp8attn_tensor).
  * @retval FP8ATTN_STATUS_BAD_STRUCT_SIZE A struct's `struct_size` is 0 or smaller than its oldest
  *         layout.
- * @retval FP8ATTN_STATUS_BAD_EXTENSION A struct's `next` is not NULL.
+ * @retval FP8ATTN_STATUS_BAD_EXTENSION `args.next` names a struct other than one
+ *                                      ::fp8attn_paged_kv; an ::fp8attn_paged_kv on a plan whose
+ *                                      desc.page_size is 0; a plan with page_size ≥ 1 and none.
  * @retval FP8ATTN_STATUS_BAD_DTYPE     a tensor's dtype is unknown or not the plan's.
  * @retval FP8ATTN_STATUS_BAD_SHAPE     a rank or extent mismatch; a batch above ::FP8ATTN_MAX_BATCH
  *                                      or a sequence above ::FP8ATTN_MAX_SEQLEN.
  * @retval FP8ATTN_STATUS_BAD_STRIDE    a negative stride, overlapping output elements, or a tensor
  *                                      whose largest element offset does not fit in int64.
- * @retval FP8ATTN_STATUS_BAD_SEQLENS   cu_seqlens not starting at 0, decreasing, or past total.
+ * @retval FP8ATTN_STATUS_BAD_SEQLENS   cu_seqlens not starting at 0, decreasing, or past total; a
+ *                                      paged cache's seqused_k[b] below 0, above max_seqlen_k or
+ *                                      above max_pages_per_seq · page_size (host memory).
  * @retval FP8ATTN_STATUS_BAD_SCALE     a descale that is NaN, infinite or ≤ 0 (a stride-0 descale
  *                                      is read once); or finite descales whose products leave
  *                                      FP32's range, checked before anything is written: a logit
@@ -684,7 +733,10 @@ typedef struct fp8attn_attention_args {
  *                                      ::FP8ATTN_OK with the non-finite values written (so do
  *                                      unchecked device-memory descales on CUDA).
  * @retval FP8ATTN_STATUS_INVALID_ARGUMENT `scale_state_layer` out of range, or nonzero without a
- *                                      state.
+ *                                      state; with a paged cache: `k`, `v` or `cu_seqlens_k`
+ *                                      given, or a block-table entry a sequence uses outside
+ *                                      [0, num_pages) (checked where the host can read the table:
+ *                                      the CPU and reference backends).
  * @retval FP8ATTN_STATUS_BAD_OPTION    `out_scale` with an output dtype other than E4M3, or
  *                                      together with `scale_state`; per-tensor descale tensors
  *                                      together with `scale_state`.
@@ -735,6 +787,219 @@ typedef struct fp8attn_attention_args {
  * time on its worker threads). Calls sharing one scale state are safe (its lock).
  */
 FP8ATTN_API int32_t fp8attn_attention_forward(fp8attn_plan plan, const fp8attn_attention_args* args,
+                                              void* workspace, size_t workspace_bytes,
+                                              struct CUstream_st* stream, fp8attn_error* err);
+
+/** @} */
+
+/* ------------------------------------------------------------------------------------------ */
+/** @name Serving: a paged KV cache, appending to it, and merging partial results
+ * A serving stack keeps K and V in pages of `page_size` tokens (vLLM's and FlashAttention-3's
+ * layout): a cache tensor [num_pages, page_size, heads_kv, head_dim], and per sequence a row of
+ * a block table that lists its pages in order. Key j of sequence b is token j % page_size of
+ * page block_table[b, j / page_size]. Pages may be shared by several sequences (prefix caching)
+ * and lie in any order.
+ * @{ */
+/* ------------------------------------------------------------------------------------------ */
+
+/** Type tags of the structs that may be chained on an argument struct's `next`. An extension
+ *  struct starts with `struct_size`, `next` and `struct_type`; the library reads `struct_type`
+ *  to know what it is (::FP8ATTN_STATUS_BAD_EXTENSION for an unknown tag). */
+typedef enum fp8attn_struct_type {
+  FP8ATTN_STRUCT_TYPE_PAGED_KV = 1 /**< ::fp8attn_paged_kv, on fp8attn_attention_args.next. */
+} fp8attn_struct_type;
+
+/** How a paged cache's E4M3 values are scaled back: value = code · descale. */
+typedef enum fp8attn_kv_scale_granularity {
+  FP8ATTN_KV_SCALE_NONE = 0,          /**< No scale cache; the args' k_descale and v_descale
+                                           (per sequence and KV head) apply as without pages. */
+  FP8ATTN_KV_SCALE_PER_HEAD = 1,      /**< F32 [heads_kv]: one descale per KV head, for the whole
+                                           layer (vLLM's and FlashAttention-3's convention; pages
+                                           can be shared between requests). */
+  FP8ATTN_KV_SCALE_PER_TOKEN_HEAD = 2 /**< F32 [num_pages, page_size, heads_kv]: a scale cache
+                                           beside the pages, one descale per (token, KV head),
+                                           written by fp8attn_kv_append_async(). Applied inside
+                                           the computation: K's on the logits, V's on P·V. */
+} fp8attn_kv_scale_granularity;
+
+/**
+ * A paged KV cache, chained on fp8attn_attention_args.next (`struct_type` =
+ * ::FP8ATTN_STRUCT_TYPE_PAGED_KV) for a plan whose description has `page_size` ≥ 1. The args'
+ * `k`, `v` and `cu_seqlens_k` must then be absent (NULL data); `q`, `out`, `lse` and
+ * `cu_seqlens_q` keep their layouts. Tensors are borrowed for the call (on CUDA, until the stream
+ * reaches the work) and live where the backend's memory lives (device memory on CUDA).
+ *
+ * Query i of sequence b's q_len-long chunk sees keys ≤ seqused_k[b] − q_len + i when the plan is
+ * causal (bottom-right alignment: prefill, chunked prefill and extend), and windows count from
+ * the same diagonal.
+ *
+ * Checks (fp8attn_attention_forward()): the caches' dtype is desc.kv_dtype and their extents
+ * match the plan (page_size, heads_kv, head_dim), with the same page count, and no two of a
+ * cache's elements share an address (::FP8ATTN_STATUS_BAD_STRIDE); the block table's rows equal
+ * the batch; the scale caches are absent without a granularity, need an E4M3 cache and no
+ * args.k_descale / v_descale with one (::FP8ATTN_STATUS_BAD_OPTION) and are finite and > 0 for
+ * the tokens in use (host memory; ::FP8ATTN_STATUS_BAD_SCALE). The workspace is what
+ * fp8attn_plan_workspace_size() returns with max_seqlen_k = this struct's `max_seqlen_k`.
+ * Per-token descales: docs/numerics.md, "Paged KV caches".
+ */
+typedef struct fp8attn_paged_kv {
+  size_t struct_size;         /**< sizeof(fp8attn_paged_kv). */
+  const void* next;           /**< Extension chain; must be NULL. */
+  int32_t struct_type;        /**< ::FP8ATTN_STRUCT_TYPE_PAGED_KV. */
+  int32_t scale_granularity;  /**< An ::fp8attn_kv_scale_granularity; default (0) none. */
+  fp8attn_tensor k_cache;     /**< [num_pages, page_size, heads_kv, head_dim], dtype desc.kv_dtype;
+                                   any non-negative strides. */
+  fp8attn_tensor v_cache;     /**< [num_pages, page_size, heads_kv, head_dim_v], the same pages. */
+  fp8attn_tensor block_table; /**< I32 [batch, max_pages_per_seq], any strides (a row stride
+                                   larger than the row). Entries past a sequence's last page are
+                                   not read. */
+  fp8attn_tensor seqused_k;   /**< I32 [batch]: keys in each sequence's cache, 0..max_seqlen_k. */
+  int64_t max_seqlen_k;       /**< Host upper bound of seqused_k, ≥ 0. */
+  fp8attn_tensor k_descale;   /**< With a scale granularity: F32 of the shape it names. */
+  fp8attn_tensor v_descale;   /**< Likewise for V. */
+} fp8attn_paged_kv;
+
+/**
+ * Arguments of fp8attn_kv_append_async(): new tokens' K and V written into a paged cache.
+ * Tensors are borrowed for the call (on CUDA, until the stream reaches the work).
+ */
+typedef struct fp8attn_kv_append_args {
+  size_t struct_size;          /**< sizeof(fp8attn_kv_append_args). */
+  const void* next;            /**< Extension chain; must be NULL. */
+  fp8attn_tensor k;            /**< New keys [tokens, heads_kv, head_dim]: BF16, F32 or E4M3
+                                    (E4M3 is copied as it is, into an E4M3 cache only). */
+  fp8attn_tensor v;            /**< New values [tokens, heads_kv, head_dim_v], K's dtype. */
+  fp8attn_tensor k_cache;      /**< Out: [num_pages, page_size, heads_kv, head_dim], E4M3 or BF16. */
+  fp8attn_tensor v_cache;      /**< Out: [num_pages, page_size, heads_kv, head_dim_v], K's dtype. */
+  fp8attn_tensor slot_mapping; /**< I64 [tokens]: slot = page · page_size + offset; a negative
+                                    slot skips its token (vLLM's padding convention). */
+  int32_t scale_granularity;   /**< An ::fp8attn_kv_scale_granularity, for an E4M3 cache from
+                                    BF16 or F32 input: PER_HEAD quantizes with the given layer
+                                    descales (code = round(x / descale), in FP32); PER_TOKEN_HEAD
+                                    computes each (token, head)'s scale = 448 / amax over its
+                                    (rotated) row, 1 when the row is all zeros (fp8attn_quantize's
+                                    rule with margin 0), code = round(x · scale) and writes
+                                    descale = 1 / scale (FP32) into the scale caches; a NaN or
+                                    infinite element gives scale 0 and descale +inf. NONE:
+                                    descale 1. E4M3 input takes NONE or PER_HEAD (its descales
+                                    are the caller's; they are checked, not applied). */
+  uint32_t rotate;             /**< 1: multiply each K row by H·D first (the quantizer's
+                                    incoherent processing, fp8attn_quantize_options.rotate); Q must
+                                    then be rotated with the same seed. V is never rotated. Not
+                                    for E4M3 input. */
+  uint64_t seed;               /**< Seed of D's signs when `rotate` is 1. */
+  fp8attn_tensor k_descale;    /**< PER_HEAD: F32 [heads_kv], read. PER_TOKEN_HEAD: out, F32
+                                    [num_pages, page_size, heads_kv], written at the slots. */
+  fp8attn_tensor v_descale;    /**< Likewise for V. */
+} fp8attn_kv_append_args;
+
+/**
+ * Writes new tokens' K and V into a paged cache, as vLLM's reshape_and_cache_flash does, on the
+ * context's backend as one pass over the tokens (one kernel on a GPU backend): token t's row of
+ * head h goes to page slot_mapping[t] / page_size, offset slot_mapping[t] % page_size. From BF16
+ * or F32 into an E4M3 cache it quantizes (round to nearest even, saturating to ±448) with the
+ * descales `scale_granularity` names; into a BF16 cache it rounds to BF16.
+ * @param ctx    The context.
+ * @param args   Borrowed for the call.
+ * @param stream CUDA stream; must be NULL on CPU backends.
+ * @param err    Optional error detail.
+ * @retval FP8ATTN_OK Success.
+ * @retval FP8ATTN_STATUS_BAD_HANDLE   `ctx` is NULL.
+ * @retval FP8ATTN_STATUS_NULL_POINTER `args` is NULL, or a required tensor's data with elements.
+ * @retval FP8ATTN_STATUS_BAD_STRUCT_SIZE A struct's `struct_size` is 0 or too small.
+ * @retval FP8ATTN_STATUS_BAD_EXTENSION `args->next` is not NULL.
+ * @retval FP8ATTN_STATUS_BAD_DTYPE    a dtype outside those above, or K and V dtypes that differ.
+ * @retval FP8ATTN_STATUS_BAD_SHAPE    ranks or extents that disagree, a page_size of 0.
+ * @retval FP8ATTN_STATUS_BAD_STRIDE   a negative stride, a cache whose strides overlap, or an
+ *                                     input that overlaps a cache.
+ * @retval FP8ATTN_STATUS_BAD_OPTION   an unknown granularity, a granularity other than NONE for a
+ *                                     BF16 cache, rotate not 0 or 1, rotate or PER_TOKEN_HEAD
+ *                                     with E4M3 input.
+ * @retval FP8ATTN_STATUS_UNSUPPORTED_HEAD_DIM rotate with a head_dim that is not a power of two
+ *                                     ≤ ::FP8ATTN_MAX_ROTATION_DIM.
+ * @retval FP8ATTN_STATUS_BAD_SCALE    a PER_HEAD descale (host memory) that is not finite and > 0.
+ * @retval FP8ATTN_STATUS_INVALID_ARGUMENT a slot ≥ num_pages · page_size, where the host can read
+ *                                     the slots (host memory). On CUDA the kernel skips such a
+ *                                     slot instead and writes nothing for it.
+ * @retval FP8ATTN_STATUS_BAD_DEVICE   a tensor not on the backend's device.
+ * @retval FP8ATTN_STATUS_BAD_STREAM   a stream given to a CPU backend.
+ *
+ * @par Thread safety
+ * Thread-safe; concurrent appends to the same slots race, as any two writers do.
+ */
+FP8ATTN_API int32_t fp8attn_kv_append_async(fp8attn_context ctx, const fp8attn_kv_append_args* args,
+                                            struct CUstream_st* stream, fp8attn_error* err);
+
+/** Most partial results fp8attn_attention_combine() merges in one call. */
+#define FP8ATTN_MAX_COMBINE_PARTS 256
+
+/**
+ * Arguments of fp8attn_attention_combine(): `num_parts` partial attention results over disjoint
+ * key sets (split-KV, a shared prefix and a suffix, context-parallel shards), merged into the
+ * result over their union. Tensors are borrowed for the call.
+ */
+typedef struct fp8attn_combine_args {
+  size_t struct_size;        /**< sizeof(fp8attn_combine_args). */
+  const void* next;          /**< Extension chain; must be NULL. */
+  fp8attn_tensor partial_out; /**< [num_parts, tokens, heads, head_dim], F32 or BF16, any strides:
+                                   each part's normalized output. */
+  fp8attn_tensor partial_lse; /**< F32 [num_parts, tokens, heads]: each part's natural-log
+                                   log-sum-exp; −inf marks a part with no visible key, whose O is
+                                   not read. */
+  fp8attn_tensor out;         /**< Out: [tokens, heads, head_dim], F32 or BF16:
+                                   Σ_p exp(lse_p − lse)·O_p, 0 for a row where every part is empty. */
+  fp8attn_tensor lse;         /**< Optional out: F32 [tokens, heads], log Σ_p exp(lse_p); −inf for
+                                   a row where every part is empty. */
+} fp8attn_combine_args;
+
+/**
+ * Workspace bytes fp8attn_attention_combine() needs for these arguments (only shapes and dtypes
+ * are read).
+ * @param ctx   The context.
+ * @param args  The arguments fp8attn_attention_combine() will get; borrowed for the call.
+ * @param bytes Out: the size; written only on success.
+ * @param err   Optional error detail.
+ * @retval FP8ATTN_OK Success; the statuses of fp8attn_attention_combine()'s shape checks otherwise.
+ */
+FP8ATTN_API int32_t fp8attn_attention_combine_workspace_size(fp8attn_context ctx,
+                                                             const fp8attn_combine_args* args,
+                                                             size_t* bytes, fp8attn_error* err);
+
+/**
+ * Merges partial attention results: for each (token, head), with m = max_p lse_p,
+ * lse = m + log Σ_p exp(lse_p − m) and out = Σ_p exp(lse_p − lse)·O_p, in FP32, parts in index
+ * order (a fixed order: the result does not depend on the backend's threads). The CPU backend and
+ * the kernel (CUDA, emulator) compute each weight as exp(lse_p − m) / Σ_q exp(lse_q − m) with the
+ * forward's exp2, the emulator bit-equal to the CPU; the reference backend merges in FP64.
+ * Special values: a part with lse_p = −inf is empty and its O is not read (nor is the O of a part
+ * whose weight underflows FP32, lse_p < m − 87); a row whose every part is empty gets out 0 and
+ * lse −inf; a NaN or +inf lse_p makes its row's out and lse NaN; NaN or ±inf inside a read O
+ * reaches out by IEEE arithmetic. The workspace query returns 0 bytes in this version.
+ * @param ctx       The context.
+ * @param args      Borrowed for the call.
+ * @param workspace Caller-owned scratch of at least the queried size; may be NULL if that is 0.
+ * @param workspace_bytes Its size.
+ * @param stream    CUDA stream; must be NULL on CPU backends.
+ * @param err       Optional error detail.
+ * @retval FP8ATTN_OK Success.
+ * @retval FP8ATTN_STATUS_BAD_HANDLE   `ctx` is NULL.
+ * @retval FP8ATTN_STATUS_NULL_POINTER `args` is NULL, or a required tensor's data with elements.
+ * @retval FP8ATTN_STATUS_BAD_STRUCT_SIZE A struct's `struct_size` is 0 or too small.
+ * @retval FP8ATTN_STATUS_BAD_EXTENSION `args->next` is not NULL.
+ * @retval FP8ATTN_STATUS_BAD_DTYPE    O not F32 or BF16, an LSE not F32.
+ * @retval FP8ATTN_STATUS_BAD_SHAPE    ranks or extents that disagree (partial counts of O and LSE
+ *                                     among them), num_parts of 0 or above
+ *                                     ::FP8ATTN_MAX_COMBINE_PARTS.
+ * @retval FP8ATTN_STATUS_BAD_STRIDE   a negative stride, an output that overlaps itself, another
+ *                                     output or an input.
+ * @retval FP8ATTN_STATUS_BAD_DEVICE   a tensor not on the backend's device.
+ * @retval FP8ATTN_STATUS_BAD_STREAM   a stream given to a CPU backend.
+ * @retval FP8ATTN_STATUS_WORKSPACE_TOO_SMALL `workspace_bytes` is below the queried size.
+ *
+ * @par Thread safety
+ * Thread-safe.
+ */
+FP8ATTN_API int32_t fp8attn_attention_combine(fp8attn_context ctx, const fp8attn_combine_args* args,
                                               void* workspace, size_t workspace_bytes,
                                               struct CUstream_st* stream, fp8attn_error* err);
 

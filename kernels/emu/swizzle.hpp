@@ -10,15 +10,8 @@
 
 namespace fp8attn::emu {
 
-/// Physical .shared address of the logical address `address` under swizzle mode `s`.
-constexpr uint32_t swizzle_address(uint32_t address, arch::Swizzle s) {
-  switch (s) {
-    case arch::Swizzle::B32: return address ^ ((address >> 3) & 0x10u);
-    case arch::Swizzle::B64: return address ^ ((address >> 3) & 0x30u);
-    case arch::Swizzle::B128: return address ^ ((address >> 3) & 0x70u);
-    case arch::Swizzle::None: break;
-  }
-  return address;
-}
+/// Physical .shared address of the logical address under a swizzle mode: the one definition,
+/// kernels/ptx/wgmma_descriptor.hpp, which the kernels' paged gathers use too.
+using arch::swizzle_address;
 
 }  // namespace fp8attn::emu

@@ -32,6 +32,16 @@ FP8ATTN_HOST_DEVICE constexpr uint32_t swizzle_period_bytes(Swizzle s) {
   return s == Swizzle::None ? 16u : swizzle_span_bytes(s) * 8u;
 }
 
+/// Physical .shared address (or offset from a buffer on the pattern's period) of the logical one
+/// under swizzle mode `s` (PTX ISA 9.0 §5.5.7; CuTe Swizzle<B,4,3>): bits [4, 4+B) ^= bits
+/// [7, 7+B), the 16-byte chunk inside a 128-byte line XORed with the line index modulo 2 / 4 / 8.
+FP8ATTN_HOST_DEVICE constexpr uint32_t swizzle_address(uint32_t address, Swizzle s) {
+  return s == Swizzle::B128  ? address ^ ((address >> 3) & 0x70u)
+         : s == Swizzle::B64 ? address ^ ((address >> 3) & 0x30u)
+         : s == Swizzle::B32 ? address ^ ((address >> 3) & 0x10u)
+                             : address;
+}
+
 /// GMMA descriptor layout code of a swizzle mode (bits 63-62).
 FP8ATTN_HOST_DEVICE constexpr uint64_t wgmma_layout_code(Swizzle s) {
   return s == Swizzle::B128 ? 1u : s == Swizzle::B64 ? 2u : s == Swizzle::B32 ? 3u : 0u;

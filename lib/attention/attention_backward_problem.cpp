@@ -44,6 +44,10 @@ AttentionBackwardProblem make_attention_backward_problem(const AttentionConfig& 
   FP8ATTN_REQUIRE(cfg.input_dtype == FP8ATTN_DTYPE_BF16, FP8ATTN_STATUS_UNSUPPORTED_DTYPE,
                   "the attention backward takes BF16 inputs; this plan's input_dtype is " +
                       dtype_name(cfg.input_dtype) + " (create the plan with input_dtype = FP8ATTN_DTYPE_BF16)");
+  // NOTE: a serving layout has no training use: the backward takes contiguous BF16 K and V.
+  FP8ATTN_REQUIRE(!cfg.paged() && !cfg.mixed_kv_dtype(), FP8ATTN_STATUS_UNSUPPORTED,
+                  "the attention backward takes contiguous K and V in Q's dtype; this plan has desc.page_size = " +
+                      std::to_string(cfg.page_size) + " and desc.kv_dtype = " + dtype_name(cfg.kv_dtype));
   FP8ATTN_REQUIRE(a.deterministic == 0 || a.deterministic == 1, FP8ATTN_STATUS_BAD_OPTION,
                   "args.deterministic must be 0 or 1, got " + std::to_string(a.deterministic));
   // NOTE: an empty lse (no query row) may have NULL data, as any required tensor.

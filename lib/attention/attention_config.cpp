@@ -32,6 +32,10 @@ void default_attention_desc(fp8attn_attention_desc* d) {
   // (kernels/ptx/mma_order.hpp; 15,000 measured H100 instructions reproduced bit for bit).
   d->accumulator_model = FP8ATTN_ACCUMULATOR_TENSOR_CORE;
   d->accumulator_mantissa_bits = arch::kFp8ResultBits;
+  d->page_size = 0;
+  d->kv_dtype = 0;  // input_dtype
+  d->decode = 0;
+  d->num_splits = 0;
 }
 
 AttentionConfig make_attention_config(const fp8attn_attention_desc& d) {
@@ -96,6 +100,27 @@ AttentionConfig make_attention_config(const fp8attn_attention_desc& d) {
           "desc.accumulator_mantissa_bits must be 13 (the tensor core's FP8 width) or 0 (the same), got " +
               std::to_string(d.accumulator_mantissa_bits));
 
+  require(d.page_size >= 0 && d.page_size <= FP8ATTN_MAX_SEQLEN, FP8ATTN_STATUS_BAD_OPTION,
+          "desc.page_size must be ≥ 0 (0: K and V are not paged) and at most FP8ATTN_MAX_SEQLEN, got " +
+              std::to_string(d.page_size));
+  const int32_t kv_dtype = d.kv_dtype == 0 ? d.input_dtype : d.kv_dtype;
+  require(kv_dtype == FP8ATTN_DTYPE_E4M3 || kv_dtype == FP8ATTN_DTYPE_BF16, FP8ATTN_STATUS_BAD_DTYPE,
+          "desc.kv_dtype must be 0 (input_dtype), FP8ATTN_DTYPE_E4M3 or FP8ATTN_DTYPE_BF16, got " +
+              std::to_string(d.kv_dtype));
+  // NOTE: BF16 Q over E4M3 K/V loses nothing (every E4M3 value is a BF16 value); E4M3 Q over BF16
+  // K/V would round K and V to E4M3 behind the caller's back, so it is refused.
+  require(!(d.input_dtype == FP8ATTN_DTYPE_E4M3 && kv_dtype == FP8ATTN_DTYPE_BF16), FP8ATTN_STATUS_BAD_DTYPE,
+          "desc.kv_dtype is FP8ATTN_DTYPE_BF16 but desc.input_dtype is FP8ATTN_DTYPE_E4M3: E4M3 Q over BF16 K and V "
+          "is not supported (quantize K and V to E4M3, or use BF16 Q)");
+
+  require(d.decode <= 1, FP8ATTN_STATUS_BAD_OPTION, "desc.decode must be 0 or 1, got " + std::to_string(d.decode));
+  require(d.num_splits >= 0 && d.num_splits <= FP8ATTN_MAX_COMBINE_PARTS, FP8ATTN_STATUS_BAD_OPTION,
+          "desc.num_splits must be in 0..FP8ATTN_MAX_COMBINE_PARTS = 256 (0: a heuristic), got " +
+              std::to_string(d.num_splits));
+  require(d.decode == 1 || d.num_splits == 0, FP8ATTN_STATUS_BAD_OPTION,
+          "desc.num_splits = " + std::to_string(d.num_splits) +
+              " needs desc.decode = 1 (KV splits are a decode-path option); set it or leave num_splits 0");
+
   c.input_dtype = d.input_dtype;
   c.output_dtype = d.output_dtype;
   c.head_dim = d.head_dim;
@@ -123,6 +148,10 @@ AttentionConfig make_attention_config(const fp8attn_attention_desc& d) {
   // NOTE: the tile depends on the promotion asked for (FP8 every-N promotion has its own BlockN at
   // head_dim 128 and BlockM 64 at 256, tile_config.hpp), decided here once for the engine and the
   // plans.
+  c.page_size = d.page_size;
+  c.kv_dtype = kv_dtype;
+  c.decode = d.decode != 0;
+  c.num_splits = d.num_splits;
   c.tile = sm90::attention_tile(d.head_dim, c.fp8(), sm90::pv_promotion_of_interval(d.pv_promote_interval));
   require(c.sink_tokens <= c.tile.block_n, FP8ATTN_STATUS_BAD_OPTION,
           "desc.sink_tokens (" + std::to_string(c.sink_tokens) + ") must not exceed the KV block size " +

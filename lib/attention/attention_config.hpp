@@ -33,9 +33,22 @@ struct AttentionConfig {
   arch::MmaPrecisionModel mma_model;  ///< desc.accumulator_model: the tensor core's addition (default) or FP32
   arch::MmaRule mma_rule;             ///< mma_model resolved for the inputs' format (E4M3 or BF16)
   sm90::AttentionTile tile;
+  /// desc.page_size: tokens per page of a paged KV cache (fp8attn_paged_kv); 0 = K and V are
+  /// contiguous or packed tensors.
+  int64_t page_size;
+  /// desc.kv_dtype resolved: the dtype of K and V (or of the paged cache). Equal to input_dtype,
+  /// or E4M3 under BF16 Q (the CPU engine then runs the BF16 path on the exactly decoded codes).
+  int32_t kv_dtype;
+  /// desc.decode: the decode path (at most FP8ATTN_MAX_DECODE_Q_LEN queries per sequence).
+  bool decode;
+  /// desc.num_splits: KV splits per sequence on the decode path; 0 = the heuristic.
+  int num_splits;
 
   bool fp8() const { return input_dtype == FP8ATTN_DTYPE_E4M3; }
   int heads_per_kv() const { return num_heads_q / num_heads_kv; }
+  bool paged() const { return page_size > 0; }
+  /// K and V in a dtype other than Q's (BF16 Q over E4M3 K and V).
+  bool mixed_kv_dtype() const { return kv_dtype != input_dtype; }
 };
 
 /// Fills the defaults of fp8attn_attention_desc_init().

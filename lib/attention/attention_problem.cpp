@@ -13,6 +13,7 @@
 #include "lib/core/checked_math.hpp"
 #include "lib/core/error.hpp"
 #include "lib/core/tensor.hpp"
+#include "lib/attention/paged_kv_problem.hpp"
 
 namespace fp8attn {
 namespace {
@@ -96,33 +97,6 @@ const int32_t* read_cu_seqlens(const fp8attn_tensor& t, std::string_view what, i
 
 }  // namespace
 
-/// Outputs must not overlap themselves: two elements written to one address race between
-/// worker threads and make the result depend on the schedule. With the dims of extent > 1
-/// sorted by stride, each stride must exceed the largest offset the smaller dims reach. This
-/// is sufficient (every layout it accepts is free of overlap) and accepts every permutation of
-/// a dense or padded layout.
-void require_no_overlap(const fp8attn_tensor& t, std::string_view what) {
-  std::array<std::pair<int64_t, int64_t>, FP8ATTN_MAX_RANK> dims{};  // (stride, extent)
-  int n = 0;
-  const int rank = std::min(t.rank, FP8ATTN_MAX_RANK);  // checked by check_tensor already
-  for (int i = 0; i < rank; ++i) {
-    if (t.shape[i] == 0) return;  // an empty tensor writes nothing
-    if (t.shape[i] <= 1) continue;
-    int j = n++;  // insertion sort by stride: at most 8 dims
-    for (; j > 0 && dims[j - 1].first > t.stride[i]; --j) dims[j] = dims[j - 1];
-    dims[j] = {t.stride[i], t.shape[i]};
-  }
-  int64_t reach = 0;  // largest offset reachable with the dims seen so far
-  for (int i = 0; i < n; ++i) {
-    FP8ATTN_REQUIRE(dims[i].first > reach, FP8ATTN_STATUS_BAD_STRIDE,
-                    std::string(what) + " has overlapping elements: stride " + std::to_string(dims[i].first) +
-                        " does not clear the offsets of the smaller dims (up to " + std::to_string(reach) + ")");
-    // NOTE: check_tensor has already refused a reach that overflows; this cannot wrap.
-    reach = checked_add(reach, checked_mul(dims[i].first, dims[i].second - 1, "output reach", FP8ATTN_STATUS_BAD_STRIDE),
-                        "output reach", FP8ATTN_STATUS_BAD_STRIDE);
-  }
-}
-
 void require_scales_in_range(const AttentionConfig& c, const AttentionProblem& p, int32_t device) {
   const bool host = device == FP8ATTN_DEVICE_HOST;
   // NOTE: a descale tensor in device memory is not read here (the CUDA backend): only its
@@ -142,7 +116,10 @@ void require_scales_in_range(const AttentionConfig& c, const AttentionProblem& p
   // NOTE: a quarter of FLT_MAX leaves room for the exp2 step's difference of two scaled logits
   // (S·scale_log2 − max·scale_log2 + log2 S_p) and for the rescale, both in FP32.
   const double logit_limit = std::numeric_limits<float>::max() / 4.0;
-  const double blocks = static_cast<double>(p.q_block_descale.largest) * p.k_block_descale.largest;
+  // NOTE: per-token K and V descales of a paged cache act as per-block ones do: their largest.
+  const bool per_token = p.paged.present && p.paged.scale_granularity == FP8ATTN_KV_SCALE_PER_TOKEN_HEAD;
+  const double k_token = per_token ? p.paged.k_scale.largest : 1.0, v_token = per_token ? p.paged.v_scale.largest : 1.0;
+  const double blocks = static_cast<double>(p.q_block_descale.largest) * p.k_block_descale.largest * k_token;
   FP8ATTN_REQUIRE(blocks * s_max <= logit_limit, FP8ATTN_STATUS_BAD_SCALE,
                   "args.q_block_descale and args.k_block_descale: their largest values (" +
                       std::to_string(p.q_block_descale.largest) + ", " + std::to_string(p.k_block_descale.largest) +
@@ -168,17 +145,19 @@ void require_scales_in_range(const AttentionConfig& c, const AttentionProblem& p
                           " = " + std::to_string(c.softmax_scale) + " · " + std::to_string(qd) + " · " +
                           std::to_string(kd) + " can carry a logit Q·Kᵀ of E4M3 codes (up to head_dim · 448²) " +
                           "out of FP32's range");
-      const double o_bound = 2.0 * (fp8 ? code_max : 1.0) * vd * p.v_block_descale.largest;
-      FP8ATTN_REQUIRE(!fp8 || o_bound <= out_max, FP8ATTN_STATUS_BAD_SCALE,
+      const bool v_fp8 = c.kv_dtype == FP8ATTN_DTYPE_E4M3;
+      const double o_bound = 2.0 * (v_fp8 ? code_max : 1.0) * vd * p.v_block_descale.largest * v_token;
+      FP8ATTN_REQUIRE(!v_fp8 || o_bound <= out_max, FP8ATTN_STATUS_BAD_SCALE,
                       "args.v_descale" + where() + " = " + std::to_string(vd) +
                           " (times the largest args.v_block_descale, " + std::to_string(p.v_block_descale.largest) +
-                          ") can carry O = P·V of E4M3 codes (up to 448 · v_descale) out of the " +
+                          ", and the largest per-token paged_kv.v_descale, " + std::to_string(v_token) + ") can carry O = P·V of E4M3 codes (up to 448 · v_descale) out of the " +
                           dtype_name(p.out.dtype) + " output's range");
     }
 }
 
 AttentionProblem make_attention_problem(const AttentionConfig& cfg, const fp8attn_attention_args& a, int32_t device) {
   AttentionProblem p;
+  const ForwardExtensions ext = read_forward_extensions(cfg, a.next);
   const int32_t in = cfg.input_dtype;
   check_tensor(a.q, "args.q", {0, in, device, false});
   const bool varlen = a.q.rank == 3;
@@ -186,17 +165,19 @@ AttentionProblem make_attention_problem(const AttentionConfig& cfg, const fp8att
           "args.q must have rank 4 [batch, seqlen, heads, dim] or 3 [total, heads, dim], got rank " +
               std::to_string(a.q.rank));
   const int32_t rank = a.q.rank;
-  check_tensor(a.k, "args.k", {rank, in, device, false});
-  check_tensor(a.v, "args.v", {rank, in, device, false});
-  check_tensor(a.out, "args.out", {rank, cfg.output_dtype, device, false});
   const int hd = varlen ? 1 : 2;  // index of the head dimension
+  if (!ext.paged) {
+    check_tensor(a.k, "args.k", {rank, cfg.kv_dtype, device, false});
+    check_tensor(a.v, "args.v", {rank, cfg.kv_dtype, device, false});
+    require_extent(a.k, "args.k", hd, cfg.num_heads_kv, "num_heads_kv");
+    require_extent(a.k, "args.k", hd + 1, cfg.head_dim, "head_dim");
+    require_extent(a.v, "args.v", hd, cfg.num_heads_kv, "num_heads_kv");
+    require_extent(a.v, "args.v", hd + 1, cfg.head_dim_v, "head_dim_v");
+    require_extent(a.v, "args.v", hd - 1, a.k.shape[hd - 1], "args.k's sequence extent");
+  }
+  check_tensor(a.out, "args.out", {rank, cfg.output_dtype, device, false});
   require_extent(a.q, "args.q", hd, cfg.num_heads_q, "num_heads_q");
   require_extent(a.q, "args.q", hd + 1, cfg.head_dim, "head_dim");
-  require_extent(a.k, "args.k", hd, cfg.num_heads_kv, "num_heads_kv");
-  require_extent(a.k, "args.k", hd + 1, cfg.head_dim, "head_dim");
-  require_extent(a.v, "args.v", hd, cfg.num_heads_kv, "num_heads_kv");
-  require_extent(a.v, "args.v", hd + 1, cfg.head_dim_v, "head_dim_v");
-  require_extent(a.v, "args.v", hd - 1, a.k.shape[hd - 1], "args.k's sequence extent");
   require_extent(a.out, "args.out", hd - 1, a.q.shape[hd - 1], "args.q's sequence extent");
   require_extent(a.out, "args.out", hd, cfg.num_heads_q, "num_heads_q");
   require_extent(a.out, "args.out", hd + 1, cfg.head_dim_v, "head_dim_v");
@@ -204,35 +185,41 @@ AttentionProblem make_attention_problem(const AttentionConfig& cfg, const fp8att
 
   p.varlen = varlen;
   if (varlen) {
-    int64_t batch_q = 0, batch_k = 0;
+    int64_t batch_q = 0;
     p.cu_seqlens_q = read_cu_seqlens(a.cu_seqlens_q, "args.cu_seqlens_q", a.q.shape[0], &batch_q, &p.max_seqlen_q);
-    p.cu_seqlens_k = read_cu_seqlens(a.cu_seqlens_k, "args.cu_seqlens_k", a.k.shape[0], &batch_k, &p.max_seqlen_k);
-    FP8ATTN_REQUIRE(batch_q == batch_k, FP8ATTN_STATUS_BAD_SHAPE,
-            "args.cu_seqlens_q and cu_seqlens_k describe " + std::to_string(batch_q) + " and " +
-                std::to_string(batch_k) + " sequences");
     p.batch = batch_q;
     p.total_q = a.q.shape[0];
-    p.total_k = a.k.shape[0];
     p.q = packed_view(a.q);
-    p.k = packed_view(a.k);
-    p.v = packed_view(a.v);
     p.out = packed_view(a.out);
+    if (!ext.paged) {
+      int64_t batch_k = 0;
+      p.cu_seqlens_k = read_cu_seqlens(a.cu_seqlens_k, "args.cu_seqlens_k", a.k.shape[0], &batch_k, &p.max_seqlen_k);
+      FP8ATTN_REQUIRE(batch_q == batch_k, FP8ATTN_STATUS_BAD_SHAPE,
+              "args.cu_seqlens_q and cu_seqlens_k describe " + std::to_string(batch_q) + " and " +
+                  std::to_string(batch_k) + " sequences");
+      p.total_k = a.k.shape[0];
+      p.k = packed_view(a.k);
+      p.v = packed_view(a.v);
+    }
   } else {
     FP8ATTN_REQUIRE(a.cu_seqlens_q.data == nullptr && a.cu_seqlens_k.data == nullptr, FP8ATTN_STATUS_BAD_SHAPE,
             "args.cu_seqlens_q/k are only for rank-3 packed tensors");
     p.batch = a.q.shape[0];
-    require_extent(a.k, "args.k", 0, p.batch, "batch");
-    require_extent(a.v, "args.v", 0, p.batch, "batch");
     require_extent(a.out, "args.out", 0, p.batch, "batch");
     p.padded_seqlen_q = p.max_seqlen_q = a.q.shape[1];
-    p.padded_seqlen_k = p.max_seqlen_k = a.k.shape[1];
     p.q = padded_view(a.q);
-    p.k = padded_view(a.k);
-    p.v = padded_view(a.v);
     p.out = padded_view(a.out);
+    if (!ext.paged) {
+      require_extent(a.k, "args.k", 0, p.batch, "batch");
+      require_extent(a.v, "args.v", 0, p.batch, "batch");
+      p.padded_seqlen_k = p.max_seqlen_k = a.k.shape[1];
+      p.k = padded_view(a.k);
+      p.v = padded_view(a.v);
+    }
   }
-
   require_at_most(p.batch, FP8ATTN_MAX_BATCH, "the batch", FP8ATTN_STATUS_BAD_SHAPE);
+  if (ext.paged) fill_paged_kv(cfg, ext.paged_kv, a, &p, device);
+
   require_at_most(p.max_seqlen_q, FP8ATTN_MAX_SEQLEN, "seqlen_q", FP8ATTN_STATUS_BAD_SHAPE);
   require_at_most(p.max_seqlen_k, FP8ATTN_MAX_SEQLEN, "seqlen_k", FP8ATTN_STATUS_BAD_SHAPE);
 
@@ -252,6 +239,7 @@ AttentionProblem make_attention_problem(const AttentionConfig& cfg, const fp8att
   p.q_descale = read_descale(a.q_descale, "args.q_descale", p.batch, cfg.num_heads_kv, device);
   p.k_descale = read_descale(a.k_descale, "args.k_descale", p.batch, cfg.num_heads_kv, device);
   p.v_descale = read_descale(a.v_descale, "args.v_descale", p.batch, cfg.num_heads_kv, device);
+  if (ext.paged) apply_paged_descales(&p);
   const int64_t q_blocks = ceil_div(p.max_seqlen_q, cfg.tile.block_m);
   p.q_block_descale = read_block_descale(a.q_block_descale, "args.q_block_descale", p.batch, cfg.num_heads_q,
                                          q_blocks, "ceil(max_seqlen_q / block_m)", device);

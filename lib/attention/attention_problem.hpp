@@ -54,6 +54,35 @@ struct ForwardAmax {
   float logit = 0.0f;  ///< max |S·softmax_scale·q_descale·k_descale| (telemetry's figure)
 };
 
+/// A paged KV cache (fp8attn_paged_kv) after validation. The problem's `k` and `v` then hold the
+/// caches with batch_stride = the page stride and seq_stride = the token stride inside a page;
+/// key j of sequence b is token j % page_size of page block_table[b, j / page_size].
+struct PagedKv {
+  bool present = false;
+  int64_t page_size = 0, num_pages = 0, max_pages_per_seq = 0;
+  const int32_t* block_table = nullptr;
+  int64_t table_batch_stride = 0, table_page_stride = 0;
+  const int32_t* seqused_k = nullptr;  ///< [batch]; the backend's memory
+  int64_t seqused_stride = 0;
+  int32_t scale_granularity = FP8ATTN_KV_SCALE_NONE;
+  /// PER_HEAD: [heads_kv] (head_stride only). PER_TOKEN_HEAD: [num_pages, page_size, heads_kv].
+  struct ScaleCache {
+    const float* data = nullptr;
+    int64_t page_stride = 0, token_stride = 0, head_stride = 0;
+    /// The largest descale of the tokens in use, when validation read them on the host (1
+    /// otherwise); for the range check.
+    float largest = 1.0f;
+    float at(int64_t page, int64_t token, int64_t head) const {
+      return data[page * page_stride + token * token_stride + head * head_stride];
+    }
+  } k_scale, v_scale;
+
+  /// The page that holds key `key` of sequence b.
+  int64_t page(int64_t b, int64_t key) const {
+    return block_table[b * table_batch_stride + (key / page_size) * table_page_stride];
+  }
+};
+
 struct AttentionProblem {
   int64_t batch = 0;
   bool varlen = false;
@@ -72,11 +101,28 @@ struct AttentionProblem {
   /// When set (CPU engine only), the engine measures max |O| and max |scaled logit| into it; the
   /// config must then have telemetry on for the logit figure (capi/forward_api.cpp does that).
   ForwardAmax* amax = nullptr;
+  /// K and V from a paged cache (desc.page_size ≥ 1): seqlen_k of sequence b is seqused_k[b].
+  PagedKv paged;
 
+  /// Sequence b's rows. Paged: its keys are seqused_k[b] (host memory: the CPU backends), counted
+  /// from 0 within the sequence (k_offset 0).
   SeqSpan span(int64_t b) const {
+    if (paged.present) {
+      const int64_t keys = paged.seqused_k[b * paged.seqused_stride];
+      if (!varlen) return {0, padded_seqlen_q, 0, keys};
+      return {cu_seqlens_q[b], cu_seqlens_q[b + 1] - cu_seqlens_q[b], 0, keys};
+    }
     if (!varlen) return {0, padded_seqlen_q, 0, padded_seqlen_k};
     return {cu_seqlens_q[b], cu_seqlens_q[b + 1] - cu_seqlens_q[b], cu_seqlens_k[b],
             cu_seqlens_k[b + 1] - cu_seqlens_k[b]};
+  }
+
+  /// Element offset of element d of key `key` (span(b).k_offset + j), KV head h, in k or v:
+  /// through the block table when paged (the pages in k and v: batch_stride is the page stride).
+  int64_t kv_element_offset(const SeqTensor& t, int64_t b, int64_t key, int64_t h, int64_t d) const {
+    if (!paged.present) return b * t.batch_stride + key * t.seq_stride + h * t.head_stride + d * t.dim_stride;
+    return paged.page(b, key) * t.batch_stride + (key % paged.page_size) * t.seq_stride + h * t.head_stride +
+           d * t.dim_stride;
   }
 };
 
@@ -85,9 +131,6 @@ inline int64_t element_offset(const SeqTensor& t, int64_t b, int64_t row, int64_
   return b * t.batch_stride + row * t.seq_stride + h * t.head_stride + d * t.dim_stride;
 }
 
-/// Requires that no two elements of output tensor t share an address (BAD_STRIDE otherwise).
-void require_no_overlap(const fp8attn_tensor& t, std::string_view what);
-
 /// Refuses, with BAD_SCALE naming the fields, a logit scale softmax_scale · q_descale · k_descale ·
 /// log2(e) that is not a normal finite FP32 value, or that (with the per-block descales' largest
 /// values and the input format's largest code) can carry a logit out of FP32's range; and a V
@@ -95,7 +138,8 @@ void require_no_overlap(const fp8attn_tensor& t, std::string_view what);
 /// host can read them: host tensors, and per-tensor descales given by value (a scale state's).
 void require_scales_in_range(const AttentionConfig& config, const AttentionProblem& problem, int32_t device);
 
-/// Validates args against the config for a backend whose tensors live on `device`.
+/// Validates args against the config for a backend whose tensors live on `device`, including the
+/// extension chain on args.next (a paged KV cache: lib/attention/paged_kv_problem.cpp).
 /// Throws Error with the status of the first problem found.
 AttentionProblem make_attention_problem(const AttentionConfig& config, const fp8attn_attention_args& args,
                                         int32_t device);

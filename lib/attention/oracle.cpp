@@ -66,13 +66,19 @@ void oracle_attention(const AttentionConfig& c, const AttentionProblem& p, Threa
     double* q = w.out + dv;
 
     const double qd = p.q_descale.at(b, hk), kd = p.k_descale.at(b, hk), vd = p.v_descale.at(b, hk);
+    const bool per_token = p.paged.present && p.paged.scale_granularity == FP8ATTN_KV_SCALE_PER_TOKEN_HEAD;
     for (int64_t j = 0; j < s.seqlen_k; ++j) {
       const int64_t slot = sm90::kv_descale_slot(j, c.sink_tokens, c.tile.block_n);
-      const double kj = kd * p.k_block_descale.at(b, hk, slot), vj = vd * p.v_block_descale.at(b, hk, slot);
+      double kj = kd * p.k_block_descale.at(b, hk, slot), vj = vd * p.v_block_descale.at(b, hk, slot);
+      if (per_token) {  // a paged cache's per-(token, KV head) descales: value = code · descale
+        const int64_t page = p.paged.page(b, j), token = j % p.paged.page_size;
+        kj *= p.paged.k_scale.at(page, token, hk);
+        vj *= p.paged.v_scale.at(page, token, hk);
+      }
       for (int e = 0; e < d; ++e)
-        w.k[j * d + e] = kj * num::load_as_float(p.k.data, p.k.dtype, element_offset(p.k, b, s.k_offset + j, hk, e));
+        w.k[j * d + e] = kj * num::load_as_float(p.k.data, p.k.dtype, p.kv_element_offset(p.k, b, s.k_offset + j, hk, e));
       for (int e = 0; e < dv; ++e)
-        w.v[j * dv + e] = vj * num::load_as_float(p.v.data, p.v.dtype, element_offset(p.v, b, s.k_offset + j, hk, e));
+        w.v[j * dv + e] = vj * num::load_as_float(p.v.data, p.v.dtype, p.kv_element_offset(p.v, b, s.k_offset + j, hk, e));
     }
     const sm90::MaskParams mask{c.causal, c.window_left, c.window_right, s.seqlen_q, s.seqlen_k};
     for (int64_t i = row0; i < row1; ++i) {

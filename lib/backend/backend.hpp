@@ -9,6 +9,8 @@
 #include "lib/attention/attention_backward_problem.hpp"
 #include "lib/attention/attention_config.hpp"
 #include "lib/attention/attention_problem.hpp"
+#include "kernels/sm90/combine/combine_params.hpp"
+#include "kernels/sm90/kv_append/kv_append_params.hpp"
 #include "kernels/sm90/quantize/quantize_params.hpp"
 #include "lib/core/error.hpp"
 #include "lib/spectral/qk_spectral_norms.hpp"
@@ -27,6 +29,12 @@ class Backend {
   /// Throws Error (UNSUPPORTED_ON_BACKEND, ...) when this backend cannot run the configuration;
   /// plan creation calls it, so an unsupported plan fails early.
   virtual void check_attention(const AttentionConfig&) const {}
+  /// A paged KV cache (desc.page_size ≥ 1, K and V gathered through a block table): true where
+  /// this backend's forward runs it. Plan creation refuses a paged plan elsewhere with
+  /// UNSUPPORTED_ON_BACKEND, before check_attention. A backend that gathers pages overrides it.
+  virtual bool runs_paged_kv(const AttentionConfig&) const { return false; }
+  /// K and V in a dtype other than Q's (desc.kv_dtype: BF16 Q over E4M3 K and V); as above.
+  virtual bool runs_mixed_kv_dtype(const AttentionConfig&) const { return false; }
   virtual size_t attention_workspace_size(const AttentionConfig& config, int64_t batch, int64_t max_seqlen_q,
                                           int64_t max_seqlen_k) const = 0;
   /// Runs the forward. The workspace has at least attention_workspace_size() bytes for the
@@ -60,6 +68,8 @@ class Backend {
 
   /// Quantizes on `stream` with the caller's workspace (quant::quantize_workspace_bytes()).
   virtual void quantize(const sm90::quant::QuantizeParams&, void*, size_t, CUstream_st*) { refuse("the quantizer"); }
+  /// Appends new K and V rows into a paged cache on `stream` (one kernel; no workspace).
+  virtual void kv_append(const sm90::kv::KvAppendParams&, CUstream_st*) { refuse("the KV append"); }
   virtual size_t spectral_workspace_size(const QkShape&) const { refuse("the spectral norms"); }
   /// σ_h of every query head on `stream`; the workspace holds spectral_workspace_size().
   virtual void qk_spectral_norms(const WeightMatrix&, const WeightMatrix&, const QkShape&, const PowerIterationSettings&,
@@ -70,6 +80,10 @@ class Backend {
   /// `out` (host memory) on `stream`.
   virtual void copy_attention_telemetry(const AttentionConfig&, const void*, size_t, fp8attn_telemetry*, CUstream_st*) {
     refuse("the telemetry copy");
+  }
+  /// Merges partial attention results on `stream` (fp8attn_attention_combine; no workspace).
+  virtual void combine(const sm90::combine::CombineParams&, void*, size_t, CUstream_st*) {
+    refuse("the attention combine");
   }
 
   // The attention backward (BF16 inputs): the CPU engine and the Hopper backends (GPU backend) have

@@ -13,8 +13,10 @@ namespace fp8attn {
 class Backend;
 
 /// NOTE: bump whenever Backend, DeviceRuntime or any struct they pass changes layout or meaning.
-// 2: Backend gained the attention backward; 3: the forward's amaxes and the host pickup.
-inline constexpr uint32_t kCudaBackendAbiVersion = 3;
+// 2: Backend gained the attention backward; 3: the forward's amaxes and the host pickup;
+// 4: the attention combine (launch_combine) and the KV append (Backend::kv_append,
+//    DeviceRuntime::launch_kv_append).
+inline constexpr uint32_t kCudaBackendAbiVersion = 4;
 
 /// What the exported symbol returns. `create` builds the backend for a device ordinal, or fills
 /// `err` (NO_CUDA_DEVICE, UNSUPPORTED_DEVICE, DEVICE_ERROR) and returns NULL; it never throws.

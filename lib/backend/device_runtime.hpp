@@ -10,6 +10,8 @@
 
 #include "kernels/sm90/attention/bwd_launch.hpp"
 #include "kernels/sm90/attention/fwd_launch.hpp"
+#include "kernels/sm90/combine/combine_params.hpp"
+#include "kernels/sm90/kv_append/kv_append_params.hpp"
 #include "kernels/sm90/quantize/quantize_params.hpp"
 #include "lib/backend/gpu/device_ops.hpp"
 
@@ -58,6 +60,10 @@ class DeviceRuntime {
   virtual void launch_attention_bwd(const sm90::BwdLaunch& launch, CUstream_st* stream) = 0;
   /// Enqueues both quantizer passes on `stream`; p.unit_amax is carved from the workspace.
   virtual void launch_quantize(const sm90::quant::QuantizeParams& p, CUstream_st* stream) = 0;
+  /// Enqueues the combine kernel on `stream`.
+  virtual void launch_combine(const sm90::combine::CombineParams& p, CUstream_st* stream) = 0;
+  /// Enqueues the KV append kernel on `stream` (nothing for zero tokens).
+  virtual void launch_kv_append(const sm90::kv::KvAppendParams& p, CUstream_st* stream) = 0;
   /// Scratch bytes one gemm() call needs (cuBLASLt's workspace on CUDA; 0 on the emulator).
   virtual size_t gemm_scratch_bytes() const = 0;
   /// Enqueues a strided-batched GEMM (cuBLASLt on CUDA, the project's GEMM on the emulator).

@@ -5,6 +5,8 @@
 #include <string>
 
 #include "kernels/emu/runtime.hpp"
+#include "kernels/sm90/combine/combine_emulated.hpp"
+#include "kernels/sm90/kv_append/kv_append_emulated.hpp"
 #include "kernels/sm90/quantize/quantize_emulated.hpp"
 #include "lib/backend/emulated_device_ops.hpp"
 #include "lib/core/error.hpp"
@@ -92,6 +94,30 @@ class EmulatedRuntime final : public DeviceRuntime {
       throw Error(FP8ATTN_STATUS_DEVICE_ERROR, std::string("emulated quantizer kernel failed: ") + e.what());
     } catch (const std::invalid_argument& e) {
       throw Error(FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND, std::string("quantizer launch refused: ") + e.what());
+    }
+  }
+
+  void launch_combine(const sm90::combine::CombineParams& p, CUstream_st*) override {
+    ++counters_->launches;
+    fail_if_injected("the combine launch");
+    try {
+      sm90::combine::run_combine_emulated(p, launch_config());
+    } catch (const emu::KernelError& e) {
+      throw Error(FP8ATTN_STATUS_DEVICE_ERROR, std::string("emulated combine kernel failed: ") + e.what());
+    } catch (const std::invalid_argument& e) {
+      throw Error(FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND, std::string("combine launch refused: ") + e.what());
+    }
+  }
+
+  void launch_kv_append(const sm90::kv::KvAppendParams& p, CUstream_st*) override {
+    ++counters_->launches;
+    fail_if_injected("the KV append launch");
+    try {
+      sm90::kv::run_kv_append_emulated(p, launch_config());
+    } catch (const emu::KernelError& e) {
+      throw Error(FP8ATTN_STATUS_DEVICE_ERROR, std::string("emulated KV append kernel failed: ") + e.what());
+    } catch (const std::invalid_argument& e) {
+      throw Error(FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND, std::string("KV append launch refused: ") + e.what());
     }
   }
 

@@ -1,5 +1,11 @@
 #include "lib/core/tensor.hpp"
 
+#include <algorithm>
+#include <array>
+#include <string>
+#include <utility>
+
+#include "lib/core/checked_math.hpp"
 #include "lib/core/error.hpp"
 
 namespace fp8attn {
@@ -13,6 +19,7 @@ size_t dtype_size(int32_t dtype, std::string_view what) {
     case FP8ATTN_DTYPE_E4M3: return 1;
     case FP8ATTN_DTYPE_E5M2: return 1;
     case FP8ATTN_DTYPE_I32: return 4;
+    case FP8ATTN_DTYPE_I64: return 8;
     default: throw Error(FP8ATTN_STATUS_BAD_DTYPE, std::string(what) + ": unknown dtype " + std::to_string(dtype));
   }
 }
@@ -26,6 +33,7 @@ std::string dtype_name(int32_t dtype) {
     case FP8ATTN_DTYPE_E4M3: return "E4M3";
     case FP8ATTN_DTYPE_E5M2: return "E5M2";
     case FP8ATTN_DTYPE_I32: return "I32";
+    case FP8ATTN_DTYPE_I64: return "I64";
     default: return "unknown(" + std::to_string(dtype) + ")";
   }
 }
@@ -98,6 +106,33 @@ void require_extent(const fp8attn_tensor& t, std::string_view what, int dim, int
   FP8ATTN_REQUIRE(t.shape[dim] == extent, FP8ATTN_STATUS_BAD_SHAPE,
                   std::string(what) + ".shape[" + std::to_string(dim) + "] is " + std::to_string(t.shape[dim]) +
                       ", expected " + std::string(extent_name) + " = " + std::to_string(extent));
+}
+
+/// Outputs must not overlap themselves: two elements written to one address race between
+/// worker threads and make the result depend on the schedule. With the dims of extent > 1
+/// sorted by stride, each stride must exceed the largest offset the smaller dims reach. This
+/// is sufficient (every layout it accepts is free of overlap) and accepts every permutation of
+/// a dense or padded layout.
+void require_no_overlap(const fp8attn_tensor& t, std::string_view what) {
+  std::array<std::pair<int64_t, int64_t>, FP8ATTN_MAX_RANK> dims{};  // (stride, extent)
+  int n = 0;
+  const int rank = std::min(t.rank, FP8ATTN_MAX_RANK);  // checked by check_tensor already
+  for (int i = 0; i < rank; ++i) {
+    if (t.shape[i] == 0) return;  // an empty tensor writes nothing
+    if (t.shape[i] <= 1) continue;
+    int j = n++;  // insertion sort by stride: at most 8 dims
+    for (; j > 0 && dims[j - 1].first > t.stride[i]; --j) dims[j] = dims[j - 1];
+    dims[j] = {t.stride[i], t.shape[i]};
+  }
+  int64_t reach = 0;  // largest offset reachable with the dims seen so far
+  for (int i = 0; i < n; ++i) {
+    FP8ATTN_REQUIRE(dims[i].first > reach, FP8ATTN_STATUS_BAD_STRIDE,
+                    std::string(what) + " has overlapping elements: stride " + std::to_string(dims[i].first) +
+                        " does not clear the offsets of the smaller dims (up to " + std::to_string(reach) + ")");
+    // NOTE: check_tensor has already refused a reach that overflows; this cannot wrap.
+    reach = checked_add(reach, checked_mul(dims[i].first, dims[i].second - 1, "output reach", FP8ATTN_STATUS_BAD_STRIDE),
+                        "output reach", FP8ATTN_STATUS_BAD_STRIDE);
+  }
 }
 
 }  // namespace fp8attn

@@ -37,6 +37,10 @@ bool check_tensor(const fp8attn_tensor& t, std::string_view what, const TensorCh
 /// BAD_STRIDE when it does not fit in int64 (check_tensor applies it to every tensor).
 int64_t tensor_reach(const fp8attn_tensor& t, std::string_view what);
 
+/// Requires that no two elements of output tensor t share an address (BAD_STRIDE otherwise):
+/// every entry point checks its outputs with it before any worker writes.
+void require_no_overlap(const fp8attn_tensor& t, std::string_view what);
+
 /// Requires t.shape[dim] == extent, with a message naming both.
 void require_extent(const fp8attn_tensor& t, std::string_view what, int dim, int64_t extent,
                     std::string_view extent_name);

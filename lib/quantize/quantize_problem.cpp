@@ -17,30 +17,6 @@ namespace {
 using sm90::quant::Granularity;
 using sm90::quant::QuantizeParams;
 
-/// An output written by several workers must not map two indices to one address. With the dims
-/// of extent > 1 sorted by stride, every stride must clear the largest offset the smaller dims
-/// reach; that is sufficient and accepts any permutation of a dense or padded layout.
-void require_disjoint_elements(const fp8attn_tensor& t, const std::string& what) {
-  std::array<std::pair<int64_t, int64_t>, FP8ATTN_MAX_RANK> dims{};  // (stride, extent)
-  int n = 0;
-  for (int i = 0; i < t.rank; ++i) {
-    if (t.shape[i] == 0) return;  // nothing is written
-    if (t.shape[i] == 1) continue;
-    int j = n++;  // insertion sort by stride: at most 8 dims
-    for (; j > 0 && dims[j - 1].first > t.stride[i]; --j) dims[j] = dims[j - 1];
-    dims[j] = {t.stride[i], t.shape[i]};
-  }
-  int64_t reach = 0;
-  for (int i = 0; i < n; ++i) {
-    FP8ATTN_REQUIRE(dims[i].first > reach, FP8ATTN_STATUS_BAD_STRIDE,
-            what + " has overlapping elements: stride " + std::to_string(dims[i].first) +
-                " does not clear the offsets of its smaller dims (up to " + std::to_string(reach) + ")");
-    // NOTE: check_tensor has refused a reach that overflows; this cannot wrap, and does not saturate.
-    reach = checked_add(reach, checked_mul(dims[i].first, dims[i].second - 1, "output reach", FP8ATTN_STATUS_BAD_STRIDE),
-                        "output reach", FP8ATTN_STATUS_BAD_STRIDE);
-  }
-}
-
 void check_options(const fp8attn_quantize_options& o, int64_t heads, int64_t head_dim) {
   FP8ATTN_REQUIRE(o.granularity >= FP8ATTN_QUANT_PER_TENSOR && o.granularity <= FP8ATTN_QUANT_PER_BLOCK,
           FP8ATTN_STATUS_BAD_OPTION, "options->granularity is unknown: " + std::to_string(o.granularity));
@@ -127,7 +103,7 @@ QuantizeParams make_quantize_params(const fp8attn_tensor* input, const fp8attn_t
           "input has dtype " + dtype_name(input->dtype) + "; the quantizer takes BF16 or F32");
   check_tensor(*output, "output", {rank, FP8ATTN_DTYPE_E4M3, device, false});
   for (int i = 0; i < rank; ++i) require_extent(*output, "output", i, input->shape[i], "the input's extent");
-  require_disjoint_elements(*output, "output");
+  require_no_overlap(*output, "output");
 
   QuantizeParams p;
   p.heads = input->shape[rank - 2];
@@ -188,7 +164,7 @@ QuantizeParams make_quantize_params(const fp8attn_tensor* input, const fp8attn_t
     check_tensor(*descale, "descale", {1, FP8ATTN_DTYPE_F32, device, false});
     require_extent(*descale, "descale", 0, 1, "1 (per-tensor)");
   }
-  require_disjoint_elements(*descale, "descale");
+  require_no_overlap(*descale, "descale");
   p.descale = static_cast<float*>(descale->data);
   // NOTE: per-block units are the descale blocks (scale_group relies on it), leading block included.
   p.units_per_head = p.granularity == Granularity::PerBlock ? p.num_blocks : ceil_div(max_seqlen, p.unit_rows);

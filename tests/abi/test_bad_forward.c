@@ -50,7 +50,11 @@ static void args_and_struct_cases(void) {
   fp8attn_attention_args a;
   fp8attn_error err = abi_fresh_error();
   const int dummy = 0;
+  fp8attn_paged_kv paged, unknown;
   int32_t status;
+  memset(&paged, 0, sizeof paged);
+  paged.struct_size = sizeof paged;
+  paged.struct_type = FP8ATTN_STRUCT_TYPE_PAGED_KV;
 
   abi_problem_poison(&g_problem);
   status = fp8attn_attention_forward(NULL, valid, g_problem.workspace, g_problem.workspace_bytes, NULL, &err);
@@ -62,8 +66,13 @@ static void args_and_struct_cases(void) {
   expect_args("args.struct_size 0", &a, FP8ATTN_STATUS_BAD_STRUCT_SIZE, "struct_size");
   a = *valid, a.struct_size = offsetof(fp8attn_attention_args, q);
   expect_args("args.struct_size too small", &a, FP8ATTN_STATUS_BAD_STRUCT_SIZE, "struct_size");
-  a = *valid, a.next = &dummy;
-  expect_args("args.next not NULL", &a, FP8ATTN_STATUS_BAD_EXTENSION, "next");
+  /* args.next is an extension chain: each struct starts with struct_size, next and struct_type.
+     An unknown type, and a paged cache on a plan whose page_size is 0, are refused. */
+  unknown = paged, unknown.struct_type = 77;
+  a = *valid, a.next = &unknown;
+  expect_args("args.next of an unknown struct_type", &a, FP8ATTN_STATUS_BAD_EXTENSION, "next");
+  a = *valid, a.next = &paged;
+  expect_args("args.next a paged cache without desc.page_size", &a, FP8ATTN_STATUS_BAD_EXTENSION, "page_size");
   expect_forward("stream given to the CPU backend", valid, g_problem.workspace, g_problem.workspace_bytes,
                  (struct CUstream_st*)&g_problem, FP8ATTN_STATUS_BAD_STREAM, "stream");
   expect_forward("workspace too small", valid, g_problem.workspace, g_problem.workspace_bytes - 1, NULL,

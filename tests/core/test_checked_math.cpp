@@ -72,8 +72,12 @@ TEST(CheckedMath, RandomOperandsAgreeWithWideArithmetic) {
         << a << " + " << b;
     ASSERT_EQ(status_of([&] { checked_mul(a, b, "x"); }), product_fits ? FP8ATTN_OK : FP8ATTN_STATUS_BAD_SHAPE)
         << a << " * " << b;
-    if (sum_fits) ASSERT_EQ(checked_add(a, b, "x"), static_cast<int64_t>(sum));
-    if (product_fits) ASSERT_EQ(checked_mul(a, b, "x"), static_cast<int64_t>(product));
+    if (sum_fits) {
+      ASSERT_EQ(checked_add(a, b, "x"), static_cast<int64_t>(sum));
+    }
+    if (product_fits) {
+      ASSERT_EQ(checked_mul(a, b, "x"), static_cast<int64_t>(product));
+    }
   }
 }
 

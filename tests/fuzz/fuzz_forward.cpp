@@ -46,7 +46,12 @@ fp8attn_attention_desc read_desc(Reader& r) {
     d.stabilized_tie_tol = r.number();
     d.stabilized_shift_cap_log2 = r.number();
   }
-  if (edits & 128) d.sink_tokens = static_cast<int32_t>(r.extent(64));
+  if (edits & 128) {
+    d.sink_tokens = static_cast<int32_t>(r.extent(64));
+    // The decode path: its selector (2 is bad), and split counts across 0..256 and past both ends.
+    d.decode = r.pick(3);
+    d.num_splits = static_cast<int32_t>(r.extent(300)) - 20;
+  }
   return d;
 }
 

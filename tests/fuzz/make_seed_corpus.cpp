@@ -116,6 +116,31 @@ int main(int argc, char** argv) {
     save("fuzz_forward", packed, w.bytes);
   }
 
+  // Paged forward: padded E4M3 queries over pages of 16 (no scales), and packed queries with
+  // per-token scale caches; block tables list pages 0..5 of a pool of 6.
+  for (int variant = 0; variant < 2; ++variant) {
+    Writer w;
+    w.put<uint8_t>(0);                                    // no desc edits: E4M3, head_dim 64
+    u32(w, 0), u32(w, 1), u32(w, 1), w.small_extent(16);  // heads_kv 1, heads_q 2, causal, page_size 16
+    w.small_extent(6), u32(w, 1), u32(w, 1);              // 6 pages of the plan's size, dense strides
+    u32(w, 1), u32(w, 1);                                 // both caches E4M3
+    u32(w, 1), w.small_extent(3);                         // batch 2, 3 pages per sequence
+    for (int e = 0; e < 256; ++e) u32(w, static_cast<uint32_t>(e % 6 + 1));  // entries 0..5
+    for (int b = 0; b < 8; ++b) w.small_extent(static_cast<uint8_t>(b % 2 ? 20 : 40)), u32(w, 1);
+    u32(w, 1), u32(w, 1), u32(w, 1), w.small_extent(40);  // table rows, row stride 4, row-major, max_seqlen_k
+    for (int e = 0; e < 64; ++e) w.small_number(0.25f + 0.01f * static_cast<float>(e));
+    u32(w, variant ? 2 : 0);  // granularity: none or per (token, head)
+    if (!variant) u32(w, 1);  // no scale tensors
+    u32(w, 1), u32(w, 1), u32(w, 1);  // header intact, no loop
+    u32(w, variant ? 0 : 1), u32(w, 1);  // layout, args.next = the cache
+    if (variant)
+      u32(w, 7), u32(w, 11);  // packed: 7 and 11 query rows
+    else
+      u32(w, 5);  // padded: 5 query rows
+    u32(w, 1);    // no contiguous K
+    save("fuzz_paged_forward", variant, w.bytes);
+  }
+
   // Quantize: per-tensor padded, per-block packed with rotation.
   for (int variant = 0; variant < 2; ++variant) {
     Writer w;
@@ -125,6 +150,29 @@ int main(int argc, char** argv) {
     for (int e = 0; e < (1 << 15); ++e) w.small_number(0.01f * static_cast<float>(e % 97) - 0.4f);
     u32(w, 0), u32(w, 1), u32(w, 0);  // heads 1, dims[1] = 128 (no odd head_dim)
     save("fuzz_quantize", variant, w.bytes);
+  }
+
+  // KV append: F32 into E4M3 per (token, head) with rotation, BF16 into a BF16 cache, E4M3 copied
+  // (the field order of fuzz_kv_append.cpp).
+  for (int variant = 0; variant < 3; ++variant) {
+    Writer w;
+    u32(w, 0), u32(w, static_cast<uint32_t>(variant));  // input dtype: F32, BF16, E4M3
+    u32(w, 1), u32(w, variant == 1 ? 1 : 0);            // cache dtype: E4M3, BF16
+    u32(w, 1);                                          // struct_size: sizeof
+    u32(w, variant == 0 ? 2 : 0), u32(w, 1);            // granularity: per (token, head), none
+    if (variant == 0) u32(w, 0);                        // rotate
+    else u32(w, 1), u32(w, 1);                          // no rotation
+    w.put<uint64_t>(11);                                // seed
+    w.small_extent(6), u32(w, 1);                       // 6 tokens, 2 heads
+    u32(w, 1), u32(w, 1), u32(w, 0);                    // head_dim 128, head_dim_v the same
+    w.small_extent(3), w.small_extent(4);               // 3 pages of 4 slots
+    for (int e = 0; e < 2 * (1 << 14); ++e) w.small_number(0.01f * static_cast<float>(e % 89) - 0.4f);
+    for (int t = 0; t < 64; ++t) u32(w, 0), u32(w, static_cast<uint32_t>((t * 5) % 12));
+    for (int e = 0; e < 2 * 2048; ++e) w.small_number(0.5f);
+    u32(w, 1), u32(w, 1);                   // V's dtype as K's, I64 slots
+    u32(w, variant == 0 ? 0 : 1), u32(w, 1);  // token scales for variant 0, dense strides
+    u32(w, 10), u32(w, 1);                  // no aliasing, caches present
+    save("fuzz_kv_append", variant, w.bytes);
   }
 
   // Spectral: σ, RoPE norms and the logit bound.
@@ -149,6 +197,23 @@ int main(int argc, char** argv) {
     u32(w, 1), u32(w, 1), w.small_number(1.0f), w.small_extent(4), u32(w, 1), u32(w, 0), w.small_extent(128);
     w.small_extent(200);
     save("fuzz_predict", 0, w.bytes);
+  }
+  // Combine: 3 parts over 5 tokens, 2 heads, head_dim 16, F32 and BF16 partials, dense.
+  for (int variant = 0; variant < 2; ++variant) {
+    Writer w;
+    u32(w, 1), u32(w, static_cast<uint32_t>(variant));  // partial_out F32 or BF16
+    u32(w, 1), u32(w, 0);                                // out F32
+    u32(w, 1), u32(w, 2);                                // 3 parts (1 + 2)
+    u32(w, 1);                                           // LSE parts as O's
+    w.small_extent(5), w.small_extent(2), u32(w, 1);     // tokens, heads, head_dim 16
+    for (int e = 0; e < (1 << 14); ++e) w.small_number(0.01f * static_cast<float>(e % 89) - 0.4f);
+    for (int e = 0; e < (1 << 14); ++e) u32(w, 1), w.small_number(0.02f * static_cast<float>(e % 53) - 0.5f);
+    u32(w, 1);                       // F32 lse
+    u32(w, 1);                       // out's head_dim as O's
+    for (int i = 0; i < 4; ++i) u32(w, 1);  // dense strides
+    u32(w, 0);                       // no alias
+    u32(w, 1);                       // struct_size as built
+    save("fuzz_combine", variant, w.bytes);
   }
   fp8attn_context_destroy(ctx);
   return 0;

@@ -258,6 +258,25 @@ TEST(Fp8FwdEmu, PromotionEveryNBlocksAtHeadDim128Varlen) {
   expect_emulator_matches_engine(d, shape, q, seed, o, "hd128 every 2 blocks, varlen causal");
 }
 
+/// Query tiles that visit no KV block: a sequence without keys, and causal rows above the diagonal
+/// of a sequence with far fewer keys than queries. Such a tile loads no Q and writes O = 0 and
+/// LSE = −inf (a consumer that released a Q it never read let the next tile's load run a phase
+/// ahead of a lagging warp's parity wait: a deadlock).
+TEST(Fp8FwdEmu, VarlenTilesWithoutKeys) {
+  const std::vector<int32_t> cu_q = {0, 130, 400, 420};
+  const std::vector<int32_t> cu_k = {0, 0, 10, 40};
+  const AttentionShape shape{1, cu_q.back(), cu_k.back(), 2, 1, 64};
+  const uint64_t seed = fresh_seed();
+  const QuantizedInputs q = quantize(normal_inputs(shape, seed), FP8ATTN_DTYPE_E4M3, ScaleGranularity::PerTensor);
+  fp8attn_attention_desc d = make_desc(shape, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_F32);
+  d.causal = 1;
+  d.telemetry = 1;
+  ForwardOptions o;
+  o.cu_seqlens_q = &cu_q;
+  o.cu_seqlens_k = &cu_k;
+  expect_emulator_matches_engine(d, shape, q, seed, o, "varlen tiles without keys");
+}
+
 /// Two-level accumulation every N > 1 blocks at head_dim 256, on the head-dim split tile (BlockM
 /// 64, BlockN 96; two warpgroups share the 64 rows, each with 128 columns of O: tile_config.hpp):
 /// N = 2 and 16 (18 blocks, so a promotion falls inside the loop), causal and not, GQA, windows,

@@ -142,6 +142,10 @@ struct FwdSharedStorage {
   alignas(1024) uint8_t vt[Cfg::kStages][Cfg::kVtBytes];  // Vᵀ, written by the producer (E4M3 only)
   uint64_t q_full, q_empty;
   uint64_t k_full[Cfg::kStages], v_full[Cfg::kStages], vt_full[Cfg::kStages], kv_empty[Cfg::kStages];
+  /// A paged cache (fwd_paged_kv.hpp): the stage's block {batch, KV head, first key}, posted by
+  /// the loading thread with one arrival on kv_request for warps 1-3.
+  uint64_t kv_request[Cfg::kStages];
+  int32_t kv_block[Cfg::kStages][4];
 };
 
 /// Extra dynamic shared memory to align the storage to the 1024-byte swizzle period.

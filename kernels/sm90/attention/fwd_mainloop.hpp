@@ -310,11 +310,14 @@ FP8ATTN_ARCH_FN void run_consumer(const AttentionFwdParams& p, FwdSharedStorage<
     [[maybe_unused]] arch::WgmmaAccF32<kEveryN ? Cfg::kHeadDimO : 16> fresh;  // EveryN: lives across blocks
     if constexpr (kEveryN) fill(fresh, 0.0f);
     FwdRowState rows{{kNegInf, kNegInf}, {0.0f, 0.0f}};
-    arch::mbarrier_wait_parity(&smem.q_full, q_phase);
-    q_phase ^= 1u;
-    if constexpr (Cfg::kIntraWgOverlap) run_blocks_overlapped<Cfg>(p, smem, tile, ta, role, sb, kv, o, fresh, rows, tel);
-    else run_blocks_serial<Cfg>(p, smem, tile, ta, role, sb, kv, o, fresh, rows, tel);
-    if (role.wg_leader) arch::mbarrier_arrive(&smem.q_empty);
+    // NOTE: a tile without KV blocks has no Q load to wait for (run_loads): O = 0, LSE = −inf.
+    if (tile.kv.count() > 0) {
+      arch::mbarrier_wait_parity(&smem.q_full, q_phase);
+      q_phase ^= 1u;
+      if constexpr (Cfg::kIntraWgOverlap) run_blocks_overlapped<Cfg>(p, smem, tile, ta, role, sb, kv, o, fresh, rows, tel);
+      else run_blocks_serial<Cfg>(p, smem, tile, ta, role, sb, kv, o, fresh, rows, tel);
+      if (role.wg_leader) arch::mbarrier_arrive(&smem.q_empty);
+    }
     if constexpr (Cfg::kTelemetry) {
       // NOTE: with the head-dim split both warpgroups run the same softmax on the same rows; only
       // the rows' first one counts P̃, so the counts are the engine's (max |logit| is a max).

@@ -33,6 +33,36 @@ struct FwdTelemetryCounters {
   uint32_t max_abs_o_bits;             ///< max |O| before the output scale (amax_o), merged alike
 };
 
+/// Faults of device-side inputs that the host cannot check before a launch, carved from the
+/// caller's workspace (after the telemetry counters) and zeroed on the stream before a paged
+/// launch: each word is set to 1 (an atomic max) by any CTA that met its fault.
+struct FwdPagedFaults {
+  uint32_t page_out_of_range;     ///< a block-table entry outside [0, num_pages): page 0 was read
+  uint32_t seqused_out_of_range;  ///< a seqused_k outside [0, max_seqlen_k]: it was clamped
+};
+
+/// A paged KV cache (vLLM's and FlashAttention-3's layout): tma_k / tma_v map the caches as
+/// {dim, head, token, page}; key j of sequence b is token j % page_size of page
+/// block_table[b · table_batch_stride + (j / page_size) · table_page_stride], and sequence b has
+/// seqused_k[b · seqused_stride] keys, clamped to [0, FwdArguments::seqlen_k] (the host's bound).
+/// NOTE: 32-bit table strides and pages (the plan checks them): the producer runs in 24 registers.
+struct FwdPagedKv {
+  const int32_t* block_table = nullptr;  ///< paged iff non-null
+  int32_t table_batch_stride = 0, table_page_stride = 0;
+  const int32_t* seqused_k = nullptr;
+  int32_t seqused_stride = 0;
+  int32_t page_size = 0, num_pages = 0;
+  /// Rows per TMA box: gcd(page_size, BlockN, sink_tokens), a multiple of 8; a block is BlockN /
+  /// box_rows boxes, each inside one page. 0: the rows are gathered by the producer warpgroup's
+  /// warps 1-3 with plain loads (fwd_paged_kv.hpp), which also read the caches' byte strides.
+  int32_t box_rows = 0;
+  const uint8_t* k_cache = nullptr;
+  const uint8_t* v_cache = nullptr;
+  int32_t k_page_bytes = 0, k_token_bytes = 0, k_head_bytes = 0;  ///< < 2^31 (the plan checks)
+  int32_t v_page_bytes = 0, v_token_bytes = 0, v_head_bytes = 0;
+  FwdPagedFaults* faults = nullptr;
+};
+
 /// Output element type of the epilogue. E4M3 stores round_e4m3_satfinite(O · out_scale).
 enum class FwdOutput : int32_t { BF16 = 0, F32 = 1, E4M3 = 2 };
 
@@ -45,9 +75,9 @@ struct FwdArguments {
   int64_t out_batch_stride = 0, out_seq_stride = 0, out_head_stride = 0, out_dim_stride = 1;
   float* lse = nullptr;  ///< optional
   int64_t lse_batch_stride = 0, lse_seq_stride = 0, lse_head_stride = 0;
-  const int32_t* cu_seqlens_q = nullptr;  ///< varlen iff non-null (then cu_seqlens_k too)
+  const int32_t* cu_seqlens_q = nullptr;  ///< varlen iff non-null (then cu_seqlens_k too, unless paged)
   const int32_t* cu_seqlens_k = nullptr;
-  int64_t seqlen_q = 0, seqlen_k = 0;  ///< padded layouts
+  int64_t seqlen_q = 0, seqlen_k = 0;  ///< padded layouts; paged: seqlen_k is max_seqlen_k, seqused_k's bound
   int32_t batch = 0, heads_q = 0, heads_kv = 0;
   int32_t m_blocks = 0;   ///< query tiles of the longest sequence
   int32_t num_tiles = 0;  ///< m_blocks · heads_q · batch (the plan refuses more than INT32_MAX)
@@ -66,6 +96,7 @@ struct FwdArguments {
   bool stabilized = false;
   float stabilized_beta = 2.0f, stabilized_tie_tol = 1e-3f, stabilized_shift_cap_log2 = 16.0f;
   FwdTelemetryCounters* telemetry = nullptr;  ///< kernels instantiated with telemetry (they also take max |O|)
+  FwdPagedKv paged;  ///< K and V from a paged cache (then cu_seqlens_k is null; seqlen_k bounds seqused_k)
 };
 
 /// The kernel's parameters: the arguments plus Q, K, V as 4D tensor maps {dim, head, seq,
@@ -82,7 +113,7 @@ struct AttentionFwdParams : FwdArguments {
 enum class FwdBarrier : unsigned {
   kConsumerTurn0 = 1,    ///< ids 1..kConsumers: consumer c's turn on the tensor cores
   kTelemetryMerge = 8,   ///< the consumers' slots of the telemetry merge are written
-  kProducerVt = 9,       ///< the producer warpgroup's parts of a stage's Vᵀ are written
+  kProducerVt = 9,       ///< the producer warpgroup's parts of a stage's Vᵀ (or gathered K, V) are written
 };
 
 FP8ATTN_HOST_DEVICE constexpr unsigned barrier_id(FwdBarrier b, unsigned offset = 0) {

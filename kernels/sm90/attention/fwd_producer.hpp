@@ -3,6 +3,7 @@
 // warps 1-3 transpose each block's V into Vᵀ, because an FP8 wgmma's B operand must be K-major
 // (PTX ISA 9.0 §9.7.15.5.2: no transpose for FP8) and P·V runs over the block's keys; BF16 V is
 // loaded like K and read N-major by the wgmma, so nothing is transposed.
+// From a paged cache thread 0 posts each KV block and warps 1-3 load it (fwd_paged_kv.hpp).
 // NOTE: two roles, each with only its own state: the producer has 24 registers (fwd_config.hpp),
 // and the tile walk plus the transpose in the same threads spilled.
 #pragma once
@@ -16,6 +17,7 @@
 #include "kernels/arch/tma.hpp"
 #include "kernels/arch/warp.hpp"
 #include "kernels/sm90/attention/fwd_config.hpp"
+#include "kernels/sm90/attention/fwd_paged_kv.hpp"
 #include "kernels/sm90/attention/fwd_params.hpp"
 #include "kernels/sm90/attention/fwd_tile_scheduler.hpp"
 #include "kernels/sm90/gemm/gemm_pipeline.hpp"
@@ -46,16 +48,20 @@ inline constexpr uint32_t kTransposeThreads = 96;
 /// Vᵀ of one stage, by the transposing threads (`thread` in [0, 96)); each fences its
 /// generic-proxy writes for the consumers' wgmma (async proxy), and once all have, one arrives
 /// on vt_full.
+/// Keys at or past `keys` are written as zeros (a paged cache's slots past the sequence: stale,
+/// maybe NaN, and 0 · NaN would reach O through P·V).
 template <class Cfg>
-FP8ATTN_ARCH_FN void transpose_v(uint32_t thread, const uint8_t* v, uint8_t* vt, uint64_t* vt_full) {
+FP8ATTN_ARCH_FN void transpose_v(uint32_t thread, const uint8_t* v, uint8_t* vt, uint64_t* vt_full,
+                                 uint32_t keys = Cfg::kBlockN) {
   constexpr uint32_t kDimGroups = Cfg::kHeadDim / 4, kItems = (Cfg::kBlockN / 4) * kDimGroups;
   FP8ATTN_NO_UNROLL
   for (uint32_t item = thread; item < kItems; item += kTransposeThreads) {
     const uint32_t kg = item / kDimGroups, dg = item % kDimGroups;
     uint32_t r[4], c[4];
     FP8ATTN_UNROLL
-    for (int i = 0; i < 4; ++i)
-      r[i] = arch::smem_load(reinterpret_cast<const uint32_t*>(v + (4 * kg + i) * Cfg::kHeadDim + 4 * dg));
+    for (uint32_t i = 0; i < 4; ++i)
+      r[i] = 4 * kg + i < keys ? arch::smem_load(reinterpret_cast<const uint32_t*>(v + (4 * kg + i) * Cfg::kHeadDim + 4 * dg))
+                               : 0u;
     transpose_4x4_bytes(r, c);
     // NOTE: dims 4dg..4dg+3 share one 8-dim core-matrix group, so their rows are 16 B apart: one
     // address for the four stores (four, each with its own offset math, spilled the producer).
@@ -92,6 +98,56 @@ FP8ATTN_ARCH_FN void run_v_transposer(const AttentionFwdParams& p, FwdSharedStor
   }
 }
 
+/// Sets FwdPagedFaults::seqused_out_of_range when a sequence of the CTA's tiles has a seqused_k
+/// outside [0, max_seqlen_k] (fwd_tile clamped it).
+template <class Cfg>
+FP8ATTN_ARCH_FN void flag_seqused_k(const AttentionFwdParams& p) {
+  for (int32_t index = arch::block_idx().x; index < p.num_tiles; index += arch::grid_dim().x) {
+    const int32_t b = fwd_tile<int32_t>(p, index, Cfg::kBlockM, Cfg::kBlockN).batch;
+    const int32_t used = p.paged.seqused_k[b * p.paged.seqused_stride];
+    if (used < 0 || used > p.seqlen_k) arch::atomic_max_u32(&p.paged.faults->seqused_out_of_range, 1u);
+  }
+}
+
+/// Warps 1-3 on a paged cache (fwd_paged_kv.hpp): each block that the loading thread posted, in
+/// its order. TMA path: the first of them issues the K and V boxes; once V has landed, its rows
+/// past the block's keys become zeros (E4M3 in the transpose, BF16 in place) before vt_full.
+/// Gather path: all 96 copy K and V, then E4M3 V is transposed.
+/// NOTE: the block's coordinates come through shared memory (kv_block), not from a tile walk of
+/// their own: the producer's 24 registers did not hold the walk next to the copy (ptxas spilled).
+template <class Cfg>
+FP8ATTN_ARCH_FN void run_paged_kv(const AttentionFwdParams& p, FwdSharedStorage<Cfg>& smem) {
+  // NOTE: one counter for the stage and phase, the thread index read where it is used, and no tile
+  // walk (the loading thread posts a block with b = −1 after its last): the loop state is one
+  // register next to the copies (fwd_paged_kv.hpp).
+  for (uint32_t loaded = 0;; ++loaded) {
+    const uint32_t stage = loaded % Cfg::kStages, phase = (loaded / Cfg::kStages) & 1u;
+    arch::mbarrier_wait_parity(&smem.kv_request[stage], phase);
+    if (arch::smem_load(&smem.kv_block[stage][0]) < 0) break;  // the end (run_loads)
+    const PagedBlock at = read_paged_block(p, smem.kv_block[stage]);
+    if (p.paged.box_rows == 0) {
+      gather_paged_block<Cfg>(p, arch::thread_idx_in_warpgroup() - 32, smem, stage, at);
+      if constexpr (!Cfg::kBf16)
+        transpose_v<Cfg>(arch::thread_idx_in_warpgroup() - 32, smem.v[stage], smem.vt[stage], &smem.vt_full[stage]);
+      continue;
+    }
+    if (arch::thread_idx_in_warpgroup() == 32) load_paged_block<Cfg>(p, smem, stage, at);
+    arch::mbarrier_wait_parity(&smem.v_full[stage], phase);
+    constexpr int32_t kBlockN = Cfg::kBlockN;  // NOTE: a prvalue (nvcc: no static member in device code)
+    const uint32_t keys = static_cast<uint32_t>(at.seqlen_k - at.key < kBlockN ? at.seqlen_k - at.key : kBlockN);
+    const uint32_t thread = arch::thread_idx_in_warpgroup() - 32;
+    if constexpr (Cfg::kBf16) {
+      zero_paged_v_tail<Cfg>(thread, smem.v[stage], keys, static_cast<uint32_t>(p.paged.box_rows));
+      arch::fence_proxy_async_shared_cta();
+      arch::named_barrier_sync(barrier_id(FwdBarrier::kProducerVt), kTransposeThreads);
+      if (thread == 0) arch::mbarrier_arrive(&smem.vt_full[stage]);
+    } else {
+      transpose_v<Cfg>(thread, smem.v[stage], smem.vt[stage], &smem.vt_full[stage], keys);
+    }
+  }
+  if (arch::thread_idx_in_warpgroup() == 32) flag_seqused_k<Cfg>(p);  // NOTE: after the loop: registers
+}
+
 /// The first thread of warp 0: the loads of the CTA's tiles.
 template <class Cfg>
 FP8ATTN_ARCH_FN void run_loads(const AttentionFwdParams& p, FwdSharedStorage<Cfg>& smem) {
@@ -102,6 +158,13 @@ FP8ATTN_ARCH_FN void run_loads(const AttentionFwdParams& p, FwdSharedStorage<Cfg
   for (int32_t index = arch::block_idx().x; index < p.num_tiles; index += arch::grid_dim().x) {
     const BasicFwdTile<int32_t> tile = fwd_tile<int32_t>(p, index, Cfg::kBlockM, Cfg::kBlockN);
     if (tile.rows == 0) continue;
+    // NOTE: 32-bit block walk (fwd_tile<int32_t>): the producer runs in 24 registers.
+    const int32_t blocks = tile.kv.count();
+    // NOTE: a tile that visits no KV block (no keys, or a mask that hides them all) loads no Q:
+    // its consumers read none, so their leader's release of Q would let the next tile's load
+    // complete q_full's next phase before a lagging warp of theirs waited on this one (a parity
+    // wait cannot tell the two apart). They skip the Q barriers too (run_consumer).
+    if (blocks == 0) continue;
     const int32_t b = p.cu_seqlens_q != nullptr ? 0 : tile.batch;  // packed inputs: one "batch"
     arch::mbarrier_wait_parity(&smem.q_empty, q_empty_phase);
     // NOTE: the full box bytes, zero-filled rows included (CUTLASS TmaTransactionBytes).
@@ -110,14 +173,16 @@ FP8ATTN_ARCH_FN void run_loads(const AttentionFwdParams& p, FwdSharedStorage<Cfg
       arch::tma_load<4>(smem.q[c], p.tma_q, &smem.q_full,
                         {c * Cfg::kChunkElements, tile.head, static_cast<int32_t>(tile.q_offset + tile.row0), b});
     q_empty_phase ^= 1u;
-    // NOTE: 32-bit block walk (fwd_tile<int32_t>): the producer runs in 24 registers.
-    const int32_t blocks = tile.kv.count();
     for (int32_t step = 0; step < blocks; ++step, ++loaded) {
       const KeyBlock block = tile.kv.at(step);
       const int32_t key = static_cast<int32_t>(tile.k_offset + block.key_begin);
       // The first wait on each empty barrier passes (parity 1 of a fresh barrier).
       const PipelineState<Cfg::kStages> kv{loaded % Cfg::kStages, ((loaded / Cfg::kStages) & 1u) ^ 1u};
       arch::mbarrier_wait_parity(&smem.kv_empty[kv.stage], kv.phase);
+      if (p.paged.block_table != nullptr) {  // warps 1-3 load it (run_paged_kv)
+        post_paged_block(smem.kv_block[kv.stage], &smem.kv_request[kv.stage], {tile.batch, tile.head_kv, key});
+        continue;
+      }
       arch::mbarrier_arrive_expect_tx(&smem.k_full[kv.stage], Cfg::kChunks * Cfg::kKChunkBytes);
       for (int c = 0; c < Cfg::kChunks; ++c)
         arch::tma_load<4>(smem.k[kv.stage][c], p.tma_k, &smem.k_full[kv.stage],
@@ -140,15 +205,23 @@ FP8ATTN_ARCH_FN void run_loads(const AttentionFwdParams& p, FwdSharedStorage<Cfg
       }
     }
   }
+  if (p.paged.block_table != nullptr) {  // the end of the blocks, for warps 1-3 (run_paged_kv)
+    const PipelineState<Cfg::kStages> kv{loaded % Cfg::kStages, ((loaded / Cfg::kStages) & 1u) ^ 1u};
+    arch::mbarrier_wait_parity(&smem.kv_empty[kv.stage], kv.phase);
+    post_paged_block(smem.kv_block[kv.stage], &smem.kv_request[kv.stage], {-1, 0, 0});
+  }
 }
 
-/// The producer warpgroup: the loads, and for E4M3 V in its natural layout, Vᵀ.
+/// The producer warpgroup: the loads, and for E4M3 V in its natural layout, Vᵀ; on a paged cache
+/// thread 0 loads Q and posts each KV block, which warps 1-3 load (run_paged_kv).
 template <class Cfg>
 FP8ATTN_ARCH_FN void run_producer(const AttentionFwdParams& p, FwdSharedStorage<Cfg>& smem) {
   if (arch::thread_idx_in_warpgroup() == 0) {
     run_loads<Cfg>(p, smem);
   } else if (arch::warp_idx_in_warpgroup() == 0) {
     return;  // the rest of warp 0
+  } else if (p.paged.block_table != nullptr) {
+    run_paged_kv<Cfg>(p, smem);
   } else if constexpr (!Cfg::kBf16) {
     if (!p.v_transposed) run_v_transposer<Cfg>(p, smem);
   }

@@ -26,6 +26,14 @@ struct BasicFwdTile {
 };
 using FwdTile = BasicFwdTile<int64_t>;
 
+/// Keys of sequence b in a paged cache: seqused_k[b] read from device memory, clamped to
+/// [0, seqlen_k] (the host's max_seqlen_k, which sized the launch); the producer flags a clamp.
+FP8ATTN_HOST_DEVICE int32_t paged_seqlen_k(const AttentionFwdParams& p, int32_t b) {
+  const int32_t used = p.paged.seqused_k[b * p.paged.seqused_stride];
+  const int32_t bound = static_cast<int32_t>(p.seqlen_k);
+  return used < 0 ? 0 : (used > bound ? bound : used);
+}
+
 /// Tile `index` of the launch, or rows = 0 when that tile lies past its sequence's end (varlen).
 /// NOTE: the longest tiles go first: index 0.. walks query tiles from the last one down, so with a
 /// causal mask (and with varlen) the CTAs pick the heaviest work before the light tail, as
@@ -46,8 +54,12 @@ FP8ATTN_HOST_DEVICE BasicFwdTile<I> fwd_tile(const AttentionFwdParams& p, int64_
   if (p.cu_seqlens_q != nullptr) {
     t.q_offset = p.cu_seqlens_q[t.batch];
     seqlen_q = p.cu_seqlens_q[t.batch + 1] - t.q_offset;
+  }
+  if (p.cu_seqlens_k != nullptr) {
     t.k_offset = p.cu_seqlens_k[t.batch];
     seqlen_k = p.cu_seqlens_k[t.batch + 1] - t.k_offset;
+  } else if (p.paged.seqused_k != nullptr) {
+    seqlen_k = paged_seqlen_k(p, t.batch);
   }
   t.row0 = t.m_block * block_m;
   const int64_t left = seqlen_q - t.row0;

@@ -31,26 +31,25 @@ inline constexpr unsigned kQuantizeThreads = kQuantizeWarps * 32;
 /// One amax slot per warp, and one for the CTA's result.
 inline constexpr unsigned kQuantizeSmemBytes = (kQuantizeWarps + 1) * sizeof(float);
 
-/// Elements of one head-dim row held by each lane.
+/// Elements of one head-dim row held by each lane: head_dim / 32 consecutive ones, or one per
+/// lane for a head_dim below 32, whose rows then occupy the first kLanes lanes (the other lanes
+/// hold copies; the quantizer instantiates 64, 128 and 256, the KV append every power of two).
 template <int kHeadDim>
 struct LaneChunk {
-  static_assert(kHeadDim % 32 == 0 && kHeadDim >= 32 && kHeadDim <= kMaxRotatedHeadDim,
-                "the kernel holds head_dim / 32 elements per lane, at most 8");
-  static constexpr int kPerLane = kHeadDim / 32;
+  static_assert(kHeadDim >= 1 && (kHeadDim & (kHeadDim - 1)) == 0 && kHeadDim <= kMaxRotatedHeadDim,
+                "the kernel holds a power-of-two head_dim, at most 8 elements per lane");
+  static constexpr int kPerLane = kHeadDim >= 32 ? kHeadDim / 32 : 1;
+  static constexpr int kLanes = kHeadDim >= 32 ? 32 : kHeadDim;
 };
 
-/// Loads this lane's chunk of row (b, row, h) and rotates the warp's row when p.rotate is set.
-/// Every lane of the warp must call it (the cross-lane stages shuffle).
+/// Rotates the warp's row x ← x·H·D in place, lane `lane` holding elements
+/// (lane mod kLanes)·kPerLane + j, in the stage order of quantize_math.hpp. Every lane of the
+/// warp must call it (the cross-lane stages shuffle; lane_mask < kLanes stays inside a copy).
 template <int kHeadDim>
-FP8ATTN_ARCH_FN void load_transformed_chunk(const QuantizeParams& p, int64_t b, int64_t row, int64_t h, unsigned lane,
-                                            float (&x)[LaneChunk<kHeadDim>::kPerLane]) {
+FP8ATTN_ARCH_FN void rotate_chunk(float (&x)[LaneChunk<kHeadDim>::kPerLane], unsigned lane, int log2_head_dim,
+                                  uint64_t seed) {
   constexpr int kPerLane = LaneChunk<kHeadDim>::kPerLane;
-  for (int j = 0; j < kPerLane; ++j) {
-    const int64_t at = input_offset(p, b, row, h, static_cast<int64_t>(lane) * kPerLane + j);
-    x[j] = p.input_is_bf16 ? bf16_bits_to_float(static_cast<const uint16_t*>(p.input)[at])
-                           : static_cast<const float*>(p.input)[at];
-  }
-  if (!p.rotate) return;
+  constexpr int kLanes = LaneChunk<kHeadDim>::kLanes;
   // Stages with pair stride below kPerLane: both elements in this lane.
   for (int stride = 1; stride < kPerLane; stride <<= 1)
     for (int j = 0; j < kPerLane; ++j) {
@@ -60,18 +59,34 @@ FP8ATTN_ARCH_FN void load_transformed_chunk(const QuantizeParams& p, int64_t b, 
       x[j + stride] = butterfly(upper, lower, true);
     }
   // Stages with pair stride kPerLane·lane_mask: the partner element is in lane ^ lane_mask.
-  for (int lane_mask = 1; lane_mask < 32; lane_mask <<= 1) {
+  for (int lane_mask = 1; lane_mask < kLanes; lane_mask <<= 1) {
     const bool is_upper = (lane & static_cast<unsigned>(lane_mask)) != 0;
     for (int j = 0; j < kPerLane; ++j) {
       const float partner = arch::shfl_xor_sync(arch::kFullWarpMask, x[j], lane_mask);
       x[j] = butterfly(x[j], partner, is_upper);
     }
   }
-  const float norm = hadamard_norm(p.log2_head_dim);
+  const float norm = hadamard_norm(log2_head_dim);
+  const int first = static_cast<int>(lane % static_cast<unsigned>(kLanes)) * kPerLane;
   for (int j = 0; j < kPerLane; ++j) {
     const float y = x[j] * norm;
-    x[j] = rotation_sign_negative(p.seed, static_cast<int>(lane) * kPerLane + j) ? -y : y;
+    x[j] = rotation_sign_negative(seed, first + j) ? -y : y;
   }
+}
+
+/// Loads this lane's chunk of row (b, row, h) and rotates the warp's row when p.rotate is set.
+/// Every lane of the warp must call it (the cross-lane stages shuffle).
+template <int kHeadDim>
+FP8ATTN_ARCH_FN void load_transformed_chunk(const QuantizeParams& p, int64_t b, int64_t row, int64_t h, unsigned lane,
+                                            float (&x)[LaneChunk<kHeadDim>::kPerLane]) {
+  constexpr int kPerLane = LaneChunk<kHeadDim>::kPerLane;
+  static_assert(kHeadDim >= 32, "the quantizer's rows fill the warp");
+  for (int j = 0; j < kPerLane; ++j) {
+    const int64_t at = input_offset(p, b, row, h, static_cast<int64_t>(lane) * kPerLane + j);
+    x[j] = p.input_is_bf16 ? bf16_bits_to_float(static_cast<const uint16_t*>(p.input)[at])
+                           : static_cast<const float*>(p.input)[at];
+  }
+  if (p.rotate) rotate_chunk<kHeadDim>(x, lane, p.log2_head_dim, p.seed);
 }
 
 /// The maximum of `value` over the CTA, returned to every thread. Uses the kQuantizeWarps + 1

@@ -27,6 +27,7 @@
 #if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512F__)
 #include <immintrin.h>
 #define FP8ATTN_PANEL_GEMM_AVX2 1
+#include "lib/attention/engine/panel_gemm_tensor_core.hpp"  // IWYU pragma: export
 #else
 #define FP8ATTN_PANEL_GEMM_AVX2 0
 #endif
@@ -100,6 +101,25 @@ template <int R>
 inline void panel_rows(const float* a, int64_t lda, const float* panels, int64_t panel_stride, int panels_count,
                        float* acc, int64_t ldacc, int depth_total, int mma_k, bool overwrite,
                        const arch::MmaRule& rule) {
+#if FP8ATTN_PANEL_GEMM_AVX2
+  // The tensor core's addition (panel_gemm_tensor_core.hpp): A's exponents once for all panels.
+  // A NaN or ±inf in A of BF16 products takes the generic block below.
+  alignas(32) float a_exp[R * tensor_core_avx2::kMaxDepth];
+  if (rule.tensor_core && depth_total <= tensor_core_avx2::kMaxDepth &&
+      !(tensor_core_avx2::exponents_of_rows<R>(a, lda, depth_total, rule.emin_a, a_exp) && rule.wide_sum)) {
+    for (int p = 0; p < panels_count; ++p) {
+      const float* panel = panels + p * panel_stride;
+      float* acc_p = acc + p * kPanelWidth;
+      for (int k0 = 0; k0 < depth_total; k0 += mma_k) {
+        const int depth = k0 + mma_k <= depth_total ? mma_k : depth_total - k0;
+        tensor_core_avx2::panel_block<R>(a + k0, lda, a_exp + k0, depth_total,
+                                         panel + static_cast<int64_t>(k0) * kPanelWidth, depth, acc_p, ldacc,
+                                         overwrite && k0 == 0, rule);
+      }
+    }
+    return;
+  }
+#endif
   for (int p = 0; p < panels_count; ++p) {
     const float* panel = panels + p * panel_stride;
     float* acc_p = acc + p * kPanelWidth;

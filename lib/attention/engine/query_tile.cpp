@@ -27,10 +27,12 @@ struct TileBuffers {
   float* row_max;  // [block_m]               running max, raw S units
   float* row_sum;  // [block_m][4]            per-quad-thread partial sums of P̃
   float* rescale;  // [block_m]               this block's rescale factor of each row
+  float* k_token;  // [block_n]               a paged cache's per-token K descales of the block
+  float* v_ratio;  // [block_n]               its per-token V descales / their block maximum
 };
 
 struct TileLayout {
-  size_t q, s, o, o_fresh, row_max, row_sum, rescale, total;
+  size_t q, s, o, o_fresh, row_max, row_sum, rescale, k_token, v_ratio, total;
 };
 
 TileLayout tile_layout(const AttentionConfig& c) {
@@ -49,6 +51,8 @@ TileLayout tile_layout(const AttentionConfig& c) {
   l.row_max = take(bm);
   l.row_sum = take(bm * 4);
   l.rescale = take(bm);
+  l.k_token = take(bn);
+  l.v_ratio = take(bn);
   l.total = at;
   return l;
 }
@@ -56,8 +60,13 @@ TileLayout tile_layout(const AttentionConfig& c) {
 TileBuffers carve(void* scratch, const TileLayout& l) {
   auto* base = static_cast<unsigned char*>(scratch);
   auto f = [&](size_t off) { return reinterpret_cast<float*>(base + off); };
-  return {f(l.q), f(l.s), f(l.o), f(l.o_fresh), f(l.row_max), f(l.row_sum), f(l.rescale)};
+  return {f(l.q), f(l.s), f(l.o), f(l.o_fresh), f(l.row_max), f(l.row_sum), f(l.rescale), f(l.k_token), f(l.v_ratio)};
 }
+
+}  // namespace
+
+// NOTE: the three below are shared with the decode tile (decode_tile.cpp), which gathers and
+// decodes K and V exactly as the forward's tiles do.
 
 /// Decoding table for E4M3 inputs (256 entries), built once.
 const float* e4m3_table() {
@@ -73,7 +82,7 @@ const float* e4m3_table() {
 
 /// Decodes n elements of an input tensor's row (element `offset` first, then dim_stride apart) to
 /// float, writing out[e·out_stride]. Decoding is exact: E4M3 and BF16 values are FP32 values.
-inline void decode_row(const SeqTensor& t, int64_t offset, int n, const float* lut, float* out, int out_stride) {
+void decode_row(const SeqTensor& t, int64_t offset, int n, const float* lut, float* out, int out_stride) {
   if (t.dtype == FP8ATTN_DTYPE_E4M3) {
     const uint8_t* in = static_cast<const uint8_t*>(t.data) + offset;
     for (int e = 0; e < n; ++e) out[e * out_stride] = lut[in[e * t.dim_stride]];
@@ -101,9 +110,11 @@ void decoded_block(const AttentionConfig& c, const AttentionProblem& p, const Se
   for (int j = 0; j < keys; ++j) {
     const int64_t key = span.k_offset + block.key_begin + j;
     float* k_col = block_k + (j / kPanelWidth) * d * kPanelWidth + j % kPanelWidth;
-    decode_row(p.k, element_offset(p.k, batch, key, head_kv, 0), d, lut, k_col, kPanelWidth);
+    // NOTE: a paged cache is gathered here, row by row through the block table; what follows
+    // sees the same decoded block as for contiguous K and V, so the results are bit-equal.
+    decode_row(p.k, p.kv_element_offset(p.k, batch, key, head_kv, 0), d, lut, k_col, kPanelWidth);
     for (int e0 = 0; e0 < dv; e0 += kPanelWidth)
-      decode_row(p.v, element_offset(p.v, batch, key, head_kv, e0), kPanelWidth, lut,
+      decode_row(p.v, p.kv_element_offset(p.v, batch, key, head_kv, e0), kPanelWidth, lut,
                  block_v + e0 * bn + j * kPanelWidth, 1);
   }
   for (int j = keys; j % kPanelWidth != 0; ++j) {
@@ -111,6 +122,24 @@ void decoded_block(const AttentionConfig& c, const AttentionProblem& p, const Se
     for (int e = 0; e < d; ++e) k_col[e * kPanelWidth] = 0.0f;
   }
   kv.ready[block.index] = 1;
+}
+
+namespace {
+
+/// A paged cache's per-(token, KV head) descales of one KV block: K's into k_token, V's divided
+/// by their largest into v_ratio (each ≤ 1); returns that largest.
+float block_token_scales(const AttentionProblem& p, int64_t batch, int head_kv, int64_t key0, int keys, float* k_token,
+                         float* v_ratio) {
+  const PagedKv& kv = p.paged;
+  float v_max = 0.0f;
+  for (int j = 0; j < keys; ++j) {
+    const int64_t key = key0 + j, page = kv.page(batch, key), token = key % kv.page_size;
+    k_token[j] = kv.k_scale.at(page, token, head_kv);
+    v_ratio[j] = kv.v_scale.at(page, token, head_kv);
+    v_max = std::max(v_max, v_ratio[j]);
+  }
+  for (int j = 0; j < keys; ++j) v_ratio[j] /= v_max;
+  return v_max;
 }
 
 }  // namespace
@@ -144,7 +173,13 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
   const bool stabilized = c.softmax_variant == FP8ATTN_SOFTMAX_STABILIZED;
   // NOTE: a per-block V descale needs each block's PV product on its own, so it implies
   // two-level accumulation with promotion after every block.
-  const bool v_blocks = p.v_block_descale.present();
+  // NOTE: per-token descales of a paged cache (docs/numerics.md, "KV scales"): K's multiply each
+  // key's logits, as a per-block K descale does its block's; V's are split into the block's largest,
+  // applied to the block's P·V product as a per-block V descale is, and each key's ratio to it
+  // (≤ 1), applied to P̃'s column before P's cast. Dividing by the block's largest keeps P̃'s
+  // largest entries where S_p put them, away from E4M3's underflow.
+  const bool per_token = p.paged.present && p.paged.scale_granularity == FP8ATTN_KV_SCALE_PER_TOKEN_HEAD;
+  const bool v_blocks = p.v_block_descale.present() || per_token;
   const bool promote = c.pv_promote_interval > 0 || v_blocks;
   const int64_t promote_interval = v_blocks ? 1 : c.pv_promote_interval;
   float* pv_acc = promote ? t.o_fresh : t.o;
@@ -175,6 +210,8 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
 
     const float *k_panels = nullptr, *v_panels = nullptr;
     decoded_block(c, p, span, at.batch, head_kv, block, kv, &k_panels, &v_panels);
+    const float v_token_max =
+        per_token ? block_token_scales(p, at.batch, head_kv, key0, keys, t.k_token, t.v_ratio) : 1.0f;
 
     // S = Q·Kᵀ, over the block's keys rounded up to whole panels
     panel_gemm(t.q, d, k_panels, static_cast<int64_t>(d) * kPanelWidth, (keys + kPanelWidth - 1) / kPanelWidth, t.s, bn,
@@ -190,6 +227,8 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
       float* s = t.s + static_cast<int64_t>(r) * bn;
       if (k_blocks)
         for (int j = 0; j < keys; ++j) s[j] *= block_factor;
+      if (per_token)
+        for (int j = 0; j < keys; ++j) s[j] *= t.k_token[j];
       if (!full) {
         const sm90::KeyRange vis = sm90::visible_keys(mask, row0 + r);
         for (int j = 0; j < keys; ++j)
@@ -210,6 +249,8 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
     // Then the cast of P̃ with its counts and O's rescale.
     auto cast_row = [&](int r) {
       float* s = t.s + static_cast<int64_t>(r) * bn;
+      if (per_token)
+        for (int j = 0; j < keys; ++j) s[j] *= t.v_ratio[j];
       if (fp8)
         row_cast_p<true>(s, keys, telemetry.p_positive, telemetry.p_underflow);
       else
@@ -247,7 +288,7 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
     // NOTE: two-level accumulation guards against the FP8 tensor core's accumulator keeping
     // fewer bits than FP32 (DESIGN §3): the fresh tile is added into O every N blocks.
     if (promote && ((step + 1) % promote_interval == 0 || step + 1 == schedule.count())) {
-      const float vb = p.v_block_descale.at(at.batch, head_kv, block.index);
+      const float vb = p.v_block_descale.at(at.batch, head_kv, block.index) * v_token_max;
       for (int64_t i = 0; i < static_cast<int64_t>(rows) * dv; ++i) {
         t.o[i] = v_blocks ? std::fmaf(t.o_fresh[i], vb, t.o[i]) : t.o[i] + t.o_fresh[i];
         t.o_fresh[i] = 0.0f;

@@ -1,6 +1,7 @@
 #include "lib/backend/cpu/cpu_backend.hpp"
 
 #include "lib/attention/engine/backward_engine.hpp"
+#include "lib/attention/engine/decode_engine.hpp"
 #include "lib/attention/engine/tile_engine.hpp"
 #include "lib/core/thread_pool.hpp"
 
@@ -12,10 +13,15 @@ class CpuBackend final : public Backend {
   explicit CpuBackend(ThreadPool& pool) : pool_(pool) {}
   int32_t kind() const override { return FP8ATTN_BACKEND_CPU; }
   int32_t tensor_device() const override { return FP8ATTN_DEVICE_HOST; }
+  bool runs_paged_kv(const AttentionConfig&) const override { return true; }
+  bool runs_mixed_kv_dtype(const AttentionConfig&) const override { return true; }
   bool measures_forward_amax() const override { return true; }
 
-  size_t attention_workspace_size(const AttentionConfig& config, int64_t batch, int64_t,
+  size_t attention_workspace_size(const AttentionConfig& config, int64_t batch, int64_t max_seqlen_q,
                                   int64_t max_seqlen_k) const override {
+    // NOTE: the decode path also keeps each split's partial O (F32) and LSE for the combine.
+    if (config.decode)
+      return engine::decode_engine_workspace_size(config, pool_.size(), batch, max_seqlen_q, max_seqlen_k);
     // NOTE: the engine keeps one query tile's buffers and one (sequence, KV head)'s decoded K and V
     // per worker, and a work-item table of batch + 1 entries.
     return engine::tile_engine_workspace_size(config, pool_.size(), batch, max_seqlen_k);
@@ -23,6 +29,7 @@ class CpuBackend final : public Backend {
 
   void attention_forward(const AttentionConfig& config, const AttentionProblem& problem, void* workspace, size_t,
                          CUstream_st*) override {
+    if (config.decode) return engine::decode_engine_forward(config, problem, pool_, workspace);
     engine::tile_engine_forward(config, problem, pool_, workspace);
   }
 

@@ -10,6 +10,8 @@
 
 #include "kernels/sm90/attention/attention_bwd_cuda.hpp"
 #include "kernels/sm90/attention/attention_fwd_cuda.hpp"
+#include "kernels/sm90/combine/combine_cuda.hpp"
+#include "kernels/sm90/kv_append/kv_append_cuda.hpp"
 #include "kernels/sm90/quantize/quantize_cuda.hpp"
 #include "lib/backend/cuda/spectral_ops_cuda.hpp"
 #include "lib/core/error.hpp"
@@ -103,6 +105,14 @@ class CudaRuntime final : public DeviceRuntime {
   void launch_quantize(const sm90::quant::QuantizeParams& p, CUstream_st* stream) override {
     select();
     check(sm90::quant::run_quantize_cuda(p, stream));
+  }
+  void launch_combine(const sm90::combine::CombineParams& p, CUstream_st* stream) override {
+    select();
+    check(sm90::combine::run_combine_cuda(p, stream));
+  }
+  void launch_kv_append(const sm90::kv::KvAppendParams& p, CUstream_st* stream) override {
+    select();
+    check(sm90::kv::run_kv_append_cuda(p, stream));
   }
   size_t gemm_scratch_bytes() const override { return kCublasLtScratchBytes; }
   void gemm(const gpu::BatchedGemmDesc& desc, CUstream_st* stream) override {

@@ -1,6 +1,7 @@
 #include "lib/backend/gpu/attention_fwd_plan.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <string>
 
 #include "kernels/sm90/kv_schedule.hpp"
@@ -10,6 +11,10 @@ namespace fp8attn::gpu {
 namespace {
 
 constexpr size_t kTelemetryBytes = 256;  // FwdTelemetryCounters, padded to a cache line pair
+/// The paged launch's FwdPagedFaults, in the same 256 bytes after the counters.
+constexpr size_t kPagedFaultsOffset = 128;
+static_assert(sizeof(sm90::FwdTelemetryCounters) <= kPagedFaultsOffset &&
+              kPagedFaultsOffset + sizeof(sm90::FwdPagedFaults) <= kTelemetryBytes);
 
 sm90::DescaleView view(const Descale& d) { return {d.data, d.batch_stride, d.head_stride, 0, d.value}; }
 sm90::DescaleView view(const BlockDescale& d) { return {d.data, d.batch_stride, d.head_stride, d.block_stride}; }
@@ -92,6 +97,12 @@ sm90::FwdInput attention_fwd_input(const AttentionConfig& c) {
 }
 
 void check_attention_fwd_supported(const AttentionConfig& c) {
+  // NOTE: the decode path (GQA-packed rows, KV splits merged by the combine rule) runs on the CPU
+  // engine only; the sm_90a forward has no packed-row tile yet, so a decode plan is refused here
+  // rather than run as a plain forward whose bits would differ from the engine's.
+  require(!c.decode, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
+          "desc.decode = 1: the GPU backends (CUDA, emulator) have no decode kernel yet; the CPU and reference "
+          "backends run the decode path, or use desc.decode = 0 (the plain forward) here");
   require(c.head_dim == c.head_dim_v, FP8ATTN_STATUS_UNSUPPORTED_HEAD_DIM, "head_dim_v must equal head_dim");
   // NOTE: the BF16 kernels have no two-level accumulation (fwd_instances.hpp): a BF16 wgmma keeps
   // 23 fraction bits per instruction (its addends aligned 25 bits below the largest, mma_order.hpp),
@@ -106,6 +117,73 @@ void check_attention_fwd_supported(const AttentionConfig& c) {
 }
 
 namespace {
+
+/// Rows per TMA box of a paged cache: gcd(page_size, BlockN, sink_tokens) when it is a multiple
+/// of 8 (a swizzled K tile's period of 8 rows, so every box starts on it), else 0 (gather path).
+int32_t paged_box_rows(int64_t page_size, int block_n, int64_t sink_tokens) {
+  int64_t g = std::gcd(page_size, static_cast<int64_t>(block_n));
+  if (sink_tokens > 0) g = std::gcd(g, sink_tokens);
+  return g % 8 == 0 ? static_cast<int32_t>(g) : 0;
+}
+
+/// K and V of a paged cache: tensor maps {dim, head, token, page} with boxes of box_rows tokens,
+/// the table, seqused_k and the gather path's byte strides (fwd_paged_kv.hpp).
+void plan_paged_kv(const AttentionConfig& c, const AttentionProblem& p, void* workspace, sm90::FwdLaunch& l,
+                   arch::TmaDataType type, uint32_t chunk, arch::Swizzle swizzle) {
+  const PagedKv& kv = p.paged;
+  const bool bf16 = !c.fp8();
+  // NOTE: PER_HEAD scale caches arrive as the problem's K and V descales (apply_paged_descales).
+  require(kv.scale_granularity != FP8ATTN_KV_SCALE_PER_TOKEN_HEAD, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
+          "a paged cache with per-token descales (FP8ATTN_KV_SCALE_PER_TOKEN_HEAD): the Hopper kernel applies "
+          "descales per sequence and KV head (or per KV head: FP8ATTN_KV_SCALE_PER_HEAD)");
+  require(p.v.dim_stride == 1, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
+          "a paged v_cache with its keys contiguous: the Hopper kernel reads cache rows (dim stride 1)");
+  require(workspace != nullptr, FP8ATTN_STATUS_NULL_POINTER,
+          "a paged forward on the Hopper kernel needs its workspace (the fault words of the block table)");
+  require(kv.num_pages >= 1 || p.max_seqlen_k == 0, FP8ATTN_STATUS_BAD_SHAPE,
+          "a paged cache of 0 pages with max_seqlen_k > 0: a clamped block-table entry needs a page to read");
+  require(kv.num_pages <= INT32_MAX && kv.page_size <= INT32_MAX && p.max_seqlen_k < (int64_t{1} << 29) &&
+              (p.batch - 1) * kv.table_batch_stride + (kv.max_pages_per_seq - 1) * kv.table_page_stride <= INT32_MAX &&
+              (p.batch - 1) * kv.seqused_stride <= INT32_MAX,
+          FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
+          "a paged cache whose pages, keys or table offsets exceed the kernel's 32-bit indices");
+  sm90::FwdPagedKv& a = l.args.paged;
+  a.box_rows = paged_box_rows(kv.page_size, c.tile.block_n, c.sink_tokens);
+  // NOTE: the gather path builds the maps too (a box of one row): both runtimes encode them.
+  const uint32_t box_rows = a.box_rows > 0 ? static_cast<uint32_t>(a.box_rows) : 1u;
+  const int64_t pages = std::max<int64_t>(kv.num_pages, 1);
+  l.k = attention_tensor_map("k_cache", p.k, type, kv.page_size, c.num_heads_kv, pages, c.head_dim, chunk, box_rows,
+                             swizzle);
+  l.v = bf16 ? attention_tensor_map("v_cache", p.v, type, kv.page_size, c.num_heads_kv, pages, c.head_dim, chunk,
+                                    box_rows, swizzle)
+             : attention_tensor_map("v_cache", p.v, type, kv.page_size, c.num_heads_kv, pages, c.head_dim,
+                                    c.head_dim, box_rows, arch::Swizzle::None);
+  a.block_table = kv.block_table;
+  a.table_batch_stride = static_cast<int32_t>(kv.table_batch_stride);
+  a.table_page_stride = static_cast<int32_t>(kv.table_page_stride);
+  a.seqused_k = kv.seqused_k;
+  a.seqused_stride = static_cast<int32_t>(kv.seqused_stride);
+  a.page_size = static_cast<int32_t>(kv.page_size);
+  a.num_pages = static_cast<int32_t>(kv.num_pages);
+  const int64_t e = bf16 ? 2 : 1;
+  for (const SeqTensor* t : {&p.k, &p.v})
+    require(std::max({t->batch_stride, t->seq_stride, t->head_stride}) * e <= INT32_MAX,
+            FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
+            "a paged cache whose page, token or head stride is 2^31 bytes or more: the kernel's gather counts "
+            "bytes in 32 bits");
+  a.k_cache = static_cast<const uint8_t*>(p.k.data);
+  a.v_cache = static_cast<const uint8_t*>(p.v.data);
+  a.k_page_bytes = static_cast<int32_t>(p.k.batch_stride * e);
+  a.k_token_bytes = static_cast<int32_t>(p.k.seq_stride * e);
+  a.k_head_bytes = static_cast<int32_t>(p.k.head_stride * e);
+  a.v_page_bytes = static_cast<int32_t>(p.v.batch_stride * e);
+  a.v_token_bytes = static_cast<int32_t>(p.v.seq_stride * e);
+  a.v_head_bytes = static_cast<int32_t>(p.v.head_stride * e);
+  a.faults = reinterpret_cast<sm90::FwdPagedFaults*>(static_cast<unsigned char*>(workspace) + kPagedFaultsOffset);
+  // NOTE: no cu_seqlens_k: sequence b's keys are seqused_k[b], clamped to seqlen_k (the bound).
+  l.args.cu_seqlens_k = nullptr;
+  l.args.seqlen_k = p.max_seqlen_k;
+}
 
 sm90::PvPromotion promotion_of(const AttentionConfig& c, const AttentionProblem& p) {
   // NOTE: a per-block V descale implies promotion after every block, as in the engine.
@@ -149,20 +227,24 @@ sm90::FwdLaunch plan_attention_fwd(const AttentionConfig& c, const AttentionProb
   const uint32_t chunk = chunk_bytes / (bf16 ? 2u : 1u);  // elements
   const arch::Swizzle swizzle = chunk_bytes == 64 ? arch::Swizzle::B64 : arch::Swizzle::B128;
   l.q = attention_tensor_map("q", p.q, type, rows_q, c.num_heads_q, batch, c.head_dim, chunk, c.tile.block_m, swizzle);
-  l.k = attention_tensor_map("k", p.k, type, rows_k, c.num_heads_kv, batch, c.head_dim, chunk, c.tile.block_n, swizzle);
+  // NOTE: a paged cache's K and V maps are plan_paged_kv's (below).
+  const bool paged = p.paged.present;
   // NOTE: FP8 wgmma takes V's transpose; V given with its keys contiguous is loaded as it is,
   // other V is loaded by rows and transposed in shared memory by the producer warpgroup. BF16
   // wgmma reads V N-major as loaded, in K's chunks (fwd_config.hpp).
-  const bool v_transposed = p.v.seq_stride == 1 && p.v.dim_stride != 1;
+  const bool v_transposed = !paged && p.v.seq_stride == 1 && p.v.dim_stride != 1;
   require(!bf16 || !v_transposed, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
           "v with its keys contiguous and BF16 inputs: the Hopper BF16 kernel loads V rows (dim stride 1)");
-  if (bf16)
-    l.v = attention_tensor_map("v", p.v, type, rows_k, c.num_heads_kv, batch, c.head_dim, chunk, c.tile.block_n,
-                               swizzle);
-  else
-    l.v = v_transposed ? vt_tensor_map(p.v, rows_k, c.num_heads_kv, batch, c.head_dim)
-                       : attention_tensor_map("v", p.v, type, rows_k, c.num_heads_kv, batch, c.head_dim, c.head_dim,
-                                    c.tile.block_n, arch::Swizzle::None);
+  if (!paged) {
+    l.k = attention_tensor_map("k", p.k, type, rows_k, c.num_heads_kv, batch, c.head_dim, chunk, c.tile.block_n, swizzle);
+    if (bf16)
+      l.v = attention_tensor_map("v", p.v, type, rows_k, c.num_heads_kv, batch, c.head_dim, chunk, c.tile.block_n,
+                                 swizzle);
+    else
+      l.v = v_transposed ? vt_tensor_map(p.v, rows_k, c.num_heads_kv, batch, c.head_dim)
+                         : attention_tensor_map("v", p.v, type, rows_k, c.num_heads_kv, batch, c.head_dim, c.head_dim,
+                                                c.tile.block_n, arch::Swizzle::None);
+  }
 
   sm90::FwdArguments& a = l.args;
   a.out = p.out.data;
@@ -173,6 +255,7 @@ sm90::FwdLaunch plan_attention_fwd(const AttentionConfig& c, const AttentionProb
   copy_strides(p.out, a.out_batch_stride, a.out_seq_stride, a.out_head_stride);
   a.out_dim_stride = p.out.dim_stride;
   copy_sequence_args(c, p, a);
+  if (paged) plan_paged_kv(c, p, workspace, l, type, chunk, swizzle);
   a.m_blocks = static_cast<int32_t>((p.max_seqlen_q + c.tile.block_m - 1) / c.tile.block_m);
   const int64_t num_tiles = static_cast<int64_t>(a.m_blocks) * a.heads_q * a.batch;
   require(num_tiles <= INT32_MAX, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
@@ -193,7 +276,7 @@ sm90::FwdLaunch plan_attention_fwd(const AttentionConfig& c, const AttentionProb
   // every key) stays inside int32.
   require(rows_q < (int64_t{1} << 29) && rows_k < (int64_t{1} << 29), FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
           "sequence tensors of 2^29 rows or more: the Hopper kernel's tile scheduler counts keys in 32 bits");
-  const int64_t reach = rows_q + rows_k;
+  const int64_t reach = rows_q + (paged ? p.max_seqlen_k : rows_k);
   a.window_left = c.window_left < 0 ? c.window_left : std::min<int64_t>(c.window_left, reach);
   a.window_right = c.window_right < 0 ? c.window_right : std::min<int64_t>(c.window_right, reach);
   a.sink_tokens = c.sink_tokens;

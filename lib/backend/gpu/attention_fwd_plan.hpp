@@ -56,7 +56,9 @@ sm90::FwdInput attention_fwd_input(const AttentionConfig& config);
 
 /// The launch of one forward call. `workspace` holds attention_fwd_workspace_bytes(); `sm_count`
 /// bounds the persistent grid. Throws Error with a specific status when a tensor breaks a TMA
-/// rule (16-byte aligned base and strides, unit dim stride).
+/// rule (16-byte aligned base and strides, unit dim stride). A paged cache (problem.paged) gets
+/// its tensor maps over the pages, the table and seqused_k, and the fault words at byte 128 of
+/// the workspace (sm90::FwdPagedFaults; docs/kernels.md, "K and V from a paged KV cache").
 sm90::FwdLaunch plan_attention_fwd(const AttentionConfig& config, const AttentionProblem& problem, void* workspace,
                                    int sm_count);
 

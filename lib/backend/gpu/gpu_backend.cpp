@@ -6,6 +6,7 @@
 
 #include "lib/backend/gpu/attention_bwd_plan.hpp"
 #include "lib/backend/gpu/attention_fwd_plan.hpp"
+#include "lib/backend/gpu/combine_plan.hpp"
 #include "lib/backend/gpu/quantize_plan.hpp"
 #include "lib/backend/gpu/spectral_plan.hpp"
 
@@ -44,6 +45,10 @@ class GpuBackend final : public Backend {
       }
   }
 
+  /// A paged KV cache: the producer loads its pages (kernels/sm90/attention/fwd_paged_kv.hpp);
+  /// per-token scale caches are refused at the call (plan_attention_fwd).
+  bool runs_paged_kv(const AttentionConfig&) const override { return true; }
+
   bool measures_forward_amax() const override { return true; }
   int64_t forward_amax_offset() const override {
     static_assert(offsetof(sm90::FwdTelemetryCounters, max_abs_o_bits) ==
@@ -72,6 +77,10 @@ class GpuBackend final : public Backend {
                          CUstream_st* stream) override {
     const sm90::FwdLaunch launch = gpu::plan_attention_fwd(config, problem, workspace, runtime_->sm_count());
     if (launch.args.telemetry != nullptr) runtime_->zero_async(workspace, sizeof(sm90::FwdTelemetryCounters), stream);
+    // NOTE: a paged launch flags block-table entries and seqused_k it had to clamp in the
+    // workspace (FwdPagedFaults), zeroed here on the stream like the counters.
+    if (launch.args.paged.faults != nullptr)
+      runtime_->zero_async(launch.args.paged.faults, sizeof(sm90::FwdPagedFaults), stream);
     runtime_->launch_attention_fwd(launch, stream);
     if (launch.args.telemetry != nullptr && problem.telemetry != nullptr && runtime_->completes_on_return()) {
       sm90::FwdTelemetryCounters counters{};
@@ -111,6 +120,16 @@ class GpuBackend final : public Backend {
 
   void quantize(const sm90::quant::QuantizeParams& p, void* workspace, size_t, CUstream_st* stream) override {
     runtime_->launch_quantize(gpu::plan_quantize(p, workspace), stream);
+  }
+
+  void combine(const sm90::combine::CombineParams& p, void*, size_t, CUstream_st* stream) override {
+    gpu::check_combine_supported(p);
+    runtime_->launch_combine(p, stream);
+  }
+  /// NOTE: no workspace, no allocation, no synchronization: slots the host could not read are
+  /// checked by the kernel, which skips those past the cache.
+  void kv_append(const sm90::kv::KvAppendParams& p, CUstream_st* stream) override {
+    if (p.tokens > 0) runtime_->launch_kv_append(p, stream);
   }
 
   size_t spectral_workspace_size(const QkShape& shape) const override {

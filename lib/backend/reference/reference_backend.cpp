@@ -12,6 +12,8 @@ class ReferenceBackend final : public Backend {
   explicit ReferenceBackend(ThreadPool& pool) : pool_(pool) {}
   int32_t kind() const override { return FP8ATTN_BACKEND_REFERENCE; }
   int32_t tensor_device() const override { return FP8ATTN_DEVICE_HOST; }
+  bool runs_paged_kv(const AttentionConfig&) const override { return true; }
+  bool runs_mixed_kv_dtype(const AttentionConfig&) const override { return true; }
   void check_attention(const AttentionConfig& c) const override {
     FP8ATTN_REQUIRE(c.output_dtype != FP8ATTN_DTYPE_E4M3, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
                     "E4M3 output: the FP64 reference backend writes BF16 or F32 only; E4M3 output runs on the CPU, "

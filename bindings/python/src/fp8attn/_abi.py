@@ -13,7 +13,7 @@ E4M3_MAX = 448.0
 
 # Enums: the header's numbers (never reused); the binding speaks their lower-case names.
 DTYPES = {"float32": 1, "float64": 2, "bfloat16": 3, "float16": 4, "float8_e4m3fn": 5, "float8_e5m2": 6,
-          "int32": 7}
+          "int32": 7, "int64": 8}
 DEVICE_HOST, DEVICE_CUDA = 0, 1
 # NOTE: "emulator" (4) is the backend the next header adds (FP8ATTN_BACKEND_EMULATOR); a library
 # without it answers FP8ATTN_STATUS_BAD_OPTION.
@@ -24,9 +24,13 @@ SOFTMAX_VARIANTS = {"standard": 0, "stabilized": 1}
 # fp8attn_accumulator_model: FP8ATTN_ACCUMULATOR_FP32 = 0, FP8ATTN_ACCUMULATOR_TENSOR_CORE = 1 (default).
 ACCUMULATOR_MODELS = {"fp32": 0, "tensor_core": 1}
 GRANULARITIES = {"tensor": 0, "head": 1, "block": 2}
+KV_SCALE_GRANULARITIES = {"none": 0, "head": 1, "token_head": 2}
 TENSOR_KINDS = {"q": 0, "k": 1, "v": 2, "o": 3, "p": 4, "do": 5, "dp": 6, "logit": 7}
 RECIPES = {"default": 0, "delayed": 1, "current": 2, "geometry": 3}
 AMAX_ALGOS = {"max": 0, "most_recent": 1}
+STRUCT_TYPE_PAGED_KV = 1  # fp8attn_struct_type
+# fp8attn_kv_scale_granularity: a paged cache's descales.
+KV_SCALE_GRANULARITIES = {"none": 0, "head": 1, "token_head": 2}
 
 
 class ErrorStruct(ctypes.Structure):
@@ -56,7 +60,8 @@ class AttentionDesc(ctypes.Structure):
                 ("softmax_scale", c_float), ("kv_order", c_int32), ("p_scale_log2", c_int32),
                 ("pv_promote_interval", c_int32), ("softmax_variant", c_int32), ("stabilized_beta", c_float),
                 ("stabilized_tie_tol", c_float), ("telemetry", c_uint32), ("stabilized_shift_cap_log2", c_float),
-                ("sink_tokens", c_int32), ("accumulator_model", c_uint32), ("accumulator_mantissa_bits", c_int32)]
+                ("sink_tokens", c_int32), ("accumulator_model", c_uint32), ("accumulator_mantissa_bits", c_int32),
+                ("page_size", c_int32), ("kv_dtype", c_int32), ("decode", c_uint32), ("num_splits", c_int32)]
 
 
 class Telemetry(ctypes.Structure):
@@ -71,6 +76,12 @@ class AttentionArgs(ctypes.Structure):
                 ("telemetry", POINTER(Telemetry)), ("q_block_descale", Tensor), ("k_block_descale", Tensor),
                 ("v_block_descale", Tensor), ("out_scale", POINTER(c_float)), ("amax_o", POINTER(c_float)),
                 ("scale_state", c_void_p), ("scale_state_layer", c_int32)]
+
+
+class PagedKv(ctypes.Structure):
+    _fields_ = [("struct_size", c_size_t), ("next", c_void_p), ("struct_type", c_int32),
+                ("scale_granularity", c_int32), ("k_cache", Tensor), ("v_cache", Tensor), ("block_table", Tensor),
+                ("seqused_k", Tensor), ("max_seqlen_k", c_int64), ("k_descale", Tensor), ("v_descale", Tensor)]
 
 
 class AttentionBwdArgs(ctypes.Structure):
@@ -109,14 +120,28 @@ class QuantizeOptions(ctypes.Structure):
                 ("leading_rows", c_int32)]
 
 
+class CombineArgs(ctypes.Structure):
+    _fields_ = [("struct_size", c_size_t), ("next", c_void_p), ("partial_out", Tensor), ("partial_lse", Tensor),
+                ("out", Tensor), ("lse", Tensor)]
+
+
+class KvAppendArgs(ctypes.Structure):
+    _fields_ = [("struct_size", c_size_t), ("next", c_void_p), ("k", Tensor), ("v", Tensor), ("k_cache", Tensor),
+                ("v_cache", Tensor), ("slot_mapping", Tensor), ("scale_granularity", c_int32), ("rotate", c_uint32),
+                ("seed", c_uint64), ("k_descale", Tensor), ("v_descale", Tensor)]
+
+
 # The header's struct names, for the layout check.
 STRUCTS = {
     "fp8attn_error": ErrorStruct, "fp8attn_tensor": Tensor, "fp8attn_context_options": ContextOptions,
     "fp8attn_attention_desc": AttentionDesc, "fp8attn_telemetry": Telemetry,
     "fp8attn_attention_args": AttentionArgs, "fp8attn_attention_bwd_args": AttentionBwdArgs,
+    "fp8attn_paged_kv": PagedKv,
     "fp8attn_sink_model": SinkModel,
     "fp8attn_power_iteration_options": PowerIterationOptions, "fp8attn_rope_options": RopeOptions,
     "fp8attn_scale_state_options": ScaleStateOptions, "fp8attn_quantize_options": QuantizeOptions,
+    "fp8attn_combine_args": CombineArgs,
+    "fp8attn_kv_append_args": KvAppendArgs,
 }
 
 
@@ -175,4 +200,9 @@ PROTOTYPES = {
     "fp8attn_quantize_async": (_i32, [_P, _T, _T, _i64, POINTER(QuantizeOptions), _T, _T, POINTER(c_float),
                                       c_void_p, _sz, c_void_p, _E]),
     "fp8attn_attention_telemetry_copy_async": (_i32, [_P, c_void_p, _sz, POINTER(Telemetry), c_void_p, _E]),
+    # Merging partial results.
+    "fp8attn_attention_combine_workspace_size": (_i32, [_P, POINTER(CombineArgs), POINTER(_sz), _E]),
+    "fp8attn_attention_combine": (_i32, [_P, POINTER(CombineArgs), c_void_p, _sz, c_void_p, _E]),
+    # Serving: the paged KV cache's append.
+    "fp8attn_kv_append_async": (_i32, [_P, POINTER(KvAppendArgs), c_void_p, _E]),
 }

@@ -17,6 +17,7 @@ NUMPY_DTYPES: dict[str, np.dtype] = {
     "float32": np.dtype(np.float32), "float64": np.dtype(np.float64), "bfloat16": np.dtype(ml_dtypes.bfloat16),
     "float16": np.dtype(np.float16), "float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn),
     "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2), "int32": np.dtype(np.int32),
+    "int64": np.dtype(np.int64),
 }
 _BY_NUMPY = {v: k for k, v in NUMPY_DTYPES.items()}
 

@@ -56,7 +56,9 @@ def forward_with_plan(plan: Plan, q: Any, k: Any, v: Any, *, out: Any = None, ls
                       block_descales: Sequence[Any] | None = None, cu_seqlens_q: Any = None,
                       cu_seqlens_k: Any = None, max_seqlen_q: int | None = None, max_seqlen_k: int | None = None,
                       stream: int | None = None, out_scale: float | None = None, return_amax_o: bool = False,
-                      scale_state: Any = None, scale_state_layer: int = 0) -> Any:
+                      scale_state: Any = None, scale_state_layer: int = 0, block_table: Any = None,
+                      seqused_k: Any = None, kv_scale_granularity: str = "none",
+                      kv_descales: Sequence[Any] | None = None) -> Any:
     """Runs the plan. Returns out, then lse when `return_lse` (or `lse` is given), then the
     telemetry dict when the plan was made with telemetry=True, then max |O| (a float, before the
     output scale and the cast) when `return_amax_o`. Missing outputs are allocated with q's array
@@ -66,12 +68,27 @@ def forward_with_plan(plan: Plan, q: Any, k: Any, v: Any, *, out: Any = None, ls
     output_dtype="float8_e4m3fn" (out = E4M3(O · out_scale), saturating). `scale_state` (a
     ScaleState) and `scale_state_layer` make the call read the Q, K, V descales and the E4M3 output
     scale from that layer of the state, and report the amaxes of O and of the scaled logits into
-    it after success; per-tensor `descales` and `out_scale` are then refused by the library."""
+    it after success; per-tensor `descales` and `out_scale` are then refused by the library.
+
+    A paged KV cache (a plan with page_size ≥ 1): k and v are the caches [num_pages, page_size,
+    heads_kv, head_dim], `block_table` int32 [batch, max_pages_per_seq] lists each sequence's
+    pages, `seqused_k` int32 [batch] its keys (max_seqlen_k: their bound, from seqused_k when it
+    is host memory); q is padded [batch, seqlen_q, ...] or packed with cu_seqlens_q alone.
+    `kv_scale_granularity` "head" (float32 [heads_kv]) or "token_head" (float32 [num_pages,
+    page_size, heads_kv]) names the layout of `kv_descales` = (k's, v's)."""
     vq, vk, vv = view(q, "q", stream=stream), view(k, "k", stream=stream), view(v, "v", stream=stream)
-    packed = cu_seqlens_q is not None or cu_seqlens_k is not None
     heads_q, dim_v = vq.shape[-2], vv.shape[-1]
     args = _abi.new(_abi.AttentionArgs)
     keep: list[Any] = [vq, vk, vv]
+    args.k, args.v = vk.struct, vv.struct
+    if block_table is not None or seqused_k is not None:
+        return _forward_paged(plan, vq, vk, vv, args, keep, out=out, lse=lse, return_lse=return_lse,
+                              descales=descales, cu_seqlens_q=cu_seqlens_q, max_seqlen_q=max_seqlen_q,
+                              max_seqlen_k=max_seqlen_k, stream=stream, block_table=block_table,
+                              seqused_k=seqused_k, granularity=kv_scale_granularity, kv_descales=kv_descales,
+                              block_descales=block_descales, out_scale=out_scale, return_amax_o=return_amax_o,
+                              scale_state=scale_state, scale_state_layer=scale_state_layer)
+    packed = cu_seqlens_q is not None or cu_seqlens_k is not None
     if packed:
         if cu_seqlens_q is None or cu_seqlens_k is None:
             raise binding_error("FP8ATTN_STATUS_INVALID_ARGUMENT",
@@ -94,13 +111,71 @@ def forward_with_plan(plan: Plan, q: Any, k: Any, v: Any, *, out: Any = None, ls
         batch, max_seqlen_q, max_seqlen_k = vq.shape[0], vq.shape[1], vk.shape[1]
         out_shape, lse_shape = (batch, vq.shape[1], heads_q, dim_v), (batch, heads_q, vq.shape[1])
         heads_kv = vk.shape[2]
+    return _run(plan, vq, args, keep, batch=batch, heads_kv=heads_kv, out=out, lse=lse, return_lse=return_lse,
+                out_shape=out_shape, lse_shape=lse_shape, descales=descales, block_descales=block_descales,
+                max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k, stream=stream, out_scale=out_scale,
+                return_amax_o=return_amax_o, scale_state=scale_state, scale_state_layer=scale_state_layer)
+
+
+def _forward_paged(plan: Plan, vq: View, vk: View, vv: View, args: _abi.AttentionArgs, keep: list[Any], *,
+                   block_table: Any, seqused_k: Any, granularity: str, kv_descales: Sequence[Any] | None,
+                   cu_seqlens_q: Any, max_seqlen_q: int | None, max_seqlen_k: int | None, stream: int | None,
+                   **outputs: Any) -> Any:
+    """forward_with_plan over a paged cache: the fp8attn_paged_kv chained on args.next."""
+    if block_table is None or seqused_k is None:
+        raise binding_error("FP8ATTN_STATUS_INVALID_ARGUMENT", "block_table and seqused_k come together")
+    if granularity not in _abi.KV_SCALE_GRANULARITIES:
+        raise binding_error("FP8ATTN_STATUS_BAD_OPTION", f"kv_scale_granularity must be one of "
+                                                         f"{sorted(_abi.KV_SCALE_GRANULARITIES)}, got {granularity!r}")
+    paged = _abi.new(_abi.PagedKv)
+    paged.struct_type = _abi.STRUCT_TYPE_PAGED_KV
+    paged.scale_granularity = _abi.KV_SCALE_GRANULARITIES[granularity]
+    vt, vs = view(block_table, "block_table", stream=stream), view(seqused_k, "seqused_k", stream=stream)
+    paged.k_cache, paged.v_cache, paged.block_table, paged.seqused_k = vk.struct, vv.struct, vt.struct, vs.struct
+    keep += [vt, vs, paged]
+    for name, d in zip(("k_descale", "v_descale"), kv_descales or (None, None)):
+        if d is not None:
+            dv = view(d, name, stream=stream)
+            setattr(paged, name, dv.struct)
+            keep.append(dv)
+    if max_seqlen_k is None:
+        max_seqlen_k = int(np.max(_host_ints(vs, "seqused_k"), initial=0))
+    paged.max_seqlen_k = max_seqlen_k
+    args.k, args.v = absent(), absent()
+    args.next = ctypes.cast(ctypes.pointer(paged), ctypes.c_void_p)
+    heads_q, dim_v, heads_kv = vq.shape[-2], vv.shape[-1], vk.shape[-2]
+    if cu_seqlens_q is not None:
+        cq = view(cu_seqlens_q, "cu_seqlens_q")
+        keep.append(cq)
+        args.cu_seqlens_q = cq.struct
+        batch = cq.shape[0] - 1
+        if max_seqlen_q is None:
+            max_seqlen_q = int(np.max(np.diff(_host_ints(cq, "cu_seqlens_q")), initial=0))
+        out_shape: tuple[int, ...] = (vq.shape[0], heads_q, dim_v)
+        lse_shape: tuple[int, ...] = (heads_q, vq.shape[0])
+    else:
+        if len(vq.shape) != 4:
+            raise binding_error("FP8ATTN_STATUS_BAD_SHAPE", f"q must be [batch, seqlen, heads, head_dim], "
+                                                            f"got shape {vq.shape} (packed q needs cu_seqlens_q)")
+        batch, max_seqlen_q = vq.shape[0], vq.shape[1]
+        out_shape, lse_shape = (batch, vq.shape[1], heads_q, dim_v), (batch, heads_q, vq.shape[1])
+    return _run(plan, vq, args, keep, batch=batch, heads_kv=heads_kv, out_shape=out_shape, lse_shape=lse_shape,
+                max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k, stream=stream, **outputs)
+
+
+def _run(plan: Plan, vq: View, args: _abi.AttentionArgs, keep: list[Any], *, batch: int, heads_kv: int, out: Any,
+         lse: Any, return_lse: bool, out_shape: tuple[int, ...], lse_shape: tuple[int, ...],
+         descales: Sequence[Any] | None, max_seqlen_q: int, max_seqlen_k: int, stream: int | None,
+         block_descales: Sequence[Any] | None = None, out_scale: float | None = None, return_amax_o: bool = False,
+         scale_state: Any = None, scale_state_layer: int = 0) -> Any:
+    """Outputs, descales and the call, shared by the contiguous and the paged forward."""
     want_lse = return_lse or lse is not None
     if out is None:
         out = empty_like_library(vq, out_shape, _out_dtype(plan))
     if want_lse and lse is None:
         lse = empty_like_library(vq, lse_shape, "float32")
     vo = view(out, "out", writable=True, stream=stream)
-    args.q, args.k, args.v, args.out = vq.struct, vk.struct, vv.struct, vo.struct
+    args.q, args.out = vq.struct, vo.struct
     keep.append(vo)
     if want_lse:
         vl = view(lse, "lse", writable=True, stream=stream)
@@ -213,7 +288,10 @@ def attention(q: Any, k: Any, v: Any, *, causal: bool = False, window: tuple[int
               descales: Sequence[Any] | None = None, kv_order: str = "reverse", p_scale_log2: int = 8,
               backend: str = "cpu", cu_seqlens_q: Any = None, cu_seqlens_k: Any = None, return_lse: bool = False,
               telemetry: bool = False, out_dtype: str = "bfloat16", out_scale: float | None = None,
-              return_amax_o: bool = False, scale_state: Any = None, scale_state_layer: int = 0) -> Any:
+              return_amax_o: bool = False, scale_state: Any = None, scale_state_layer: int = 0,
+              block_table: Any = None, seqused_k: Any = None, max_seqlen_k: int | None = None,
+              kv_scale_granularity: str = "none", kv_descales: Sequence[Any] | None = None,
+              decode: bool = False, num_splits: int = 0) -> Any:
     """softmax(Q·Kᵀ/√d + mask)·V with FP8 (float8_e4m3fn) or bfloat16 inputs and a bfloat16
     output (or `out_dtype` "float32", or "float8_e4m3fn" with `out_scale` or a `scale_state`).
 
@@ -225,20 +303,39 @@ def attention(q: Any, k: Any, v: Any, *, causal: bool = False, window: tuple[int
     (p_positive, p_underflow, max_abs_scaled_logit) when telemetry, then max |O| when
     return_amax_o. out_scale, return_amax_o, scale_state and scale_state_layer are
     forward_with_plan's training options (CPU backend).
+
+    Paged KV cache (vLLM's and FlashAttention-3's layout; the CPU and reference backends):
+    attention(q, k_cache, v_cache, block_table=..., seqused_k=...) with caches [num_pages,
+    page_size, heads_kv, head_dim], block_table int32 [batch, max_pages_per_seq] and seqused_k
+    int32 [batch]; q padded, or packed with cu_seqlens_q alone. Causal masks align each query
+    chunk to the end of its sequence's keys. kv_scale_granularity ("head", "token_head") and
+    kv_descales=(k's, v's) give an E4M3 cache's descales. A float8_e4m3fn cache under bfloat16 q
+    runs the bfloat16 path on the exactly decoded codes.
+
+    decode=True takes the decode path (at most 8 queries per sequence; the CPU and reference
+    backends): a KV group's heads and tokens share a tile, and each sequence's KV blocks are cut
+    into num_splits splits (0: a heuristic; 1 gives the plain forward's bits) merged by the rule
+    of attention_combine.
     """
     vq = view(q, "q")
     if vq.dtype not in ("float8_e4m3fn", "bfloat16"):
         raise binding_error("FP8ATTN_STATUS_BAD_DTYPE", f"q is {vq.dtype}; attention takes float8_e4m3fn or bfloat16")
-    heads_kv = view(k, "k").shape[-2]
+    vk = view(k, "k")
+    heads_kv = vk.shape[-2]
+    paged = block_table is not None or seqused_k is not None
     left, right = window if window is not None else (-1, -1)
     plan = Plan(default_context(backend), input_dtype=vq.dtype, output_dtype=out_dtype, head_dim=vq.shape[-1],
                 head_dim_v=view(v, "v").shape[-1], num_heads_q=vq.shape[-2], num_heads_kv=heads_kv,
                 causal=causal, window_left=left, window_right=right, kv_order=kv_order, p_scale_log2=p_scale_log2,
-                telemetry=telemetry)
+                telemetry=telemetry, page_size=vk.shape[1] if paged and len(vk.shape) == 4 else 0,
+                kv_dtype=vk.dtype if vk.dtype in ("float8_e4m3fn", "bfloat16") else vq.dtype,
+                decode=decode, num_splits=num_splits)
     try:
         return forward_with_plan(plan, q, k, v, descales=descales, cu_seqlens_q=cu_seqlens_q,
                                  cu_seqlens_k=cu_seqlens_k, return_lse=return_lse, out_scale=out_scale,
                                  return_amax_o=return_amax_o, scale_state=scale_state,
-                                 scale_state_layer=scale_state_layer)
+                                 scale_state_layer=scale_state_layer, block_table=block_table, seqused_k=seqused_k,
+                                 max_seqlen_k=max_seqlen_k, kv_scale_granularity=kv_scale_granularity,
+                                 kv_descales=kv_descales)
     finally:
         plan.close()

@@ -81,7 +81,8 @@ class Context(OwnedHandle):
         return Plan(self, head_dim=head_dim, num_heads_q=num_heads_q, num_heads_kv=num_heads_kv, **options)
 
 
-_DESC_ENUMS = {"input_dtype": _abi.DTYPES, "output_dtype": _abi.DTYPES, "kv_order": _abi.KV_ORDERS,
+_DESC_ENUMS = {"input_dtype": _abi.DTYPES, "output_dtype": _abi.DTYPES, "kv_dtype": _abi.DTYPES,
+               "kv_order": _abi.KV_ORDERS,
                "softmax_variant": _abi.SOFTMAX_VARIANTS, "accumulator_model": _abi.ACCUMULATOR_MODELS}
 
 

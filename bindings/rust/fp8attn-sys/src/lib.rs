@@ -55,6 +55,10 @@ pub const FP8ATTN_DTYPE_F16: i32 = 4;
 pub const FP8ATTN_DTYPE_E4M3: i32 = 5;
 pub const FP8ATTN_DTYPE_E5M2: i32 = 6;
 pub const FP8ATTN_DTYPE_I32: i32 = 7;
+pub const FP8ATTN_DTYPE_I64: i32 = 8;
+pub const FP8ATTN_KV_SCALE_NONE: i32 = 0;
+pub const FP8ATTN_KV_SCALE_PER_HEAD: i32 = 1;
+pub const FP8ATTN_KV_SCALE_PER_TOKEN_HEAD: i32 = 2;
 pub const FP8ATTN_DEVICE_HOST: i32 = 0;
 pub const FP8ATTN_DEVICE_CUDA: i32 = 1;
 pub const FP8ATTN_BACKEND_AUTO: i32 = 0;
@@ -76,6 +80,7 @@ pub const FP8ATTN_SOFTMAX_STANDARD: i32 = 0;
 pub const FP8ATTN_SOFTMAX_STABILIZED: i32 = 1;
 pub const FP8ATTN_ACCUMULATOR_FP32: u32 = 0;
 pub const FP8ATTN_ACCUMULATOR_TENSOR_CORE: u32 = 1;
+pub const FP8ATTN_STRUCT_TYPE_PAGED_KV: i32 = 1;
 pub const FP8ATTN_ROPE_HALF_SPLIT: i32 = 0;
 pub const FP8ATTN_ROPE_INTERLEAVED: i32 = 1;
 pub const FP8ATTN_TENSOR_Q: i32 = 0;
@@ -176,6 +181,10 @@ pub struct fp8attn_attention_desc {
     pub sink_tokens: i32,
     pub accumulator_model: u32,
     pub accumulator_mantissa_bits: i32,
+    pub page_size: i32,
+    pub kv_dtype: i32,
+    pub decode: u32,
+    pub num_splits: i32,
 }
 
 #[repr(C)]
@@ -209,6 +218,22 @@ pub struct fp8attn_attention_args {
     pub amax_o: *mut f32,
     pub scale_state: fp8attn_scale_state,
     pub scale_state_layer: i32,
+}
+
+/// A paged KV cache, chained on fp8attn_attention_args.next.
+#[repr(C)]
+pub struct fp8attn_paged_kv {
+    pub struct_size: usize,
+    pub next: *const c_void,
+    pub struct_type: i32,
+    pub scale_granularity: i32,
+    pub k_cache: fp8attn_tensor,
+    pub v_cache: fp8attn_tensor,
+    pub block_table: fp8attn_tensor,
+    pub seqused_k: fp8attn_tensor,
+    pub max_seqlen_k: i64,
+    pub k_descale: fp8attn_tensor,
+    pub v_descale: fp8attn_tensor,
 }
 
 #[repr(C)]
@@ -297,6 +322,34 @@ pub struct fp8attn_quantize_options {
     pub leading_rows: i32,
 }
 
+#[repr(C)]
+pub struct fp8attn_combine_args {
+    pub struct_size: usize,
+    pub next: *const c_void,
+    pub partial_out: fp8attn_tensor,
+    pub partial_lse: fp8attn_tensor,
+    pub out: fp8attn_tensor,
+    pub lse: fp8attn_tensor,
+}
+
+pub const FP8ATTN_MAX_COMBINE_PARTS: i64 = 256;
+
+#[repr(C)]
+pub struct fp8attn_kv_append_args {
+    pub struct_size: usize,
+    pub next: *const c_void,
+    pub k: fp8attn_tensor,
+    pub v: fp8attn_tensor,
+    pub k_cache: fp8attn_tensor,
+    pub v_cache: fp8attn_tensor,
+    pub slot_mapping: fp8attn_tensor,
+    pub scale_granularity: i32,
+    pub rotate: u32,
+    pub seed: u64,
+    pub k_descale: fp8attn_tensor,
+    pub v_descale: fp8attn_tensor,
+}
+
 type E = *mut fp8attn_error;
 type T = *const fp8attn_tensor;
 
@@ -366,7 +419,16 @@ extern "C" {
                                   options: *const fp8attn_quantize_options, output: T, descale: T, amax: *mut f32,
                                   workspace: *mut c_void, workspace_bytes: usize, stream: cuda_stream,
                                   err: E) -> i32;
+    // Serving: the paged KV cache's append.
+    pub fn fp8attn_kv_append_async(ctx: fp8attn_context, args: *const fp8attn_kv_append_args, stream: cuda_stream,
+                                   err: E) -> i32;
     pub fn fp8attn_attention_telemetry_copy_async(plan: fp8attn_plan, workspace: *const c_void,
                                                   workspace_bytes: usize, telemetry: *mut fp8attn_telemetry,
                                                   stream: cuda_stream, err: E) -> i32;
+    // Merging partial results.
+    pub fn fp8attn_attention_combine_workspace_size(ctx: fp8attn_context, args: *const fp8attn_combine_args,
+                                                    bytes: *mut usize, err: E) -> i32;
+    pub fn fp8attn_attention_combine(ctx: fp8attn_context, args: *const fp8attn_combine_args,
+                                     workspace: *mut c_void, workspace_bytes: usize, stream: cuda_stream,
+                                     err: E) -> i32;
 }

@@ -73,7 +73,10 @@ fn struct_layouts_match_the_c_probe() {
     layout!(rust, fp8attn_attention_desc { struct_size, next, input_dtype, output_dtype, head_dim, head_dim_v,
         num_heads_q, num_heads_kv, causal, window_left, window_right, softmax_scale, kv_order, p_scale_log2,
         pv_promote_interval, softmax_variant, stabilized_beta, stabilized_tie_tol, telemetry,
-        stabilized_shift_cap_log2, sink_tokens, accumulator_model, accumulator_mantissa_bits });
+        stabilized_shift_cap_log2, sink_tokens, accumulator_model, accumulator_mantissa_bits, page_size, kv_dtype,
+        decode, num_splits });
+    layout!(rust, fp8attn_paged_kv { struct_size, next, struct_type, scale_granularity, k_cache, v_cache, block_table,
+        seqused_k, max_seqlen_k, k_descale, v_descale });
     layout!(rust, fp8attn_telemetry { struct_size, p_positive, p_underflow, max_abs_scaled_logit });
     layout!(rust, fp8attn_attention_args { struct_size, next, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k,
         q_descale, k_descale, v_descale, telemetry, q_block_descale, k_block_descale, v_block_descale, out_scale,
@@ -90,6 +93,9 @@ fn struct_layouts_match_the_c_probe() {
         margin, burn_in_steps, token_norm_bound, alpha_margin, alpha_decay, grad_dtype });
     layout!(rust, fp8attn_quantize_options { struct_size, next, granularity, block_rows, head_group, rotate, seed,
                                              margin, leading_rows });
+    layout!(rust, fp8attn_combine_args { struct_size, next, partial_out, partial_lse, out, lse });
+    layout!(rust, fp8attn_kv_append_args { struct_size, next, k, v, k_cache, v_cache, slot_mapping, scale_granularity,
+                                           rotate, seed, k_descale, v_descale });
 
     let probe = match layout_probe() {
         Ok(probe) => probe,

@@ -14,19 +14,23 @@
 //! # Ok::<(), fp8attn::Error>(())
 //! ```
 mod backward;
+mod combine;
 mod context;
 mod error;
+mod kv_append;
 mod numerics;
 mod plan;
 mod scale_state;
 mod tensor;
 
 pub use backward::BackwardArgs;
+pub use combine::attention_combine;
 pub use context::{Backend, Context, ContextOptions, LogLevel};
 pub use error::{status_name, Error, ErrorKind, Result};
+pub use kv_append::{kv_append, KvAppendArgs, KvDescales};
 pub use fp8attn_sys as sys;
 pub use numerics::{predict_p_underflow, qk_spectral_norms, quantize, Granularity, QuantizeOptions};
-pub use plan::{AccumulatorModel, AttentionDesc, ForwardArgs, KvOrder, Plan, Telemetry};
+pub use plan::{AccumulatorModel, AttentionDesc, ForwardArgs, KvOrder, KvScaleGranularity, PagedKv, Plan, Telemetry};
 pub use scale_state::{Recipe, ScaleState, ScaleStateOptions, TensorKind};
 pub use tensor::{Bf16, DType, E4m3, Element, HostBuffer, TensorMut, TensorRef};
 

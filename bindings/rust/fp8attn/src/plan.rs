@@ -75,6 +75,28 @@ impl AttentionDesc {
         self.raw.telemetry = on as u32;
         self
     }
+    /// Tokens per page of a paged KV cache (ForwardArgs::paged); 0 (default) is not paged.
+    pub fn page_size(mut self, tokens: i32) -> Self {
+        self.raw.page_size = tokens;
+        self
+    }
+    /// K's and V's dtype when it is not Q's: E4M3 under BF16 Q.
+    pub fn kv_dtype(mut self, d: DType) -> Self {
+        self.raw.kv_dtype = d as i32;
+        self
+    }
+    /// The decode path (at most 8 queries per sequence; the CPU and reference backends):
+    /// GQA-packed tiles over KV splits merged by the combine rule.
+    pub fn decode(mut self, on: bool) -> Self {
+        self.raw.decode = on as u32;
+        self
+    }
+    /// The decode path's KV splits per sequence, 1..=256; 0 (default) picks by a heuristic. A
+    /// fixed count gives batch-invariant results; 1 gives the plain forward's bits.
+    pub fn num_splits(mut self, n: i32) -> Self {
+        self.raw.num_splits = n;
+        self
+    }
     /// The accumulation of the CPU and emulated backends (default `TensorCore`).
     pub fn accumulator_model(mut self, m: AccumulatorModel) -> Self {
         self.raw.accumulator_model = m as u32;
@@ -83,6 +105,29 @@ impl AttentionDesc {
 }
 
 pub use sys::fp8attn_telemetry as Telemetry;
+
+/// How a paged E4M3 cache's descales are laid out (fp8attn_kv_scale_granularity).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KvScaleGranularity {
+    /// F32 [heads_kv]: one descale per KV head.
+    PerHead = sys::FP8ATTN_KV_SCALE_PER_HEAD as isize,
+    /// F32 [num_pages, page_size, heads_kv] beside the pages.
+    PerTokenHead = sys::FP8ATTN_KV_SCALE_PER_TOKEN_HEAD as isize,
+}
+
+/// A paged KV cache: `ForwardArgs::new(q, k_cache, v_cache, out).paged(...)` with caches
+/// [num_pages, page_size, heads_kv, head_dim], for a plan with `page_size` set.
+#[derive(Clone, Copy)]
+pub struct PagedKv<'a> {
+    /// int32 [batch, max_pages_per_seq]: each sequence's pages in order; any strides.
+    pub block_table: TensorRef<'a>,
+    /// int32 [batch]: keys in use per sequence.
+    pub seqused_k: TensorRef<'a>,
+    /// Upper bound of seqused_k.
+    pub max_seqlen_k: i64,
+    /// The cache's K and V descales, laid out as the granularity says.
+    pub scales: Option<(KvScaleGranularity, TensorRef<'a>, TensorRef<'a>)>,
+}
 
 /// Arguments of one forward call; tensors are borrowed for `'a`.
 pub struct ForwardArgs<'a> {
@@ -103,12 +148,15 @@ pub struct ForwardArgs<'a> {
     /// A scale state and its layer: the call reads the Q, K, V descales and the E4M3 output scale
     /// from it and reports the amaxes of O and of the scaled logits into it after success.
     pub scale_state: Option<(&'a ScaleState, i32)>,
+    /// K and V from a paged cache: `k` and `v` are then the caches.
+    pub paged: Option<PagedKv<'a>>,
 }
 
 impl<'a> ForwardArgs<'a> {
     pub fn new(q: TensorRef<'a>, k: TensorRef<'a>, v: TensorRef<'a>, out: TensorMut<'a>) -> Self {
         ForwardArgs { q, k, v, out, lse: None, cu_seqlens: None, max_seqlens: None, descales: [None, None, None],
-                      block_descales: [None, None, None], out_scale: None, amax_o: None, scale_state: None }
+                      block_descales: [None, None, None], out_scale: None, amax_o: None, scale_state: None,
+                      paged: None }
     }
     pub fn lse(mut self, lse: TensorMut<'a>) -> Self {
         self.lse = Some(lse);
@@ -146,8 +194,21 @@ impl<'a> ForwardArgs<'a> {
         self.max_seqlens = Some((max_seqlen_q, max_seqlen_k));
         self
     }
+    /// K and V from a paged cache (padded q [batch, seqlen_q, heads_q, head_dim]); `k` and `v` are
+    /// the caches. Query i of a q_len-long chunk sees keys ≤ seqused_k − q_len + i when causal.
+    pub fn paged(mut self, paged: PagedKv<'a>) -> Self {
+        self.paged = Some(paged);
+        self
+    }
     /// (batch, max_seqlen_q, max_seqlen_k) for the workspace query.
     fn sizes(&self) -> Result<(i64, i64, i64)> {
+        if let Some(p) = &self.paged {
+            return match (&self.cu_seqlens, self.q.shape().len()) {
+                (None, 4) => Ok((self.q.shape()[0], self.q.shape()[1], p.max_seqlen_k)),
+                _ => Err(Error::new(sys::FP8ATTN_STATUS_BAD_SHAPE,
+                                    "a paged forward takes q padded [batch, seqlen, heads, head_dim] here")),
+            };
+        }
         problem_sizes(&self.q, &self.k, &self.cu_seqlens, self.max_seqlens)
     }
 }
@@ -210,12 +271,26 @@ impl Plan {
                                   -> Result<Option<Telemetry>> {
         let mut telemetry = Telemetry { struct_size: core::mem::size_of::<Telemetry>(), ..Default::default() };
         let opt = |t: &Option<TensorRef<'_>>| t.map_or_else(absent, |t| t.raw);
+        // The paged cache rides on args.next and lives on this frame for the call.
+        let paged = args.paged.map(|p| sys::fp8attn_paged_kv {
+            struct_size: core::mem::size_of::<sys::fp8attn_paged_kv>(),
+            next: core::ptr::null(),
+            struct_type: sys::FP8ATTN_STRUCT_TYPE_PAGED_KV,
+            scale_granularity: p.scales.map_or(sys::FP8ATTN_KV_SCALE_NONE, |(g, _, _)| g as i32),
+            k_cache: args.k.raw,
+            v_cache: args.v.raw,
+            block_table: p.block_table.raw,
+            seqused_k: p.seqused_k.raw,
+            max_seqlen_k: p.max_seqlen_k,
+            k_descale: p.scales.map_or_else(absent, |(_, k, _)| k.raw),
+            v_descale: p.scales.map_or_else(absent, |(_, _, v)| v.raw),
+        });
         let raw = sys::fp8attn_attention_args {
             struct_size: core::mem::size_of::<sys::fp8attn_attention_args>(),
-            next: core::ptr::null(),
+            next: paged.as_ref().map_or(core::ptr::null(), |p| p as *const sys::fp8attn_paged_kv as *const _),
             q: args.q.raw,
-            k: args.k.raw,
-            v: args.v.raw,
+            k: if paged.is_some() { absent() } else { args.k.raw },
+            v: if paged.is_some() { absent() } else { args.v.raw },
             out: args.out.raw,
             lse: args.lse.as_ref().map_or_else(absent, |t| t.raw),
             cu_seqlens_q: args.cu_seqlens.map_or_else(absent, |c| c.0.raw),

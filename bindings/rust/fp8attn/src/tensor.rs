@@ -14,6 +14,7 @@ pub enum DType {
     E4m3 = 5,
     E5m2 = 6,
     I32 = 7,
+    I64 = 8,
 }
 
 /// OCP FP8 E4M3 ("e4m3fn") bits: max 448, no infinity.
@@ -64,6 +65,9 @@ impl Element for f64 {
 }
 impl Element for i32 {
     const DTYPE: DType = DType::I32;
+}
+impl Element for i64 {
+    const DTYPE: DType = DType::I64;
 }
 impl Element for Bf16 {
     const DTYPE: DType = DType::Bf16;

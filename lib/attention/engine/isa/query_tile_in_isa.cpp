@@ -1,4 +1,4 @@
-// lib/attention/engine/query_tile.cpp compiled once more, for one vector ISA, with every
+// lib/attention/engine/query_tile.cpp (and decode_tile.cpp) compiled once more, for one vector ISA, with every
 // function it defines or pulls in from panel_gemm.hpp moved into the namespace
 // fp8attn::FP8ATTN_ENGINE_ISA_NAMESPACE (for example fp8attn::engine_avx2).
 //
@@ -25,9 +25,13 @@
 
 #include "kernels/numerics/bfloat16.hpp"
 #include "kernels/numerics/float8.hpp"
+#include <limits>
+
+#include "kernels/sm90/decode_schedule.hpp"
 #include "kernels/sm90/kv_schedule.hpp"
 #include "kernels/sm90/mask.hpp"
 #include "kernels/sm90/softmax_math.hpp"
+#include "lib/attention/engine/decode_tile.hpp"
 #include "lib/attention/engine/query_tile.hpp"
 #include "lib/numerics/element_io.hpp"
 
@@ -37,4 +41,6 @@ using namespace ::fp8attn::engine;  // the shared types
 
 #define engine FP8ATTN_ENGINE_ISA_NAMESPACE
 #include "lib/attention/engine/query_tile.cpp"
+// NOTE: the decode tile shares query_tile.cpp's K/V gather and decode, so it joins its builds.
+#include "lib/attention/engine/decode_tile.cpp"
 #undef engine

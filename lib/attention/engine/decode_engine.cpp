@@ -1,0 +1,171 @@
+#include "lib/attention/engine/decode_engine.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "kernels/sm90/combine/combine_math.hpp"
+#include "kernels/sm90/decode_schedule.hpp"
+#include "kernels/sm90/kv_schedule.hpp"
+#include "lib/attention/engine/decode_tile.hpp"
+#include "lib/core/checked_math.hpp"
+#include "lib/core/error.hpp"
+
+namespace fp8attn::engine {
+
+static_assert(sm90::kMaxDecodeQLen == FP8ATTN_MAX_DECODE_Q_LEN && sm90::kMaxDecodeSplits == FP8ATTN_MAX_COMBINE_PARTS,
+              "kernels/sm90/decode_schedule.hpp's limits are the header's");
+
+namespace {
+
+constexpr size_t kAlign = 64;
+size_t round_up(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+
+/// The workspace: per-worker [tile scratch | K blocks | V blocks | ready flags], then telemetry
+/// and caches per worker, the item table (batch + 1), the partials' O and LSE.
+struct Layout {
+  size_t k = 0, v = 0, ready = 0, stride = 0;
+  int64_t slots = 0;
+  size_t telemetry = 0, caches = 0, table = 0, part_o = 0, part_lse = 0, total = 0;
+};
+
+Layout layout(const AttentionConfig& c, int workers, int64_t batch, int64_t max_q, int64_t max_k, int splits) {
+  Layout l;
+  const size_t w = static_cast<size_t>(workers);
+  l.slots = sm90::kv_descale_slots(max_k, c.sink_tokens, c.tile.block_n);
+  const size_t slot_floats = static_cast<size_t>(c.tile.block_n);
+  l.k = round_up(decode_tile_scratch_bytes(c));
+  const size_t slots = static_cast<size_t>(l.slots);
+  l.v = checked_add(l.k, round_up(checked_mul(slots, slot_floats * c.head_dim * sizeof(float), "K cache")), "K cache");
+  l.ready =
+      checked_add(l.v, round_up(checked_mul(slots, slot_floats * c.head_dim_v * sizeof(float), "V cache")), "V cache");
+  l.stride = checked_add(l.ready, round_up(slots), "KV cache");
+  l.telemetry = checked_mul(l.stride, w, "workers");
+  l.caches = l.telemetry + round_up(sizeof(TileTelemetry) * w);
+  l.table = l.caches + round_up(sizeof(KvBlockCache) * w);
+  l.part_o = checked_add(l.table, round_up(checked_mul(sizeof(int64_t), static_cast<size_t>(batch) + 1, "table")),
+                         "engine workspace");
+  // NOTE: one split writes the output directly (the forward's epilogue): no partials.
+  const size_t rows = splits > 1 ? checked_mul(checked_mul(static_cast<size_t>(splits), static_cast<size_t>(batch),
+                                                           "partials"),
+                                               static_cast<size_t>(max_q) * c.num_heads_q, "partials")
+                                 : 0;
+  l.part_lse = checked_add(l.part_o, round_up(checked_mul(rows, c.head_dim_v * sizeof(float), "partial O")),
+                           "partial O");
+  l.total = checked_add(l.part_lse, round_up(checked_mul(rows, sizeof(float), "partial LSE")), "partial LSE");
+  return l;
+}
+
+int64_t row_tiles(const AttentionConfig& c, int64_t q_len) {
+  return ceil_div(sm90::decode_rows(q_len, c.heads_per_kv()), c.tile.block_m);
+}
+
+}  // namespace
+
+int decode_num_splits(const AttentionConfig& c, int workers, int64_t batch, int64_t max_q, int64_t max_k) {
+  if (c.num_splits > 0) return c.num_splits;
+  // NOTE: the items are counted from the host's batch and max_seqlen_q (known at workspace time),
+  // the blocks from the KV length given: the longest real one at the call, max_seqlen_k when
+  // sizing. The heuristic is monotone in the blocks, so the sizing bounds the call.
+  const int64_t items = batch * c.num_heads_kv * row_tiles(c, max_q);
+  return sm90::decode_heuristic_splits(sm90::kv_descale_slots(max_k, c.sink_tokens, c.tile.block_n), items, workers);
+}
+
+size_t decode_engine_workspace_size(const AttentionConfig& c, int workers, int64_t batch, int64_t max_q,
+                                    int64_t max_k) {
+  return layout(c, workers, batch, max_q, max_k, decode_num_splits(c, workers, batch, max_q, max_k)).total;
+}
+
+void decode_engine_forward(const AttentionConfig& c, const AttentionProblem& p, ThreadPool& pool, void* workspace) {
+  int64_t longest_k = 0;
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const SeqSpan span = p.span(b);
+    FP8ATTN_REQUIRE(span.seqlen_q <= sm90::kMaxDecodeQLen, FP8ATTN_STATUS_BAD_SHAPE,
+                    "desc.decode = 1: sequence " + std::to_string(b) + " has " + std::to_string(span.seqlen_q) +
+                        " queries, above FP8ATTN_MAX_DECODE_Q_LEN = 8");
+    longest_k = std::max(longest_k, span.seqlen_k);
+  }
+  const int splits = decode_num_splits(c, pool.size(), p.batch, p.max_seqlen_q, longest_k);
+  const Layout l = layout(c, pool.size(), p.batch, p.max_seqlen_q, p.max_seqlen_k, splits);
+  auto* base = static_cast<unsigned char*>(workspace);
+  auto* telemetry = reinterpret_cast<TileTelemetry*>(base + l.telemetry);
+  auto* caches = reinterpret_cast<KvBlockCache*>(base + l.caches);
+  for (int w = 0; w < pool.size(); ++w) {
+    telemetry[w] = TileTelemetry{};
+    unsigned char* mine = base + l.stride * static_cast<size_t>(w);
+    caches[w] = KvBlockCache{reinterpret_cast<float*>(mine + l.k), reinterpret_cast<float*>(mine + l.v),
+                             mine + l.ready, l.slots, -1, -1};
+  }
+  DecodePartials parts;
+  if (splits > 1) {
+    parts = {reinterpret_cast<float*>(base + l.part_o), reinterpret_cast<float*>(base + l.part_lse), p.batch,
+             p.max_seqlen_q, c.num_heads_q, c.head_dim_v};
+  }
+  // Items: (sequence, KV head, split, row tile), sequence-major; consecutive items of a worker on
+  // one (sequence, KV head) keep its decoded blocks.
+  auto* item_begin = reinterpret_cast<int64_t*>(base + l.table);
+  item_begin[0] = 0;
+  for (int64_t b = 0; b < p.batch; ++b)
+    item_begin[b + 1] = item_begin[b] + row_tiles(c, p.span(b).seqlen_q) * c.num_heads_kv * splits;
+
+  pool.parallel_for(item_begin[p.batch], [&](int64_t item, int worker) {
+    const int64_t b = std::upper_bound(item_begin, item_begin + p.batch + 1, item) - item_begin - 1;
+    const int64_t tiles = row_tiles(c, p.span(b).seqlen_q);
+    int64_t local = item - item_begin[b];
+    DecodeTileCoord at;
+    at.batch = b;
+    at.row_begin = (local % tiles) * c.tile.block_m;
+    local /= tiles;
+    at.split = static_cast<int>(local % splits);
+    at.head_kv = static_cast<int>(local / splits);
+    at.num_splits = splits;
+    run_decode_tile(c, p, at, base + l.stride * static_cast<size_t>(worker), caches[worker], telemetry[worker], parts);
+  });
+
+  if (splits > 1) {
+    // The merge: per (sequence, token) all query heads, parts in split order, by the rule of
+    // fp8attn_attention_combine (combine_math.hpp), then the forward's output store.
+    pool.parallel_for(p.batch * p.max_seqlen_q, [&](int64_t item, int worker) {
+      using namespace sm90::combine;
+      const int64_t b = item / p.max_seqlen_q, token = item % p.max_seqlen_q;
+      const SeqSpan span = p.span(b);
+      if (token >= span.seqlen_q) return;
+      float w[sm90::kMaxDecodeSplits];
+      for (int h = 0; h < c.num_heads_q; ++h) {
+        float m = -INFINITY;
+        for (int s = 0; s < splits; ++s) m = max_lse(m, parts.lse[parts.row(s, b, token, h)]);
+        float sum = 0.0f;
+        for (int s = 0; s < splits; ++s) {
+          w[s] = part_weight(parts.lse[parts.row(s, b, token, h)], m);
+          sum = arch::add_rn(sum, w[s]);
+        }
+        const RowFactors f = row_factors(m, sum);
+        for (int e = 0; e < c.head_dim_v; ++e) {
+          float acc = 0.0f;
+          for (int s = 0; s < splits; ++s)
+            if (w[s] != 0.0f) acc = accumulate_part(acc, w[s], f.scale, parts.o[parts.row(s, b, token, h) * c.head_dim_v + e]);
+          store_output(p, b, span.q_offset + token, h, e, finish_out(acc, f.scale), telemetry[worker]);
+        }
+        if (p.lse.data) {
+          if (std::isnan(f.lse) || f.lse == std::numeric_limits<float>::infinity()) ++telemetry[worker].nonfinite;
+          static_cast<float*>(p.lse.data)[b * p.lse.batch_stride + (span.q_offset + token) * p.lse.seq_stride +
+                                          h * p.lse.head_stride] = f.lse;
+        }
+      }
+    });
+  }
+
+  TileTelemetry total;
+  for (int w = 0; w < pool.size(); ++w) total.merge(telemetry[w]);
+  if (p.telemetry) {
+    p.telemetry->p_positive = total.p_positive;
+    p.telemetry->p_underflow = total.p_underflow;
+    p.telemetry->max_abs_scaled_logit = total.max_abs_scaled_logit;
+  }
+  if (p.amax) *p.amax = ForwardAmax{total.max_abs_o, total.max_abs_scaled_logit};
+  FP8ATTN_REQUIRE(total.nonfinite == 0, FP8ATTN_STATUS_NUMERICS,
+                  std::to_string(total.nonfinite) + " output values are NaN or infinite (decode path)");
+}
+
+}  // namespace fp8attn::engine

@@ -1,0 +1,211 @@
+#include "lib/attention/engine/decode_tile.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kernels/numerics/bfloat16.hpp"
+#include "kernels/sm90/decode_schedule.hpp"
+#include "kernels/sm90/mask.hpp"
+#include "kernels/sm90/softmax_math.hpp"
+#include "lib/attention/engine/panel_gemm.hpp"
+#include "lib/attention/engine/row_softmax.hpp"
+#include "lib/numerics/element_io.hpp"
+
+namespace fp8attn::engine {
+namespace {
+
+struct DecodeBuffers {
+  float *q, *s, *o, *o_fresh, *row_max, *row_sum, *rescale, *k_token, *v_ratio;
+};
+
+size_t carve(const AttentionConfig& c, void* scratch, DecodeBuffers* b) {
+  const size_t bm = c.tile.block_m, bn = c.tile.block_n, d = c.head_dim, dv = c.head_dim_v;
+  auto* base = static_cast<unsigned char*>(scratch);
+  size_t at = 0;
+  auto take = [&](size_t floats) {
+    float* here = reinterpret_cast<float*>(base + at);
+    at += (floats * sizeof(float) + 63) / 64 * 64;
+    return here;
+  };
+  DecodeBuffers t{};
+  t.q = take(bm * d);
+  t.s = take(bm * bn);
+  t.o = take(bm * dv);
+  t.o_fresh = take(bm * dv);
+  t.row_max = take(bm);
+  t.row_sum = take(bm * 4);
+  t.rescale = take(bm);
+  t.k_token = take(bn);
+  t.v_ratio = take(bn);
+  if (b) *b = t;
+  return at;
+}
+
+}  // namespace
+
+size_t decode_tile_scratch_bytes(const AttentionConfig& c) {
+  // NOTE: base nullptr only measures; carve never dereferences.
+  return carve(c, nullptr, nullptr);
+}
+
+void store_output(const AttentionProblem& p, int64_t b, int64_t row, int head, int e, float o, TileTelemetry& tel) {
+  const bool bf16 = p.out.dtype == FP8ATTN_DTYPE_BF16;
+  if (!std::isfinite(o) || (bf16 && !std::isfinite(num::round_to_bf16(o)))) ++tel.nonfinite;
+  tel.max_abs_o = std::max(tel.max_abs_o, std::fabs(o));
+  num::store_from_float(p.out.data, p.out.dtype, element_offset(p.out, b, row, head, e),
+                        p.out.dtype == FP8ATTN_DTYPE_E4M3 ? o * p.out_scale : o);
+}
+
+void run_decode_tile(const AttentionConfig& c, const AttentionProblem& p, const DecodeTileCoord& at, void* scratch,
+                     KvBlockCache& kv, TileTelemetry& telemetry, const DecodePartials& parts) {
+  DecodeBuffers t{};
+  carve(c, scratch, &t);
+  const SeqSpan span = p.span(at.batch);
+  const int group = c.heads_per_kv();
+  const int d = c.head_dim, dv = c.head_dim_v, bn = c.tile.block_n;
+  const int rows =
+      static_cast<int>(std::min<int64_t>(c.tile.block_m, sm90::decode_rows(span.seqlen_q, group) - at.row_begin));
+  const int head_kv = at.head_kv;
+  const bool fp8 = c.fp8();
+  const float* lut = e4m3_table();
+  if (kv.batch != at.batch || kv.head_kv != head_kv) {
+    std::fill(kv.ready, kv.ready + kv.slots, uint8_t{0});
+    kv.batch = at.batch;
+    kv.head_kv = head_kv;
+  }
+  auto token_of = [&](int r) { return sm90::decode_row_token(at.row_begin + r, group); };
+  auto head_of = [&](int r) { return head_kv * group + sm90::decode_row_head(at.row_begin + r, group); };
+
+  // Host arguments folded once, as in the forward's tile.
+  const float q_descale = p.q_descale.at(at.batch, head_kv);
+  const float k_descale = p.k_descale.at(at.batch, head_kv);
+  const float v_descale = p.v_descale.at(at.batch, head_kv);
+  const float scale_log2 = sm90::logit_scale_log2(c.softmax_scale, q_descale, k_descale);
+  const float p_scale_log2 = static_cast<float>(c.p_scale_log2);
+  const float natural_scale = c.softmax_scale * q_descale * k_descale;
+  const float tie_tol_raw = c.stabilized_tie_tol / natural_scale;
+  const bool stabilized = c.softmax_variant == FP8ATTN_SOFTMAX_STABILIZED;
+  // NOTE: a paged cache's per-token descales as in the forward's tile (query_tile.cpp).
+  const bool per_token = p.paged.present && p.paged.scale_granularity == FP8ATTN_KV_SCALE_PER_TOKEN_HEAD;
+  const bool v_blocks = p.v_block_descale.present() || per_token;
+  const bool promote = c.pv_promote_interval > 0 || v_blocks;
+  const int64_t promote_interval = v_blocks ? 1 : c.pv_promote_interval;
+  float* pv_acc = promote ? t.o_fresh : t.o;
+  const bool k_blocks = p.k_block_descale.present() || p.q_block_descale.present();
+
+  for (int r = 0; r < rows; ++r)
+    decode_row(p.q, element_offset(p.q, at.batch, span.q_offset + token_of(r), head_of(r), 0), d, lut, t.q + r * d, 1);
+  std::fill(t.o, t.o + static_cast<size_t>(rows) * dv, 0.0f);
+  if (promote) std::fill(t.o_fresh, t.o_fresh + static_cast<size_t>(rows) * dv, 0.0f);
+  std::fill(t.row_max, t.row_max + rows, sm90::kNegInf);
+  std::fill(t.row_sum, t.row_sum + static_cast<size_t>(rows) * 4, 0.0f);
+
+  const sm90::MaskParams mask{c.causal, c.window_left, c.window_right, span.seqlen_q, span.seqlen_k};
+  const int64_t tok0 = token_of(0), tok1 = token_of(rows - 1) + 1;
+  const sm90::KvSchedule schedule =
+      sm90::make_kv_schedule(mask, tok0, tok1, bn, c.sink_tokens, c.kv_order == FP8ATTN_KV_ORDER_REVERSE);
+  const int64_t blocks = sm90::kv_descale_slots(span.seqlen_k, c.sink_tokens, bn);
+  float tile_max_abs_logit = 0.0f;
+  int64_t visited = 0;  // this split's blocks so far: the promotion counts them as the forward's steps
+
+  // NOTE: promotion every N blocks counts the split's own blocks; with one split that is the
+  // forward's step count, so the bits match.
+  int64_t split_blocks = 0;
+  for (int64_t step = 0; step < schedule.count(); ++step)
+    split_blocks += sm90::decode_split_holds(blocks, at.num_splits, at.split, schedule.at(step).index);
+
+  for (int64_t step = 0; step < schedule.count(); ++step) {
+    const sm90::KeyBlock block = schedule.at(step);
+    if (!sm90::decode_split_holds(blocks, at.num_splits, at.split, block.index)) continue;
+    const int64_t key0 = block.key_begin;
+    const int keys = static_cast<int>(block.key_end - block.key_begin);
+    const float *k_panels = nullptr, *v_panels = nullptr;
+    engine::decoded_block(c, p, span, at.batch, head_kv, block, kv, &k_panels, &v_panels);
+    // NOTE: block_token_scales is query_tile.cpp's, in this translation unit (isa/query_tile_in_isa.cpp).
+    const float v_token_max =
+        per_token ? block_token_scales(p, at.batch, head_kv, key0, keys, t.k_token, t.v_ratio) : 1.0f;
+    panel_gemm(t.q, d, k_panels, static_cast<int64_t>(d) * kPanelWidth, (keys + kPanelWidth - 1) / kPanelWidth, t.s, bn,
+               rows, d, c.tile.mma_k_qk, true, c.mma_rule);
+    const float k_block = k_blocks ? p.k_block_descale.at(at.batch, head_kv, block.index) : 1.0f;
+
+    for (int r = 0; r < rows; ++r) {
+      float* s = t.s + static_cast<int64_t>(r) * bn;
+      const int64_t token = token_of(r);
+      if (k_blocks) {
+        // NOTE: per row, since the packed rows' heads differ; q_len ≤ 8 < BlockM, so every token
+        // lies in the forward's query tile 0.
+        const float factor = p.q_block_descale.at(at.batch, head_of(r), 0) * k_block;
+        for (int j = 0; j < keys; ++j) s[j] *= factor;
+      }
+      if (per_token)
+        for (int j = 0; j < keys; ++j) s[j] *= t.k_token[j];
+      if (!sm90::block_fully_visible(mask, token, token + 1, key0, key0 + keys)) {
+        const sm90::KeyRange vis = sm90::visible_keys(mask, token);
+        for (int j = 0; j < keys; ++j)
+          if (key0 + j < vis.first || key0 + j > vis.last) s[j] = sm90::kNegInf;
+      }
+      float block_max = row_max(s, keys);
+      if (c.telemetry) tile_max_abs_logit = std::max(tile_max_abs_logit, row_max_abs_visible(s, keys));
+      if (stabilized && block_max != sm90::kNegInf)
+        block_max = sm90::stabilized_block_max(block_max, row_ties(s, keys, block_max, tie_tol_raw),
+                                               c.stabilized_beta, c.stabilized_shift_cap_log2, scale_log2);
+      const float old_max = t.row_max[r];
+      const float new_max = std::max(old_max, block_max);
+      const float rescale = sm90::rescale_factor(old_max, new_max, scale_log2);
+      t.row_max[r] = new_max;
+      row_p_tilde(s, keys, scale_log2, sm90::max_scaled(new_max, scale_log2, p_scale_log2));
+      for (int q = 0; q < 4; ++q) t.row_sum[r * 4 + q] *= rescale;
+      accumulate_quad_partials(s, keys, t.row_sum + r * 4);
+      if (per_token)
+        for (int j = 0; j < keys; ++j) s[j] *= t.v_ratio[j];
+      if (fp8)
+        row_cast_p<true>(s, keys, telemetry.p_positive, telemetry.p_underflow);
+      else
+        row_cast_p<false>(s, keys, telemetry.p_positive, telemetry.p_underflow);
+      float* orow = t.o + static_cast<int64_t>(r) * dv;
+      for (int e = 0; e < dv; ++e) orow[e] *= rescale;
+      if (promote) {
+        float* frow = t.o_fresh + static_cast<int64_t>(r) * dv;
+        for (int e = 0; e < dv; ++e) frow[e] *= rescale;
+      }
+    }
+    panel_gemm(t.s, bn, v_panels, static_cast<int64_t>(bn) * kPanelWidth, dv / kPanelWidth, pv_acc, dv, rows, keys,
+               c.tile.mma_k_pv, false, c.mma_rule);
+    ++visited;
+    if (promote && (visited % promote_interval == 0 || visited == split_blocks)) {
+      const float vb = p.v_block_descale.at(at.batch, head_kv, block.index) * v_token_max;
+      for (int64_t i = 0; i < static_cast<int64_t>(rows) * dv; ++i) {
+        t.o[i] = v_blocks ? std::fmaf(t.o_fresh[i], vb, t.o[i]) : t.o[i] + t.o_fresh[i];
+        t.o_fresh[i] = 0.0f;
+      }
+    }
+  }
+  telemetry.max_abs_scaled_logit = std::max(telemetry.max_abs_scaled_logit, tile_max_abs_logit * natural_scale);
+
+  // Epilogue: the forward's (one split), or the split's partial rows for the combine.
+  for (int r = 0; r < rows; ++r) {
+    const float* partial = t.row_sum + static_cast<int64_t>(r) * 4;
+    const float l = sm90::quad_sum(partial[0], partial[1], partial[2], partial[3]);
+    const float factor = sm90::output_factor(l, v_descale);
+    const float lse = sm90::row_lse(t.row_max[r], l, scale_log2, p_scale_log2);
+    const int64_t token = token_of(r);
+    const int head = head_of(r);
+    const float* orow = t.o + static_cast<int64_t>(r) * dv;
+    if (parts.o == nullptr) {
+      for (int e = 0; e < dv; ++e) engine::store_output(p, at.batch, span.q_offset + token, head, e, orow[e] * factor, telemetry);
+      if (p.lse.data) {
+        if (std::isnan(lse) || lse == std::numeric_limits<float>::infinity()) ++telemetry.nonfinite;
+        static_cast<float*>(p.lse.data)[at.batch * p.lse.batch_stride + (span.q_offset + token) * p.lse.seq_stride +
+                                        head * p.lse.head_stride] = lse;
+      }
+      continue;
+    }
+    const int64_t at_row = parts.row(at.split, at.batch, token, head);
+    float* out = parts.o + at_row * dv;
+    for (int e = 0; e < dv; ++e) out[e] = orow[e] * factor;
+    parts.lse[at_row] = lse;
+  }
+}
+
+}  // namespace fp8attn::engine

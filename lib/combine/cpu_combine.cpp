@@ -1,0 +1,129 @@
+#include "lib/combine/cpu_combine.hpp"
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "kernels/numerics/bfloat16.hpp"
+#include "kernels/sm90/combine/combine_math.hpp"
+
+namespace fp8attn::combine {
+namespace {
+
+using sm90::combine::CombineParams;
+
+/// Rows per work item: enough to amortize the pool's hand-out, few enough to balance 2..64
+/// workers on a few thousand rows.
+constexpr int64_t kRowsPerItem = 16;
+
+float load_o(const CombineParams& p, int64_t at) {
+  return p.partial_out_bf16 ? num::bf16_to_float(static_cast<const uint16_t*>(p.partial_out)[at])
+                            : static_cast<const float*>(p.partial_out)[at];
+}
+
+void store_o(const CombineParams& p, int64_t at, float value) {
+  if (p.out_bf16)
+    static_cast<uint16_t*>(p.out)[at] = num::float_to_bf16(value);
+  else
+    static_cast<float*>(p.out)[at] = value;
+}
+
+/// One row, in the kernel's order of operations (combine_kernel.hpp).
+void combine_row(const CombineParams& p, int64_t t, int64_t h, std::array<float, sm90::combine::kMaxParts>& w) {
+  using namespace sm90::combine;
+  float m = -INFINITY;
+  for (int32_t part = 0; part < p.num_parts; ++part) m = max_lse(m, p.partial_lse[partial_lse_offset(p, part, t, h)]);
+  float sum = 0.0f;
+  for (int32_t part = 0; part < p.num_parts; ++part) {
+    w[part] = part_weight(p.partial_lse[partial_lse_offset(p, part, t, h)], m);
+    sum = arch::add_rn(sum, w[part]);
+  }
+  const RowFactors f = row_factors(m, sum);
+  if (p.lse != nullptr) p.lse[lse_offset(p, t, h)] = f.lse;
+  // NOTE: parts outer, elements inner (a contiguous row vectorizes); each element still sums its
+  // parts in index order, which is the kernel's per-element order.
+  constexpr int64_t kChunk = 256;
+  std::array<float, kChunk> acc;
+  for (int64_t e0 = 0; e0 < p.head_dim; e0 += kChunk) {
+    const int64_t n = p.head_dim - e0 < kChunk ? p.head_dim - e0 : kChunk;
+    for (int64_t e = 0; e < n; ++e) acc[e] = 0.0f;
+    for (int32_t part = 0; part < p.num_parts; ++part) {
+      if (w[part] == 0.0f) continue;
+      const int64_t base = partial_out_offset(p, part, t, h, e0);
+      const float weight = w[part], scale = f.scale;
+      // NOTE: the dtype and a contiguous row are decided once per part, so the common loops
+      // (F32 or BF16, unit stride) vectorize; each element's operations are the same in all four.
+      auto run = [&](auto&& load) {
+        for (int64_t e = 0; e < n; ++e) acc[e] = accumulate_part(acc[e], weight, scale, load(e));
+      };
+      const int64_t step = p.po_stride[3];
+      if (p.partial_out_bf16) {
+        const uint16_t* row = static_cast<const uint16_t*>(p.partial_out) + base;
+        if (step == 1)
+          run([&](int64_t e) { return num::bf16_to_float(row[e]); });
+        else
+          run([&](int64_t e) { return num::bf16_to_float(row[e * step]); });
+      } else {
+        const float* row = static_cast<const float*>(p.partial_out) + base;
+        if (step == 1)
+          run([&](int64_t e) { return row[e]; });
+        else
+          run([&](int64_t e) { return row[e * step]; });
+      }
+    }
+    for (int64_t e = 0; e < n; ++e) store_o(p, out_offset(p, t, h, e0 + e), finish_out(acc[e], f.scale));
+  }
+}
+
+void reference_row(const CombineParams& p, int64_t t, int64_t h) {
+  using namespace sm90::combine;
+  double m = -INFINITY;
+  bool poison = false;
+  for (int32_t part = 0; part < p.num_parts; ++part) {
+    const double x = p.partial_lse[partial_lse_offset(p, part, t, h)];
+    poison = poison || std::isnan(x) || x == INFINITY;
+    m = x > m ? x : m;
+  }
+  double sum = 0.0;
+  if (!poison && m != -INFINITY)
+    for (int32_t part = 0; part < p.num_parts; ++part)
+      sum += std::exp(static_cast<double>(p.partial_lse[partial_lse_offset(p, part, t, h)]) - m);
+  const double lse = poison ? NAN : (m == -INFINITY ? -INFINITY : m + std::log(sum));
+  if (p.lse != nullptr) p.lse[lse_offset(p, t, h)] = static_cast<float>(lse);
+  for (int64_t e = 0; e < p.head_dim; ++e) {
+    double acc = poison ? NAN : 0.0;
+    if (!poison && m != -INFINITY)
+      for (int32_t part = 0; part < p.num_parts; ++part) {
+        const double x = p.partial_lse[partial_lse_offset(p, part, t, h)];
+        if (x == -INFINITY) continue;  // an empty part's O is not read
+        acc += std::exp(x - lse) * static_cast<double>(load_o(p, partial_out_offset(p, part, t, h, e)));
+      }
+    store_o(p, out_offset(p, t, h, e), static_cast<float>(acc));
+  }
+}
+
+template <class Row>
+void for_each_row(const CombineParams& p, ThreadPool& pool, Row&& row) {
+  const int64_t rows = sm90::combine::row_count(p);
+  if (rows == 0) return;
+  pool.parallel_for((rows + kRowsPerItem - 1) / kRowsPerItem, [&](int64_t item, int) {
+    const int64_t end = (item + 1) * kRowsPerItem < rows ? (item + 1) * kRowsPerItem : rows;
+    for (int64_t r = item * kRowsPerItem; r < end; ++r) row(r / p.heads, r % p.heads);
+  });
+}
+
+}  // namespace
+
+void combine_on_cpu(const CombineParams& p, ThreadPool& pool) {
+  for_each_row(p, pool, [&](int64_t t, int64_t h) {
+    std::array<float, sm90::combine::kMaxParts> w;
+    combine_row(p, t, h, w);
+  });
+}
+
+void combine_reference(const CombineParams& p, ThreadPool& pool) {
+  for_each_row(p, pool, [&](int64_t t, int64_t h) { reference_row(p, t, h); });
+}
+
+}  // namespace fp8attn::combine

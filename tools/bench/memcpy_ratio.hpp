@@ -1,0 +1,87 @@
+// What the benches measured against memcpy share (combine, KV append, decode): the ceiling, a
+// parallel memcpy on every core, and the table that divides each benchmark's rate by the memcpy
+// of the same bytes in the same run.
+//
+// Naming: a benchmark BM_<op>/<args...> reports a "B/s" counter; BM_memcpy/<args...> copies the
+// same bytes. Its row in the table is divided by the BM_memcpy run whose arguments are the longest
+// prefix of its own (BM_memcpy with no argument when one byte count serves every configuration).
+#pragma once
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace fp8attn::bench {
+
+/// One iteration copies `bytes` / 2 bytes with one thread per core: the rate it reports counts
+/// each byte read and written, so it is comparable with an operation that moves `bytes`.
+inline void run_parallel_memcpy(benchmark::State& state, double bytes_moved) {
+  const size_t bytes = static_cast<size_t>(bytes_moved / 2);
+  std::vector<uint8_t> x(bytes, 1), y(bytes);
+  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const size_t chunk = (bytes + threads - 1) / threads;
+  for (auto _ : state) {
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        const size_t begin = std::min(bytes, chunk * t), end = std::min(bytes, begin + chunk);
+        std::memcpy(y.data() + begin, x.data() + begin, end - begin);
+      });
+    for (std::thread& th : pool) th.join();
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["B/s"] = benchmark::Counter(2.0 * static_cast<double>(bytes), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+/// Console output, then one row per BM_<op> run: its GB/s, its memcpy's and the ratio.
+class MemcpyRatioReporter : public benchmark::ConsoleReporter {
+ public:
+  MemcpyRatioReporter(std::string op, std::string legend) : op_("BM_" + std::move(op)), legend_(std::move(legend)) {}
+
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& r : runs)
+      if (auto it = r.counters.find("B/s"); it != r.counters.end()) rates_[strip(r.benchmark_name())] = it->second.value;
+  }
+
+  void Finalize() override {
+    ConsoleReporter::Finalize();
+    std::printf("\n%-44s %10s %12s %10s\n", op_.c_str(), "GB/s", "memcpy GB/s", "/ memcpy");
+    for (const auto& [name, rate] : rates_) {
+      if (name.rfind(op_ + "/", 0) != 0 && name != op_) continue;
+      const double ceiling = memcpy_for(name.substr(op_.size()));
+      if (ceiling <= 0.0) continue;
+      std::printf("%-44s %10.2f %12.2f %10.3f\n", name.c_str(), rate * 1e-9, ceiling * 1e-9, rate / ceiling);
+    }
+    std::printf("%s\n(%u threads; the memcpy copies half the bytes: each is read and written)\n", legend_.c_str(),
+                std::max(1u, std::thread::hardware_concurrency()));
+  }
+
+ private:
+  static std::string strip(std::string name) {
+    const std::string suffix = "/real_time";
+    if (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+      name.resize(name.size() - suffix.size());
+    return name;
+  }
+  /// The memcpy whose arguments are the longest prefix of `args` ("/a/b/c").
+  double memcpy_for(std::string args) const {
+    for (;;) {
+      if (auto it = rates_.find("BM_memcpy" + args); it != rates_.end()) return it->second;
+      if (args.empty()) return 0.0;
+      args.resize(args.rfind('/'));
+    }
+  }
+  std::string op_, legend_;
+  std::map<std::string, double> rates_;
+};
+
+}  // namespace fp8attn::bench
