@@ -7,20 +7,6 @@ import "C"
 
 import "runtime"
 
-// KvScaleGranularity says how an E4M3 paged cache's values are scaled back (the header's
-// fp8attn_kv_scale_granularity).
-type KvScaleGranularity int32
-
-const (
-	// KvScaleNone: descale 1 (the only choice for a BF16 cache, or E4M3 input copied as it is).
-	KvScaleNone KvScaleGranularity = C.FP8ATTN_KV_SCALE_NONE
-	// KvScalePerHead: KDescale and VDescale F32 [heads_kv], read: code = round(x / descale).
-	KvScalePerHead KvScaleGranularity = C.FP8ATTN_KV_SCALE_PER_HEAD
-	// KvScalePerTokenHead: KDescale and VDescale F32 [num_pages, page_size, heads_kv], written at
-	// the slots with amax / 448.
-	KvScalePerTokenHead KvScaleGranularity = C.FP8ATTN_KV_SCALE_PER_TOKEN_HEAD
-)
-
 // KvAppendArgs are one append's tensors (the header's fp8attn_kv_append_args): K [tokens,
 // heads_kv, head_dim] and V [tokens, heads_kv, head_dim_v] in BF16, F32 or E4M3 (copied as it
 // is); KCache and VCache [num_pages, page_size, heads_kv, dim] in E4M3 or BF16; SlotMapping I64
@@ -28,10 +14,10 @@ const (
 // picks D).
 type KvAppendArgs struct {
 	K, V, KCache, VCache, SlotMapping Tensor
-	ScaleGranularity                  KvScaleGranularity
+	ScaleGranularity                  KVScaleGranularity
 	Rotate                            bool
 	Seed                              uint64
-	KDescale, VDescale                Tensor // with a granularity other than KvScaleNone
+	KDescale, VDescale                Tensor // with a granularity other than KVScaleNone (plan.go)
 }
 
 // KvAppend writes the new tokens' K and V into the paged cache (fp8attn_kv_append_async with no

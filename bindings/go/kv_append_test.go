@@ -64,7 +64,7 @@ func TestKvAppendPerTokenHead(t *testing.T) {
 		kd.Float32s()[i], vd.Float32s()[i] = float32(math.NaN()), float32(math.NaN())
 	}
 	err = ctx.KvAppend(&KvAppendArgs{K: k, V: v, KCache: kc, VCache: vc, SlotMapping: slots,
-		ScaleGranularity: KvScalePerTokenHead, KDescale: kd, VDescale: vd})
+		ScaleGranularity: KVScalePerTokenHead, KDescale: kd, VDescale: vd})
 	if err != nil {
 		t.Fatal(err)
 	}
