@@ -53,7 +53,7 @@ class Fiber {
   void* tsan_fiber_ = nullptr;
 };
 
-// Default fiber stack: 64 KiB, or 256 KiB in sanitizer builds (instrumented frames are larger).
+// Default fiber stack: 64 KiB, or 1 MiB in sanitizer builds (instrumented frames are larger).
 size_t default_fiber_stack_bytes();
 
 }  // namespace fp8attn::emu
