@@ -5,7 +5,8 @@
 #include "lib/cpu_isa/isa_build.hpp"
 #define FP8ATTN_ENGINE_ISA_NAMESPACE FP8ATTN_CPU_ISA_PASTE(engine_, FP8ATTN_CPU_ISA_BUILD)
 
-// Every header decode_fp32.cpp includes, except row_softmax.hpp, before the rename.
+// Every header decode_fp32.cpp includes, except its own vector kernels (decode_fp32_vec.hpp), the
+// shared row steps (decode_rows.hpp) and row_softmax.hpp, before the rename.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
