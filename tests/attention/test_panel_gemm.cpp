@@ -29,6 +29,10 @@ bool cpu_runs_this_build() {
 #if FP8ATTN_PANEL_GEMM_AVX2
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#elif defined(__AVX512F__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
 #else
   return true;
 #endif
@@ -116,7 +120,7 @@ void expect_bits_equal(const std::vector<float>& want, const std::vector<float>&
 class PanelGemm : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!cpu_runs_this_build()) GTEST_SKIP() << "this build of the test needs AVX2 and FMA, which this CPU lacks";
+    if (!cpu_runs_this_build()) GTEST_SKIP() << "this build of the test needs AVX2 and FMA (or AVX-512), which this CPU lacks";
     const uint32_t seed = std::random_device{}();
     RecordProperty("seed", std::to_string(seed));
     rng_.seed(seed);

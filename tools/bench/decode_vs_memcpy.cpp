@@ -1,9 +1,10 @@
 // Speed of the decode path (desc.decode = 1, CPU backend, every core) as a fraction of memcpy
 // moving the same bytes on the same cores, measured in the same run (Google Benchmark).
 //
-// - BM_decode/<batch>/<kv_len>: one query token per sequence, GQA 32 query heads over 4 KV heads,
-//   head_dim 128, an E4M3 paged cache of 16-token pages in shuffled order, BF16 output,
-//   num_splits 0 (the heuristic). Its rate counts the bytes the call must move: K and V of every
+// - BM_decode/<batch>/<kv_len>/<accumulator>: one query token per sequence, GQA 32 query heads
+//   over 4 KV heads, head_dim 128, an E4M3 paged cache of 16-token pages in shuffled order, BF16
+//   output, num_splits 0 (the heuristic), desc.accumulator_model <accumulator> (1: the tensor
+//   core's addition, the default; 0: FP32, the engine's fast decode path). Its rate counts the bytes the call must move: K and V of every
 //   key once, the block table, Q, and O written once.
 // - BM_memcpy/<batch>/<kv_len>: a parallel memcpy, one thread per core, of half that many bytes
 //   (memcpy reads and writes each byte), so both rates count the same bytes moved.
@@ -44,6 +45,7 @@ void BM_memcpy(benchmark::State& state) {
 
 void BM_decode(benchmark::State& state) {
   const int64_t batch = state.range(0), kv_len = state.range(1);
+  const auto accumulator = static_cast<uint32_t>(state.range(2));
   const int64_t pages_per_seq = kv_len / kPage, pages = batch * pages_per_seq;
   std::mt19937 rng(7);
   std::normal_distribution<float> normal;
@@ -73,6 +75,7 @@ void BM_decode(benchmark::State& state) {
   d.causal = 1;
   d.page_size = kPage;
   d.decode = 1;
+  d.accumulator_model = accumulator;
   if (fp8attn_context_create(&co, &ctx, &err) != FP8ATTN_OK || fp8attn_plan_create(ctx, &d, &plan, &err) != FP8ATTN_OK) {
     state.SkipWithError(err.message);
     return;
@@ -105,21 +108,29 @@ void BM_decode(benchmark::State& state) {
   state.counters["B/s"] = benchmark::Counter(decode_bytes(batch, kv_len), benchmark::Counter::kIsIterationInvariantRate);
 }
 
-void configs(benchmark::internal::Benchmark* b) {
+void memcpy_configs(benchmark::internal::Benchmark* b) {
   for (int64_t kv : {4096, 32768})
     for (int64_t batch : {1, 8}) b->Args({batch, kv});
   b->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 
+void decode_configs(benchmark::internal::Benchmark* b) {
+  for (int64_t kv : {4096, 32768})
+    for (int64_t batch : {1, 8})
+      for (int64_t accumulator : {FP8ATTN_ACCUMULATOR_FP32, FP8ATTN_ACCUMULATOR_TENSOR_CORE})
+        b->Args({batch, kv, accumulator});
+  b->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
 }  // namespace
 
-BENCHMARK(BM_memcpy)->Apply(configs);
-BENCHMARK(BM_decode)->Apply(configs);
+BENCHMARK(BM_memcpy)->Apply(memcpy_configs);
+BENCHMARK(BM_decode)->Apply(decode_configs);
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   fp8attn::bench::MemcpyRatioReporter reporter(
-      "decode", "(BM_decode/<batch>/<kv_len>: K, V, block table and Q read once, O written once)");
+      "decode", "(BM_decode/<batch>/<kv_len>/<accumulator 0 FP32, 1 tensor core>: K, V, block table and Q read once, O written once)");
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   return 0;

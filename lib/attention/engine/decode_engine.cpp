@@ -8,6 +8,7 @@
 #include "kernels/sm90/combine/combine_math.hpp"
 #include "kernels/sm90/decode_schedule.hpp"
 #include "kernels/sm90/kv_schedule.hpp"
+#include "lib/attention/engine/decode_fp32.hpp"
 #include "lib/attention/engine/decode_tile.hpp"
 #include "lib/core/checked_math.hpp"
 #include "lib/core/error.hpp"
@@ -35,7 +36,7 @@ Layout layout(const AttentionConfig& c, int workers, int64_t batch, int64_t max_
   const size_t w = static_cast<size_t>(workers);
   l.slots = sm90::kv_descale_slots(max_k, c.sink_tokens, c.tile.block_n);
   const size_t slot_floats = static_cast<size_t>(c.tile.block_n);
-  l.k = round_up(decode_tile_scratch_bytes(c));
+  l.k = round_up(std::max(decode_tile_scratch_bytes(c), decode_fp32_scratch_bytes(c)));
   const size_t slots = static_cast<size_t>(l.slots);
   l.v = checked_add(l.k, round_up(checked_mul(slots, slot_floats * c.head_dim * sizeof(float), "K cache")), "K cache");
   l.ready =
@@ -109,6 +110,8 @@ void decode_engine_forward(const AttentionConfig& c, const AttentionProblem& p, 
   for (int64_t b = 0; b < p.batch; ++b)
     item_begin[b + 1] = item_begin[b] + row_tiles(c, p.span(b).seqlen_q) * c.num_heads_kv * splits;
 
+  // The one choice of tile: FP32 accumulation's own (decode_fp32.hpp) where it applies.
+  const bool fp32_tile = decode_fp32_applies(c, p);
   pool.parallel_for(item_begin[p.batch], [&](int64_t item, int worker) {
     const int64_t b = std::upper_bound(item_begin, item_begin + p.batch + 1, item) - item_begin - 1;
     const int64_t tiles = row_tiles(c, p.span(b).seqlen_q);
@@ -120,7 +123,11 @@ void decode_engine_forward(const AttentionConfig& c, const AttentionProblem& p, 
     at.split = static_cast<int>(local % splits);
     at.head_kv = static_cast<int>(local / splits);
     at.num_splits = splits;
-    run_decode_tile(c, p, at, base + l.stride * static_cast<size_t>(worker), caches[worker], telemetry[worker], parts);
+    void* scratch = base + l.stride * static_cast<size_t>(worker);
+    if (fp32_tile)
+      run_decode_fp32_tile(c, p, at, scratch, telemetry[worker], parts);
+    else
+      run_decode_tile(c, p, at, scratch, caches[worker], telemetry[worker], parts);
   });
 
   if (splits > 1) {

@@ -8,6 +8,7 @@
 #include "kernels/sm90/decode_schedule.hpp"
 #include "kernels/sm90/mask.hpp"
 #include "kernels/sm90/softmax_math.hpp"
+#include "lib/attention/engine/decode_rows.hpp"
 #include "lib/attention/engine/panel_gemm.hpp"
 #include "lib/attention/engine/row_softmax.hpp"
 #include "lib/numerics/element_io.hpp"
@@ -102,6 +103,8 @@ void run_decode_tile(const AttentionConfig& c, const AttentionProblem& p, const 
   std::fill(t.row_sum, t.row_sum + static_cast<size_t>(rows) * 4, 0.0f);
 
   const sm90::MaskParams mask{c.causal, c.window_left, c.window_right, span.seqlen_q, span.seqlen_k};
+  const DecodeRowRules rules{mask,         scale_log2, p_scale_log2, tie_tol_raw, c.stabilized_beta,
+                             c.stabilized_shift_cap_log2, stabilized, c.telemetry != 0, fp8};
   const int64_t tok0 = token_of(0), tok1 = token_of(rows - 1) + 1;
   const sm90::KvSchedule schedule =
       sm90::make_kv_schedule(mask, tok0, tok1, bn, c.sink_tokens, c.kv_order == FP8ATTN_KV_ORDER_REVERSE);
@@ -130,39 +133,13 @@ void run_decode_tile(const AttentionConfig& c, const AttentionProblem& p, const 
     const float k_block = k_blocks ? p.k_block_descale.at(at.batch, head_kv, block.index) : 1.0f;
 
     for (int r = 0; r < rows; ++r) {
-      float* s = t.s + static_cast<int64_t>(r) * bn;
-      const int64_t token = token_of(r);
-      if (k_blocks) {
-        // NOTE: per row, since the packed rows' heads differ; q_len ≤ 8 < BlockM, so every token
-        // lies in the forward's query tile 0.
-        const float factor = p.q_block_descale.at(at.batch, head_of(r), 0) * k_block;
-        for (int j = 0; j < keys; ++j) s[j] *= factor;
-      }
-      if (per_token)
-        for (int j = 0; j < keys; ++j) s[j] *= t.k_token[j];
-      if (!sm90::block_fully_visible(mask, token, token + 1, key0, key0 + keys)) {
-        const sm90::KeyRange vis = sm90::visible_keys(mask, token);
-        for (int j = 0; j < keys; ++j)
-          if (key0 + j < vis.first || key0 + j > vis.last) s[j] = sm90::kNegInf;
-      }
-      float block_max = row_max(s, keys);
-      if (c.telemetry) tile_max_abs_logit = std::max(tile_max_abs_logit, row_max_abs_visible(s, keys));
-      if (stabilized && block_max != sm90::kNegInf)
-        block_max = sm90::stabilized_block_max(block_max, row_ties(s, keys, block_max, tie_tol_raw),
-                                               c.stabilized_beta, c.stabilized_shift_cap_log2, scale_log2);
-      const float old_max = t.row_max[r];
-      const float new_max = std::max(old_max, block_max);
-      const float rescale = sm90::rescale_factor(old_max, new_max, scale_log2);
-      t.row_max[r] = new_max;
-      row_p_tilde(s, keys, scale_log2, sm90::max_scaled(new_max, scale_log2, p_scale_log2));
-      for (int q = 0; q < 4; ++q) t.row_sum[r * 4 + q] *= rescale;
-      accumulate_quad_partials(s, keys, t.row_sum + r * 4);
-      if (per_token)
-        for (int j = 0; j < keys; ++j) s[j] *= t.v_ratio[j];
-      if (fp8)
-        row_cast_p<true>(s, keys, telemetry.p_positive, telemetry.p_underflow);
-      else
-        row_cast_p<false>(s, keys, telemetry.p_positive, telemetry.p_underflow);
+      // NOTE: the factor per row, since the packed rows' heads differ; q_len ≤ 8 < BlockM, so
+      // every token lies in the forward's query tile 0.
+      const float factor = k_blocks ? p.q_block_descale.at(at.batch, head_of(r), 0) * k_block : 1.0f;
+      const float rescale = decode_row_softmax(
+          rules, t.s + static_cast<int64_t>(r) * bn, keys, token_of(r), key0, k_blocks ? &factor : nullptr,
+          per_token ? t.k_token : nullptr, per_token ? t.v_ratio : nullptr, t.row_max[r], t.row_sum + r * 4,
+          tile_max_abs_logit, telemetry);
       float* orow = t.o + static_cast<int64_t>(r) * dv;
       for (int e = 0; e < dv; ++e) orow[e] *= rescale;
       if (promote) {
@@ -184,28 +161,8 @@ void run_decode_tile(const AttentionConfig& c, const AttentionProblem& p, const 
   telemetry.max_abs_scaled_logit = std::max(telemetry.max_abs_scaled_logit, tile_max_abs_logit * natural_scale);
 
   // Epilogue: the forward's (one split), or the split's partial rows for the combine.
-  for (int r = 0; r < rows; ++r) {
-    const float* partial = t.row_sum + static_cast<int64_t>(r) * 4;
-    const float l = sm90::quad_sum(partial[0], partial[1], partial[2], partial[3]);
-    const float factor = sm90::output_factor(l, v_descale);
-    const float lse = sm90::row_lse(t.row_max[r], l, scale_log2, p_scale_log2);
-    const int64_t token = token_of(r);
-    const int head = head_of(r);
-    const float* orow = t.o + static_cast<int64_t>(r) * dv;
-    if (parts.o == nullptr) {
-      for (int e = 0; e < dv; ++e) engine::store_output(p, at.batch, span.q_offset + token, head, e, orow[e] * factor, telemetry);
-      if (p.lse.data) {
-        if (std::isnan(lse) || lse == std::numeric_limits<float>::infinity()) ++telemetry.nonfinite;
-        static_cast<float*>(p.lse.data)[at.batch * p.lse.batch_stride + (span.q_offset + token) * p.lse.seq_stride +
-                                        head * p.lse.head_stride] = lse;
-      }
-      continue;
-    }
-    const int64_t at_row = parts.row(at.split, at.batch, token, head);
-    float* out = parts.o + at_row * dv;
-    for (int e = 0; e < dv; ++e) out[e] = orow[e] * factor;
-    parts.lse[at_row] = lse;
-  }
+  decode_rows_epilogue(p, at, span, group, rows, dv, t.o, t.row_max, t.row_sum, v_descale, scale_log2, p_scale_log2,
+                       parts, telemetry);
 }
 
 }  // namespace fp8attn::engine

@@ -27,9 +27,18 @@
 #if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512F__)
 #include <immintrin.h>
 #define FP8ATTN_PANEL_GEMM_AVX2 1
-#include "lib/attention/engine/panel_gemm_tensor_core.hpp"  // IWYU pragma: export
 #else
 #define FP8ATTN_PANEL_GEMM_AVX2 0
+#endif
+// NOTE: the tensor core's addition runs panel_gemm_tensor_core.hpp's AVX2 block in the AVX-512
+// build too (AVX-512 includes AVX2 and FMA, and its 32 vector registers hold the 8-row block):
+// the generic rule_block ran the E4M3 forward at under 0.1 of sgemm there.
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define FP8ATTN_PANEL_GEMM_TC_AVX2 1
+#include "lib/attention/engine/panel_gemm_tensor_core.hpp"  // IWYU pragma: export
+#else
+#define FP8ATTN_PANEL_GEMM_TC_AVX2 0
 #endif
 
 namespace fp8attn::engine {
@@ -84,6 +93,31 @@ __attribute__((always_inline)) inline void panel_block_avx2(const float* a, int6
 }
 #endif
 
+#if defined(__AVX512F__)
+/// panel_block's Fp32 accumulation for AVX-512: one zmm of chunk sums per row (R = 8 rows: 8
+/// independent FMA chains), the panel's row loaded once per k and each a[r][k] broadcast.
+/// NOTE: the generic chunk_block<8, 16> kept its chunk sums in memory under GCC 12, re-loading and
+/// re-storing them around each FMA; the same additions in the same order, so the same bits.
+template <int R>
+__attribute__((always_inline)) inline void panel_block_avx512(const float* a, int64_t lda, const float* panel,
+                                                              int depth, float* acc, int64_t ldacc, bool overwrite) {
+  __m512 c[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) c[r] = _mm512_setzero_ps();
+  for (int k = 0; k < depth; ++k, panel += kPanelWidth) {
+    const __m512 b = _mm512_loadu_ps(panel);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) c[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[r * lda + k]), b, c[r]);
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    float* out = acc + r * ldacc;
+    // NOTE: the chunk alone for 0 + chunk, as in panel_block_avx2: a chunk from +0 is never −0.
+    _mm512_storeu_ps(out, overwrite ? c[r] : _mm512_add_ps(_mm512_loadu_ps(out), c[r]));
+  }
+}
+#endif
+
 /// acc[r][c] for R rows of A and the kPanelWidth columns of one panel, over one instruction of
 /// depth `depth`: acc = mma_instruction(overwrite ? +0 : acc, a[r][·], panel[·][c]).
 template <int R>
@@ -91,6 +125,9 @@ inline void panel_block(const float* a, int64_t lda, const float* panel, int dep
                         bool overwrite, const arch::MmaRule& rule) {
 #if FP8ATTN_PANEL_GEMM_AVX2
   if (!rule.tensor_core) return panel_block_avx2<R>(a, lda, panel, depth, acc, ldacc, overwrite);
+#endif
+#if defined(__AVX512F__)
+  if (!rule.tensor_core) return panel_block_avx512<R>(a, lda, panel, depth, acc, ldacc, overwrite);
 #endif
   // A panel is a B operand of row stride kPanelWidth: the backward's generic register block.
   chunk_block<R, kPanelWidth>(a, lda, panel, kPanelWidth, 0, depth, acc, ldacc, overwrite, rule);
@@ -101,7 +138,7 @@ template <int R>
 inline void panel_rows(const float* a, int64_t lda, const float* panels, int64_t panel_stride, int panels_count,
                        float* acc, int64_t ldacc, int depth_total, int mma_k, bool overwrite,
                        const arch::MmaRule& rule) {
-#if FP8ATTN_PANEL_GEMM_AVX2
+#if FP8ATTN_PANEL_GEMM_TC_AVX2
   // The tensor core's addition (panel_gemm_tensor_core.hpp): A's exponents once for all panels.
   // A NaN or ±inf in A of BF16 products takes the generic block below.
   alignas(32) float a_exp[R * tensor_core_avx2::kMaxDepth];
