@@ -56,7 +56,7 @@ FP8ATTN_ARCH_FN KeyBlock begin_block(FwdBlockSoftmax& sb, const AttentionFwdPara
   const KeyBlock block = blocks.at(step);
   sb.key0 = static_cast<int32_t>(block.key_begin);
   sb.keys = static_cast<int32_t>(block.key_end - block.key_begin);
-  sb.full = ta.all_first <= ta.all_last && ta.all_first <= sb.key0 && ta.all_last >= sb.key0 + sb.keys - 1;
+  sb.full = keys_inside<int32_t>(ta.all_first, ta.all_last, sb.key0, sb.key0 + sb.keys);
   sb.block_factor = ta.q_block * p.k_block_descale.at(tile.batch, tile.head_kv, block.index);
   return block;
 }
