@@ -12,12 +12,13 @@
 //   half-warp loads its key rows pairwise swapped (1, 0, 3, 2), so odd and even rows meet.
 // - a store of dim n, keys 4kg..4kg+3 is word (n & 7)·4 + (kg & 3) mod 32 (the 8·BlockN-byte
 //   stride of 8-dim groups is a multiple of 128 B). All lanes' j-th dims share n & 3 = j, which
-//   left 8 banks for 32 lanes (16-way at head_dim ≥ 128). So a lane stores its columns rotated:
-//   store j writes column j ^ rot with rot = (lane >> 1) & 3, and the lanes of a warp differ in
-//   (dg & 1, rot, kg & 3) = (lane & 1, (lane >> 1) & 3, lane >> 3): 32 banks.
-// NOTE: the rotation costs nothing per item: it lives in the first round's byte-permute selectors
-// (two per lane, fixed) and in one XOR per store address, where ldmatrix.trans would need V in a
-// swizzled layout (its 8 rows of one 16-byte column are head_dim bytes apart: 8-way conflicts).
+//   left at most 8 banks for 32 lanes (2, 16-way, at head_dim ≥ 128). So a lane stores its
+//   columns rotated: store j writes column j ^ rot with rot = (lane >> 1) & 3, and the lanes of a
+//   warp differ in (dg & 1, rot, kg & 3) = (lane & 1, (lane >> 1) & 3, lane >> 3): 32 banks.
+// NOTE: the rotation adds no load, store or permute: it lives in the first round's byte-permute
+// selectors (two per lane, a few integer ops per item) and in one XOR per store address, where
+// ldmatrix.trans would need V in a swizzled layout (its 8 rows of one 16-byte column are head_dim
+// bytes apart: 8-way conflicts), and so a new TMA layout for V.
 // The bytes of Vᵀ are the same as before, so the consumers and their descriptors do not change.
 #pragma once
 
