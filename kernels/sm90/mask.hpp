@@ -60,12 +60,21 @@ FP8ATTN_HOST_DEVICE constexpr KeyRange keys_seen_by_all(const MaskParams& m, int
   return {bottom.first, top.last};
 }
 
+/// True when keys [key_begin, key_end) all lie in `all` (keys_seen_by_all of a tile's rows), so
+/// that no row of the tile hides one of them: the block needs no element mask. The engine asks
+/// through block_fully_visible; the kernel keeps `all` in 32-bit registers per tile and asks per
+/// block (kernels/sm90/attention/fwd_mainloop.hpp).
+template <class I>
+FP8ATTN_HOST_DEVICE constexpr bool keys_inside(I all_first, I all_last, I key_begin, I key_end) {
+  return all_first <= all_last && all_first <= key_begin && all_last >= key_end - 1;
+}
+
 /// True when every key of block [key_begin, key_end) is visible to every row in the tile, so
 /// the block needs no element mask.
 FP8ATTN_HOST_DEVICE constexpr bool block_fully_visible(const MaskParams& m, int64_t row_begin, int64_t row_end,
                                                        int64_t key_begin, int64_t key_end) {
   const KeyRange all = keys_seen_by_all(m, row_begin, row_end);
-  return !all.empty() && all.first <= key_begin && all.last >= key_end - 1;
+  return keys_inside<int64_t>(all.first, all.last, key_begin, key_end);
 }
 
 /// Rows of [0, seqlen_q) that see key `key`: [first, last], empty when first > last.

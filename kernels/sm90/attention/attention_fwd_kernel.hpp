@@ -53,6 +53,7 @@ FP8ATTN_KERNEL void FP8ATTN_LAUNCH_BOUNDS(Cfg::kThreads, 1)
       arch::mbarrier_init(&smem.v_full[s], 1);
       arch::mbarrier_init(&smem.vt_full[s], 1);                // the producer's Vᵀ (TMA or transpose)
       arch::mbarrier_init(&smem.kv_empty[s], Cfg::kConsumers);
+      arch::mbarrier_init(&smem.k_empty[s], Cfg::kConsumers);   // released after Q·Kᵀ, before P·V
       arch::mbarrier_init(&smem.kv_request[s], 1);              // a paged block posted (fwd_paged_kv.hpp)
     }
     // NOTE: the inits are generic-proxy writes that TMA completes through the async proxy.

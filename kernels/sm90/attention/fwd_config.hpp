@@ -142,6 +142,9 @@ struct FwdSharedStorage {
   alignas(1024) uint8_t vt[Cfg::kStages][Cfg::kVtBytes];  // Vᵀ, written by the producer (E4M3 only)
   uint64_t q_full, q_empty;
   uint64_t k_full[Cfg::kStages], v_full[Cfg::kStages], vt_full[Cfg::kStages], kv_empty[Cfg::kStages];
+  /// The stage's K read: the consumers' Q·Kᵀ of its block has completed (kv_empty: P·V too, so V,
+  /// Vᵀ and the whole stage are free).
+  uint64_t k_empty[Cfg::kStages];
   /// A paged cache (fwd_paged_kv.hpp): the stage's block {batch, KV head, first key}, posted by
   /// the loading thread with one arrival on kv_request for warps 1-3.
   uint64_t kv_request[Cfg::kStages];

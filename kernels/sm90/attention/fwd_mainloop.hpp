@@ -56,7 +56,7 @@ FP8ATTN_ARCH_FN KeyBlock begin_block(FwdBlockSoftmax& sb, const AttentionFwdPara
   const KeyBlock block = blocks.at(step);
   sb.key0 = static_cast<int32_t>(block.key_begin);
   sb.keys = static_cast<int32_t>(block.key_end - block.key_begin);
-  sb.full = ta.all_first <= ta.all_last && ta.all_first <= sb.key0 && ta.all_last >= sb.key0 + sb.keys - 1;
+  sb.full = keys_inside<int32_t>(ta.all_first, ta.all_last, sb.key0, sb.key0 + sb.keys);
   sb.block_factor = ta.q_block * p.k_block_descale.at(tile.batch, tile.head_kv, block.index);
   return block;
 }
@@ -75,6 +75,14 @@ FP8ATTN_ARCH_FN void issue_qk(arch::WgmmaAccF32<Cfg::kBlockN>& s, FwdSharedStora
   arch::wgmma_fence();
   mm_qk<Cfg>(s, smem.q, smem.k[kv.stage], role.rows);
   arch::wgmma_commit_group();
+}
+
+/// Frees the stage's K for the producer once this warpgroup's Q·Kᵀ of it has completed (after the
+/// wait that covers it); V and Vᵀ stay until P·V has read them (kv_empty).
+template <class Cfg>
+FP8ATTN_ARCH_FN void release_k(FwdSharedStorage<Cfg>& smem, const PipelineState<Cfg::kStages>& kv,
+                               const FwdConsumerRole& role) {
+  if (role.wg_leader) arch::mbarrier_arrive(&smem.k_empty[kv.stage]);
 }
 
 /// Hands the tensor cores to the next consumer warpgroup (pingpong).
@@ -156,6 +164,7 @@ FP8ATTN_ARCH_FN void run_blocks_overlapped(const AttentionFwdParams& p, FwdShare
   issue_qk<Cfg>(s, smem, kv, role);
   pass_turn<Cfg>(role);
   arch::wgmma_wait_group<0>();
+  release_k<Cfg>(smem, kv, role);
   arch::wgmma_fence_operand(s);
   softmax_block<Cfg::kBlockN, Cfg::kTelemetry, Cfg::kBf16>(s, sb, p, rows, rescale, words, tel);
   rescale_o<Cfg>(o, fresh, rescale);
@@ -170,13 +179,14 @@ FP8ATTN_ARCH_FN void run_blocks_overlapped(const AttentionFwdParams& p, FwdShare
     else issue_pv<Cfg>(o, pf, smem, prev, role.col0, p.v_transposed);
     pass_turn<Cfg>(role);
     arch::wgmma_wait_group<1>();  // Q·Kᵀ of this block is done; P·V of the last one may run on
+    release_k<Cfg>(smem, kv, role);
     arch::wgmma_fence_operand(s);
     softmax_block<Cfg::kBlockN, Cfg::kTelemetry, Cfg::kBf16>(s, sb, p, rows, rescale, words, tel);
     // The planted bug: P of this block written into the registers P·V of the last one still reads.
     if constexpr (Cfg::kFault == FwdFault::RewritePBeforeWait) pf[0] = p_fragment<Cfg::kBlockN>(words, 0);
     arch::wgmma_wait_group<0>();
     arch::wgmma_fence_operand(o);
-    if (role.wg_leader) arch::mbarrier_arrive(&smem.kv_empty[prev.stage]);  // K, V, Vᵀ of block step − 1 read
+    if (role.wg_leader) arch::mbarrier_arrive(&smem.kv_empty[prev.stage]);  // V, Vᵀ of block step − 1 read
     if constexpr (kEveryN) {
       arch::wgmma_fence_operand(fresh);
       if (step % p.promote_interval == 0) {  // block step − 1 closes an interval
@@ -222,6 +232,7 @@ FP8ATTN_ARCH_FN void run_blocks_serial(const AttentionFwdParams& p, FwdSharedSto
     issue_qk<Cfg>(s, smem, kv, role);
     pass_turn<Cfg>(role);
     arch::wgmma_wait_group<0>();
+    release_k<Cfg>(smem, kv, role);
     arch::wgmma_fence_operand(s);
 
     float rescale[2];
@@ -255,7 +266,7 @@ FP8ATTN_ARCH_FN void run_blocks_serial(const AttentionFwdParams& p, FwdSharedSto
         arch::wgmma_fence_operand(o);
       }
     }
-    if (role.wg_leader) arch::mbarrier_arrive(&smem.kv_empty[kv.stage]);  // this stage's K, V, Vᵀ are read
+    if (role.wg_leader) arch::mbarrier_arrive(&smem.kv_empty[kv.stage]);  // this stage's V, Vᵀ are read
   }
 }
 

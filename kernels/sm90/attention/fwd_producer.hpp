@@ -20,59 +20,10 @@
 #include "kernels/sm90/attention/fwd_paged_kv.hpp"
 #include "kernels/sm90/attention/fwd_params.hpp"
 #include "kernels/sm90/attention/fwd_tile_scheduler.hpp"
+#include "kernels/sm90/attention/fwd_v_transpose.hpp"
 #include "kernels/sm90/gemm/gemm_pipeline.hpp"
 
 namespace fp8attn::sm90 {
-
-/// Byte offset of Vᵀ(n, k) (n: head-dim index, k: key in the block) in the canonical
-/// no-swizzle K-major layout of fwd_config.hpp: 8x16 B core matrices, LBO 128 B, SBO 8·BlockN B.
-template <class Cfg>
-FP8ATTN_HOST_DEVICE constexpr uint32_t vt_offset(uint32_t n, uint32_t k) {
-  return (n >> 3) * Cfg::kVtStrideBytes + (n & 7u) * 16u + (k >> 4) * Cfg::kVtLeadingBytes + (k & 15u);
-}
-
-/// Transposes 4 keys x 4 head-dim bytes: rows r[i] hold dims 4d..4d+3 of key 4k+i; column j of
-/// the result holds keys 4k..4k+3 of dim 4d+j (two rounds of byte permutes).
-FP8ATTN_ARCH_FN void transpose_4x4_bytes(const uint32_t (&r)[4], uint32_t (&c)[4]) {
-  const uint32_t t0 = arch::byte_perm(r[0], r[1], 0x5140u), t1 = arch::byte_perm(r[0], r[1], 0x7362u);
-  const uint32_t t2 = arch::byte_perm(r[2], r[3], 0x5140u), t3 = arch::byte_perm(r[2], r[3], 0x7362u);
-  c[0] = arch::byte_perm(t0, t2, 0x5410u);
-  c[1] = arch::byte_perm(t0, t2, 0x7632u);
-  c[2] = arch::byte_perm(t1, t3, 0x5410u);
-  c[3] = arch::byte_perm(t1, t3, 0x7632u);
-}
-
-/// The producer threads that transpose V: warps 1-3 of the producer warpgroup.
-inline constexpr uint32_t kTransposeThreads = 96;
-
-/// Vᵀ of one stage, by the transposing threads (`thread` in [0, 96)); each fences its
-/// generic-proxy writes for the consumers' wgmma (async proxy), and once all have, one arrives
-/// on vt_full.
-/// Keys at or past `keys` are written as zeros (a paged cache's slots past the sequence: stale,
-/// maybe NaN, and 0 · NaN would reach O through P·V).
-template <class Cfg>
-FP8ATTN_ARCH_FN void transpose_v(uint32_t thread, const uint8_t* v, uint8_t* vt, uint64_t* vt_full,
-                                 uint32_t keys = Cfg::kBlockN) {
-  constexpr uint32_t kDimGroups = Cfg::kHeadDim / 4, kItems = (Cfg::kBlockN / 4) * kDimGroups;
-  FP8ATTN_NO_UNROLL
-  for (uint32_t item = thread; item < kItems; item += kTransposeThreads) {
-    const uint32_t kg = item / kDimGroups, dg = item % kDimGroups;
-    uint32_t r[4], c[4];
-    FP8ATTN_UNROLL
-    for (uint32_t i = 0; i < 4; ++i)
-      r[i] = 4 * kg + i < keys ? arch::smem_load(reinterpret_cast<const uint32_t*>(v + (4 * kg + i) * Cfg::kHeadDim + 4 * dg))
-                               : 0u;
-    transpose_4x4_bytes(r, c);
-    // NOTE: dims 4dg..4dg+3 share one 8-dim core-matrix group, so their rows are 16 B apart: one
-    // address for the four stores (four, each with its own offset math, spilled the producer).
-    uint8_t* column = vt + vt_offset<Cfg>(4 * dg, 4 * kg);
-    FP8ATTN_UNROLL
-    for (int j = 0; j < 4; ++j) arch::smem_store(reinterpret_cast<uint32_t*>(column + 16 * j), c[j]);
-  }
-  arch::fence_proxy_async_shared_cta();
-  arch::named_barrier_sync(barrier_id(FwdBarrier::kProducerVt), kTransposeThreads);
-  if (thread == 0) arch::mbarrier_arrive(vt_full);
-}
 
 /// The KV blocks that the CTA's tiles visit, in all: the transposing warps' whole loop.
 template <class Cfg>
@@ -178,15 +129,23 @@ FP8ATTN_ARCH_FN void run_loads(const AttentionFwdParams& p, FwdSharedStorage<Cfg
       const int32_t key = static_cast<int32_t>(tile.k_offset + block.key_begin);
       // The first wait on each empty barrier passes (parity 1 of a fresh barrier).
       const PipelineState<Cfg::kStages> kv{loaded % Cfg::kStages, ((loaded / Cfg::kStages) & 1u) ^ 1u};
-      arch::mbarrier_wait_parity(&smem.kv_empty[kv.stage], kv.phase);
       if (p.paged.block_table != nullptr) {  // warps 1-3 load it (run_paged_kv)
+        // NOTE: the whole stage, K and V: both are loaded by warps 1-3 in one go. The wait on
+        // k_empty also observes each of its phases before the consumers' next arrival.
+        arch::mbarrier_wait_parity(&smem.k_empty[kv.stage], kv.phase);
+        arch::mbarrier_wait_parity(&smem.kv_empty[kv.stage], kv.phase);
         post_paged_block(smem.kv_block[kv.stage], &smem.kv_request[kv.stage], {tile.batch, tile.head_kv, key});
         continue;
       }
+      // NOTE: K and V have their own empty barriers (FlashAttention-3's pipeline_k / pipeline_v):
+      // the consumers free K once their Q·Kᵀ completes, so K of block j + kStages lands while P·V
+      // of block j still reads V, instead of after it.
+      arch::mbarrier_wait_parity(&smem.k_empty[kv.stage], kv.phase);
       arch::mbarrier_arrive_expect_tx(&smem.k_full[kv.stage], Cfg::kChunks * Cfg::kKChunkBytes);
       for (int c = 0; c < Cfg::kChunks; ++c)
         arch::tma_load<4>(smem.k[kv.stage][c], p.tma_k, &smem.k_full[kv.stage],
                           {c * Cfg::kChunkElements, tile.head_kv, key, b});
+      arch::mbarrier_wait_parity(&smem.kv_empty[kv.stage], kv.phase);  // V and Vᵀ read by P·V
       if constexpr (Cfg::kBf16) {
         // BF16 V in K's layout (chunks of 64 dims, 128B swizzle), ready for P·V once loaded.
         arch::mbarrier_arrive_expect_tx(&smem.vt_full[kv.stage], Cfg::kVBytes);

@@ -67,6 +67,47 @@ FP8ATTN_ARCH_FN int quad_add(int x) {
   return x + arch::shfl_xor_sync(0xffffffffu, x, 2);
 }
 
+/// Each register's mask (kMasked) and the rows' block max; with telemetry, max |S| of the visible
+/// scores. Every register of an unmasked block is visible.
+/// NOTE: two bounds per row, not a test of key0 + col per register: that form spilled the
+/// overlapped head_dim 128 consumers (ptxas -warn-spills).
+/// NOTE: padding columns past the block's keys are masked like invisible keys: P̃ = 0 there adds
+/// exact zeros to the row sums and to P·V, which the engine never visits.
+template <int kBlockN, bool kTelemetry, bool kMasked>
+FP8ATTN_ARCH_FN void mask_and_max(arch::WgmmaAccF32<kBlockN>& s, const FwdBlockSoftmax& b, float (&block_max)[2],
+                                  float (&tile_abs)[2]) {
+  // The visible columns of each row, [lo, hi], less this thread's column offset 2q, so that each
+  // register compares its compile-time column 8(i/4) + i%2 against them.
+  int32_t lo[2] = {0, 0}, hi[2] = {0, 0};
+  if constexpr (kMasked) {
+    const int q = static_cast<int>(arch::thread_idx_in_warpgroup() % 4);
+    FP8ATTN_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      lo[h] = (b.full ? 0 : b.vis_first[h] - b.key0) - 2 * q;
+      int32_t last = b.keys - 1;
+      if (!b.full && b.vis_last[h] - b.key0 < last) last = b.vis_last[h] - b.key0;
+      hi[h] = last - 2 * q;
+    }
+  }
+  FP8ATTN_UNROLL
+  for (int i = 0; i < kBlockN / 2; ++i) {
+    const int h = (i >> 1) & 1;
+    const int c = 8 * (i >> 2) + (i & 1);  // the column is c + 2q
+    float x = s[i];
+    bool visible = true;
+    if constexpr (kMasked) {
+      visible = c >= lo[h] && c <= hi[h];
+      x = visible ? x : kNegInf;
+      s[i] = x;
+    }
+    block_max[h] = block_max[h] < x ? x : block_max[h];
+    if constexpr (kTelemetry) {
+      const float a = x < 0.0f ? -x : x;
+      if (visible && tile_abs[h] < a) tile_abs[h] = a;
+    }
+  }
+}
+
 }  // namespace softmax_detail
 
 /// Words of cast P̃ per thread: E4M3 packs two column pairs per word; BF16 P is not cast by the
@@ -84,37 +125,20 @@ FP8ATTN_ARCH_FN void softmax_block(arch::WgmmaAccF32<kBlockN>& s, const FwdBlock
                                    FwdRowState& rows, float (&rescale)[2], uint32_t (&words)[kSoftmaxWords<kBlockN, kBf16>],
                                    FwdThreadTelemetry& tel) {
   constexpr int kRegs = kBlockN / 2;
-  const int q = static_cast<int>(arch::thread_idx_in_warpgroup() % 4);
   float block_max[2] = {kNegInf, kNegInf};
   float tile_abs[2] = {0.0f, 0.0f};
-  // The visible columns of each row, [lo, hi], less this thread's column offset 2q, so that each
-  // register compares its compile-time column 8(i/4) + i%2 against them.
-  // NOTE: padding columns past the block's keys are masked like invisible keys: P̃ = 0 there adds
-  // exact zeros to the row sums and to P·V, which the engine never visits.
-  // NOTE: two bounds per row, not a test of key0 + col per register: that form spilled the
-  // overlapped head_dim 128 consumers (ptxas -warn-spills).
-  int32_t lo[2], hi[2];
-  FP8ATTN_UNROLL
-  for (int h = 0; h < 2; ++h) {
-    lo[h] = (b.full ? 0 : b.vis_first[h] - b.key0) - 2 * q;
-    int32_t last = b.keys - 1;
-    if (!b.full && b.vis_last[h] - b.key0 < last) last = b.vis_last[h] - b.key0;
-    hi[h] = last - 2 * q;
+  // NOTE: the per-block descales fold into S in a pass of their own on the blocks of a call that
+  // has them (one uniform branch), not as a select on every element of every block.
+  if (b.apply_block_factor) {
+    FP8ATTN_UNROLL
+    for (int i = 0; i < kRegs; ++i) s[i] *= b.block_factor;
   }
-  FP8ATTN_UNROLL
-  for (int i = 0; i < kRegs; ++i) {
-    const int h = (i >> 1) & 1;
-    const int c = 8 * (i >> 2) + (i & 1);  // the column is c + 2q
-    float x = b.apply_block_factor ? s[i] * b.block_factor : s[i];
-    const bool visible = c >= lo[h] && c <= hi[h];
-    x = visible ? x : kNegInf;
-    s[i] = x;
-    block_max[h] = block_max[h] < x ? x : block_max[h];
-    if constexpr (kTelemetry) {
-      const float a = x < 0.0f ? -x : x;
-      if (visible && tile_abs[h] < a) tile_abs[h] = a;
-    }
-  }
+  // NOTE: only the blocks that need it are masked (FlashAttention-3 masks its boundary, causal-
+  // diagonal and window-edge blocks): one whose keys every row of the tile sees (`full`, from
+  // mask.hpp's keys_inside, as the engine decides) and that has no padding columns takes the
+  // max alone. Both forms give every score the same value, so the bits do not change.
+  if (b.full && b.keys == kBlockN) softmax_detail::mask_and_max<kBlockN, kTelemetry, false>(s, b, block_max, tile_abs);
+  else softmax_detail::mask_and_max<kBlockN, kTelemetry, true>(s, b, block_max, tile_abs);
   FP8ATTN_UNROLL
   for (int h = 0; h < 2; ++h) {
     block_max[h] = softmax_detail::quad_max(block_max[h]);
