@@ -2,8 +2,8 @@
 # Builds and runs every test:
 #   1. the Release build, with the sm_90a kernels and their static checks when nvcc is present:
 #      every ctest test (unit, numerics, emulator, ABI, install, Python, docs, exhaustive);
-#   2. the CPU code under AddressSanitizer + UndefinedBehaviorSanitizer (all but the exhaustive
-#      sweep, the install and docs checks, the sm_90a static checks and the spectral pytest
+#   2. the CPU code under AddressSanitizer + UndefinedBehaviorSanitizer (all but the exhaustive sweep, the full-size accuracy studies,
+#      the install and docs checks, the sm_90a static checks and the spectral pytest
 #      modules; the Python host test runs here too, with the ASan runtime preloaded);
 #   3. the concurrency tests (label tsan: shared plans, the scale state, the emulator spreading
 #      CTAs over host threads) under ThreadSanitizer;
@@ -42,8 +42,13 @@ ctest --test-dir build --output-on-failure --no-tests=error -j"$jobs"
 echo "== 2/5 AddressSanitizer + UndefinedBehaviorSanitizer"
 bash scripts/build.sh build-asan "${sanitized[@]}" -DFP8ATTN_SANITIZE=address,undefined \
   -DFP8ATTN_BUILD_TOOLS=OFF -DFP8ATTN_BUILD_CUDA=OFF
+# NOTE: the accuracy studies at full size (Table 3's outliers, the sink-underflow and stabilized-
+# bias studies, the accumulator and P-collapse studies) are left out here: they were about 40 % of
+# this stage's test time and run no code that the smaller engine, quantizer and oracle tests do not
+# also run under the sanitizers. Stage 1 runs them.
+asan_skip='sm90a|spectral_py|^OutlierRmse\.|^SinkUnderflow\.|^Table3Reduced\.|^StabilizedBiasStudy\.|^AccumulatorStudy\.|^PCollapseStudy\.'
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure --no-tests=error -j"$jobs" -LE 'exhaustive|install|docs|readme|portability|emu_matrix' -E 'sm90a|spectral_py'
+  ctest --test-dir build-asan --output-on-failure --no-tests=error -j"$jobs" -LE 'exhaustive|install|docs|readme|portability|emu_matrix' -E "$asan_skip"
 
 echo "== 3/5 ThreadSanitizer (concurrency tests)"
 # NOTE: only the test executables that carry the tsan label are built here.
