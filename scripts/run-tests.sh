@@ -2,9 +2,10 @@
 # Builds and runs every test:
 #   1. the Release build, with the sm_90a kernels and their static checks when nvcc is present:
 #      every ctest test (unit, numerics, emulator, ABI, install, Python, docs, exhaustive);
-#   2. the CPU code under AddressSanitizer + UndefinedBehaviorSanitizer (all but the exhaustive sweep, the full-size accuracy studies,
-#      the install and docs checks, the sm_90a static checks and the spectral pytest
-#      modules; the Python host test runs here too, with the ASan runtime preloaded);
+#   2. the CPU code under AddressSanitizer + UndefinedBehaviorSanitizer (all but the exhaustive
+#      sweep, the full-size accuracy studies, the install and docs checks, the sm_90a static
+#      checks and the spectral pytest modules; the Python host test runs here too, with the ASan
+#      runtime preloaded);
 #   3. the concurrency tests (label tsan: shared plans, the scale state, the emulator spreading
 #      CTAs over host threads) under ThreadSanitizer;
 #   4. the host bindings (Python, Rust, Go) and the ABI baseline, against an installed prefix;
