@@ -18,6 +18,7 @@
 #include "kernels/sm90/attention/fwd_mainloop.hpp"
 #include "kernels/sm90/attention/fwd_params.hpp"
 #include "kernels/sm90/attention/fwd_producer.hpp"
+#include "kernels/sm90/decode/decode_consumer.hpp"
 
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "the attention forward uses wgmma, TMA and setmaxnreg, which need the sm_90a target (-arch=sm_90a)"
@@ -65,7 +66,9 @@ FP8ATTN_KERNEL void FP8ATTN_LAUNCH_BOUNDS(Cfg::kThreads, 1)
     run_producer<Cfg>(params, smem);
   } else {  // consumers
     arch::setmaxnreg_inc<Cfg::kConsumerRegisters>();
-    run_consumer<Cfg>(params, smem, storage.telemetry);
+    // A decode config's consumers store packed rows (kernels/sm90/decode/decode_consumer.hpp).
+    if constexpr (Cfg::kDecode) run_decode_consumer<Cfg>(params, smem);
+    else run_consumer<Cfg>(params, smem, storage.telemetry);
   }
 }
 

@@ -35,6 +35,7 @@ enum class FwdInput : int { E4M3 = 0, BF16 = 1 };
 template <int kHeadDimT, PvPromotion kPromotionT, bool kTelemetryT, FwdInput kInputT = FwdInput::E4M3>
 struct FwdConfig {
   static constexpr FwdFault kFault = FwdFault::None;
+  static constexpr bool kDecode = false;  ///< decode tiles (kernels/sm90/decode/decode_config.hpp)
   static constexpr int kHeadDim = kHeadDimT;
   static constexpr PvPromotion kPromotion = kPromotionT;
   static constexpr bool kTelemetry = kTelemetryT;  ///< off costs nothing: the code is not compiled

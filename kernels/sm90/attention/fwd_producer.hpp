@@ -3,6 +3,8 @@
 // warps 1-3 transpose each block's V into Vᵀ, because an FP8 wgmma's B operand must be K-major
 // (PTX ISA 9.0 §9.7.15.5.2: no transpose for FP8) and P·V runs over the block's keys; BF16 V is
 // loaded like K and read N-major by the wgmma, so nothing is transposed.
+// A decode config (kernels/sm90/decode/decode_config.hpp) walks decode tiles (cfg_tile) with the
+// same loads: its Q box holds the tile's packed (token, head) rows.
 // From a paged cache thread 0 posts each KV block and warps 1-3 load it (fwd_paged_kv.hpp).
 // NOTE: two roles, each with only its own state: the producer has 24 registers (fwd_config.hpp),
 // and the tile walk plus the transpose in the same threads spilled.
@@ -20,6 +22,7 @@
 #include "kernels/sm90/attention/fwd_paged_kv.hpp"
 #include "kernels/sm90/attention/fwd_params.hpp"
 #include "kernels/sm90/attention/fwd_tile_scheduler.hpp"
+#include "kernels/sm90/decode/decode_tile_scheduler.hpp"
 #include "kernels/sm90/gemm/gemm_pipeline.hpp"
 
 namespace fp8attn::sm90 {
@@ -79,7 +82,7 @@ template <class Cfg>
 FP8ATTN_ARCH_FN int32_t cta_kv_blocks(const AttentionFwdParams& p) {
   int32_t blocks = 0;
   for (int32_t index = arch::block_idx().x; index < p.num_tiles; index += arch::grid_dim().x) {
-    const BasicFwdTile<int32_t> tile = fwd_tile<int32_t>(p, index, Cfg::kBlockM, Cfg::kBlockN);
+    const BasicFwdTile<int32_t> tile = cfg_tile<Cfg, int32_t>(p, index);
     if (tile.rows > 0) blocks += tile.kv.count();
   }
   return blocks;
@@ -103,7 +106,7 @@ FP8ATTN_ARCH_FN void run_v_transposer(const AttentionFwdParams& p, FwdSharedStor
 template <class Cfg>
 FP8ATTN_ARCH_FN void flag_seqused_k(const AttentionFwdParams& p) {
   for (int32_t index = arch::block_idx().x; index < p.num_tiles; index += arch::grid_dim().x) {
-    const int32_t b = fwd_tile<int32_t>(p, index, Cfg::kBlockM, Cfg::kBlockN).batch;
+    const int32_t b = cfg_tile<Cfg, int32_t>(p, index).batch;
     const int32_t used = p.paged.seqused_k[b * p.paged.seqused_stride];
     if (used < 0 || used > p.seqlen_k) arch::atomic_max_u32(&p.paged.faults->seqused_out_of_range, 1u);
   }
@@ -156,7 +159,7 @@ FP8ATTN_ARCH_FN void run_loads(const AttentionFwdParams& p, FwdSharedStorage<Cfg
   uint32_t loaded = 0;
   uint32_t q_empty_phase = 1;
   for (int32_t index = arch::block_idx().x; index < p.num_tiles; index += arch::grid_dim().x) {
-    const BasicFwdTile<int32_t> tile = fwd_tile<int32_t>(p, index, Cfg::kBlockM, Cfg::kBlockN);
+    const BasicFwdTile<int32_t> tile = cfg_tile<Cfg, int32_t>(p, index);
     if (tile.rows == 0) continue;
     // NOTE: 32-bit block walk (fwd_tile<int32_t>): the producer runs in 24 registers.
     const int32_t blocks = tile.kv.count();
