@@ -31,8 +31,11 @@ FP8ATTN_HOST_DEVICE constexpr int64_t decode_rows(int64_t q_len, int group) { re
 FP8ATTN_HOST_DEVICE constexpr int64_t decode_row_token(int64_t r, int group) { return r / group; }
 FP8ATTN_HOST_DEVICE constexpr int decode_row_head(int64_t r, int group) { return static_cast<int>(r % group); }
 
-/// Split s's first KV block slot of a sequence with `blocks` slots cut into n splits.
-FP8ATTN_HOST_DEVICE constexpr int64_t decode_split_begin(int64_t blocks, int n, int s) {
+/// Split s's first KV block slot of a sequence with `blocks` slots cut into n splits, in index
+/// type I. NOTE: 32 bits hold blocks · s: the kernels take fewer than 2^29 keys, so fewer than
+/// 2^23 blocks of ≥ 64 keys, times s ≤ 256.
+template <class I = int64_t>
+FP8ATTN_HOST_DEVICE constexpr I decode_split_begin(typename NamedType<I>::type blocks, int n, int s) {
   return blocks * s / n;
 }
 
@@ -47,10 +50,11 @@ FP8ATTN_HOST_DEVICE constexpr bool decode_split_holds(int64_t blocks, int n, int
 /// NOTE: the kernels' producer and consumers walk the restricted schedule with the forward's
 /// code; the engine keeps its filter (decode_split_holds), which visits the same blocks.
 template <class I>
-FP8ATTN_HOST_DEVICE constexpr BasicKvSchedule<I> decode_split_schedule(BasicKvSchedule<I> s, int64_t blocks, int n,
+FP8ATTN_HOST_DEVICE constexpr BasicKvSchedule<I> decode_split_schedule(BasicKvSchedule<I> s,
+                                                                     typename NamedType<I>::type blocks, int n,
                                                                      int split) {
-  const I lo = static_cast<I>(decode_split_begin(blocks, n, split));
-  const I hi = static_cast<I>(decode_split_begin(blocks, n, split + 1));
+  const I lo = decode_split_begin<I>(blocks, n, split);
+  const I hi = decode_split_begin<I>(blocks, n, split + 1);
   const I shift = s.sink_end > 0 ? 1 : 0;  // slot of rest block r: r + shift
   if (s.has_sink_block) s.has_sink_block = lo == 0 && hi > 0;
   const I first = lo - shift > s.rest_first ? lo - shift : s.rest_first;
@@ -70,12 +74,21 @@ FP8ATTN_HOST_DEVICE constexpr int64_t decode_row_tiles(int64_t q_len, int group,
 /// threads, or SMs), at least two blocks per split, one split when the items already fill the
 /// workers. Monotone in `max_blocks`, so the host's max_seqlen_k bounds the splits (and the
 /// workspace) of any real lengths below it.
-FP8ATTN_HOST_DEVICE constexpr int decode_heuristic_splits(int64_t max_blocks, int64_t items, int workers) {
+/// NOTE: two halves: `want` depends on host values only (the kernels get it from the plan), the
+/// rest on the blocks, which the kernels count on the device in 32 bits.
+FP8ATTN_HOST_DEVICE constexpr int decode_heuristic_want(int64_t items, int workers) {
   const int64_t want = items <= 0 ? 1 : (2 * static_cast<int64_t>(workers) + items - 1) / items;
-  const int64_t most = (max_blocks + 1) / 2;
-  int64_t n = want < most ? want : most;
+  return want > kMaxDecodeSplits ? kMaxDecodeSplits : static_cast<int>(want);
+}
+template <class I = int64_t>
+FP8ATTN_HOST_DEVICE constexpr int decode_heuristic_from_want(int want, typename NamedType<I>::type max_blocks) {
+  const I most = (max_blocks + 1) / 2;
+  I n = static_cast<I>(want) < most ? static_cast<I>(want) : most;
   if (n > kMaxDecodeSplits) n = kMaxDecodeSplits;
   return n < 1 ? 1 : static_cast<int>(n);
+}
+FP8ATTN_HOST_DEVICE constexpr int decode_heuristic_splits(int64_t max_blocks, int64_t items, int workers) {
+  return decode_heuristic_from_want(decode_heuristic_want(items, workers), max_blocks);
 }
 
 /// The splits of a decode call: `num_splits` when fixed, else the heuristic over the longest

@@ -56,6 +56,9 @@ FP8ATTN_KERNEL void FP8ATTN_LAUNCH_BOUNDS(Cfg::kThreads, 1)
       arch::mbarrier_init(&smem.kv_empty[s], Cfg::kConsumers);
       arch::mbarrier_init(&smem.kv_request[s], 1);              // a paged block posted (fwd_paged_kv.hpp)
     }
+    // NOTE: a decode launch's split count, read from the lengths once per CTA: the producer's 24
+    // registers do not hold a loop over the batch per tile (ptxas spilled).
+    if constexpr (Cfg::kDecode) arch::smem_store(&smem.decode_splits, decode_splits<int32_t>(params, Cfg::kBlockN));
     // NOTE: the inits are generic-proxy writes that TMA completes through the async proxy.
     arch::fence_proxy_async_shared_cta();
   }

@@ -147,6 +147,9 @@ struct FwdSharedStorage {
   /// the loading thread with one arrival on kv_request for warps 1-3.
   uint64_t kv_request[Cfg::kStages];
   int32_t kv_block[Cfg::kStages][4];
+  /// A decode launch's split count, decided once per CTA from device memory before any role
+  /// starts (kernels/sm90/decode/decode_tile_scheduler.hpp).
+  int32_t decode_splits;
 };
 
 /// Extra dynamic shared memory to align the storage to the 1024-byte swizzle period.

@@ -7,13 +7,25 @@
 
 #include <type_traits>
 
+#include "kernels/arch/registers.hpp"
 #include "kernels/sm90/attention/fwd_config.hpp"
 
 namespace fp8attn::sm90 {
 
+/// NOTE: the serial main loop (run_blocks_serial; the same bits as the overlapped one,
+/// fwd_mainloop.hpp) and other register budgets than the forward's: a decode tile's resolution
+/// (its split count, the split's part of the schedule, the packed rows: about twice the forward's
+/// divisions) spilled the producer at 24 registers, and the overlapped consumers had none to
+/// give. Serial consumers fit in 232 (152 with three), which leaves the producer 40. Decode is
+/// bound by the K/V bytes, which the producer's pipeline keeps streaming either way.
 template <class Base>
 struct DecodeConfig : Base {
   static constexpr bool kDecode = true;
+  static constexpr bool kIntraWgOverlap = false;
+  static constexpr uint32_t kProducerRegisters = 40;
+  static constexpr uint32_t kConsumerRegisters = Base::kConsumers == 2 ? 232 : 152;
+  static_assert(arch::register_budgets_fit(Base::kThreads, kProducerRegisters, Base::kConsumers, kConsumerRegisters),
+                "register budgets over the CTA's launch pool: setmaxnreg.inc would wait forever");
 };
 
 /// Which decode kernels exist: every head dim and input type, promotion Off, no telemetry (the

@@ -39,30 +39,25 @@ FP8ATTN_ARCH_FN void run_decode_consumer(const AttentionFwdParams& p, FwdSharedS
   FwdThreadTelemetry tel;
   const int32_t group = p.decode.group;
   for (int64_t index = arch::block_idx().x; index < p.num_tiles; index += arch::grid_dim().x) {
-    const FwdTile tile = decode_fwd_tile(p, index, Cfg::kBlockM, Cfg::kBlockN);
+    const FwdTile tile = cfg_tile<Cfg>(p, index, smem);
     if (tile.rows == 0) continue;
-    const int32_t split = decode_coord(p, index).split;
     const int32_t row_begin = tile.m_block * Cfg::kBlockM;
     // Host arguments folded once per tile, as the engine's decode tile does.
     const float q_descale = p.q_descale.at(tile.batch, tile.head_kv);
     const float k_descale = p.k_descale.at(tile.batch, tile.head_kv);
-    const float v_descale = p.v_descale.at(tile.batch, tile.head_kv);
     FwdBlockSoftmax sb{};
     sb.scale_log2 = logit_scale_log2(p.softmax_scale, q_descale, k_descale);
     sb.tie_tol_raw = p.stabilized_tie_tol / (p.softmax_scale * q_descale * k_descale);
-    DecodeRows at;
+    // NOTE: only the mask bounds of the rows' tokens live through the main loop; the rows' tokens
+    // and heads are found again for the epilogue (decode_rows_of): registers, as in the forward.
     FP8ATTN_UNROLL
     for (int h = 0; h < 2; ++h) {
-      const int32_t r = row_begin + my_row + 8 * h;
-      at.valid[h] = my_row + 8 * h < tile.rows;
-      at.token[h] = r / group;
-      at.head[h] = tile.head_kv * group + r % group;
-      const KeyRange vis = visible_keys(tile.mask, at.token[h]);
+      const KeyRange vis = visible_keys(tile.mask, (row_begin + my_row + 8 * h) / group);
       sb.vis_first[h] = static_cast<int32_t>(vis.first);
       sb.vis_last[h] = static_cast<int32_t>(vis.last);
-      sb.valid[h] = at.valid[h];
+      sb.valid[h] = my_row + 8 * h < tile.rows;
     }
-    sb.row_lo = at.token[0];
+    sb.row_lo = (row_begin + my_row) / group;
     sb.apply_block_factor = p.q_block_descale.data != nullptr || p.k_block_descale.data != nullptr;
     const int64_t token_end = (row_begin + tile.rows - 1) / group + 1;
     const KeyRange all = keys_seen_by_all(tile.mask, tile.row0, token_end);
@@ -83,7 +78,9 @@ FP8ATTN_ARCH_FN void run_decode_consumer(const AttentionFwdParams& p, FwdSharedS
       else run_blocks_serial<Cfg>(p, smem, tile, ta, role, sb, kv, o, fresh, rows, tel);
       if (role.wg_leader) arch::mbarrier_arrive(&smem.q_empty);
     }
-    store_decode_output<Cfg::kHeadDimO>(p, o, rows, at, tile.batch, tile.q_offset, split, sb.scale_log2, v_descale);
+    const float v_descale = p.v_descale.at(tile.batch, tile.head_kv);
+    store_decode_output<Cfg::kHeadDimO>(p, o, rows, decode_rows_of(tile, row_begin, my_row, group), tile.batch,
+                                        tile.q_offset, decode_coord(p, index).split, sb.scale_log2, v_descale);
   }
   if (role.consumer == 0) arch::named_barrier_sync(role.my_turn, 256);
 }

@@ -22,6 +22,21 @@ struct DecodeRows {
   bool valid[2];
 };
 
+/// The rows h = 0, 1 of the consumer thread whose h = 0 row is row `my_row` of the tile, which
+/// starts at packed row `row_begin`.
+template <class Tile>
+FP8ATTN_HOST_DEVICE DecodeRows decode_rows_of(const Tile& tile, int32_t row_begin, int32_t my_row, int32_t group) {
+  DecodeRows at;
+  FP8ATTN_UNROLL
+  for (int h = 0; h < 2; ++h) {
+    const int32_t r = row_begin + my_row + 8 * h;
+    at.token[h] = r / group;
+    at.head[h] = tile.head_kv * group + r % group;
+    at.valid[h] = my_row + 8 * h < tile.rows;
+  }
+  return at;
+}
+
 /// The row of the partials for (split, sequence, token, query head): the engine's
 /// DecodePartials::row.
 FP8ATTN_HOST_DEVICE int64_t decode_partial_row(const FwdArguments& p, int32_t split, int32_t b, int32_t token,

@@ -83,10 +83,10 @@ void plan_decode(const AttentionConfig& c, const AttentionProblem& p, void* part
   d.num_splits = c.num_splits;
   d.max_splits = max_splits;
   d.row_tiles = static_cast<int32_t>(row_tiles(c, p.max_seqlen_q));
-  d.workers = workers;
-  d.items = p.batch * c.num_heads_kv * row_tiles(c, p.max_seqlen_q);
+  const int64_t items = p.batch * c.num_heads_kv * row_tiles(c, p.max_seqlen_q);
+  d.want = sm90::decode_heuristic_want(items, workers);
   d.max_q = static_cast<int32_t>(p.max_seqlen_q);
-  const int64_t tiles = d.items * max_splits;
+  const int64_t tiles = items * max_splits;
   require(tiles <= INT32_MAX, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
           "more than 2^31 - 1 decode tiles: the Hopper kernel's tile scheduler counts in 32 bits");
   l.args.num_tiles = static_cast<int32_t>(tiles);
