@@ -34,6 +34,9 @@ struct Shape {
   int64_t page_size = 16;
   std::vector<int64_t> seqlen_k, seqlen_q;
   bool causal = true;
+  int window_left = -1, window_right = -1;
+  int sink_tokens = 0;
+  int32_t softmax_variant = FP8ATTN_SOFTMAX_STANDARD;
 };
 
 void PrintTo(const Shape& s, std::ostream* os) { *os << s.name; }
@@ -48,6 +51,10 @@ fp8attn_attention_desc decode_desc(const Shape& s, int32_t splits) {
   d.num_heads_q = s.heads_q;
   d.num_heads_kv = s.heads_kv;
   d.causal = s.causal;
+  d.window_left = s.window_left;
+  d.window_right = s.window_right;
+  d.sink_tokens = s.sink_tokens;
+  d.softmax_variant = s.softmax_variant;
   d.page_size = static_cast<int32_t>(s.page_size);
   d.decode = 1;
   d.num_splits = splits;
@@ -177,6 +184,24 @@ std::vector<Shape> shapes() {
   odd.seqlen_k = {500, 3, 90};
   odd.seqlen_q = {8, 1, 4};
   v.push_back(odd);
+  // Sink isolation (the sink block is slot 0 of the split grid) under the stabilized softmax,
+  // and a sliding window.
+  Shape sink;
+  sink.name = "gqa4to1_page16_e4m3_sink_tokens4_stabilized";
+  sink.seqlen_k = {1000, 3, 260, 5};
+  sink.seqlen_q = {8, 2, 1, 4};
+  sink.sink_tokens = 4;
+  sink.softmax_variant = FP8ATTN_SOFTMAX_STABILIZED;
+  v.push_back(sink);
+  Shape window;
+  window.name = "gqa8to1_page16_bf16_window_300_0";
+  window.dtype = FP8ATTN_DTYPE_BF16;
+  window.heads_q = 16;
+  window.seqlen_k = {1200, 4, 600};
+  window.seqlen_q = {4, 4, 7};
+  window.window_left = 300;
+  window.window_right = 0;
+  v.push_back(window);
   Shape wide;
   wide.name = "gqa4to1_page16_e4m3_hd128_non_causal_q_len_1_to_8";
   wide.head_dim = 128;
