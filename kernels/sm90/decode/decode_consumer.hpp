@@ -5,7 +5,7 @@
 // bounds and its output row, each row's head its output head.
 // NOTE: the per-tile Q block descale of the forward (FwdTileArgs::q_block) is one factor for all
 // rows; with packed heads it would differ per row, so the plan refuses per-block Q descales on
-// the decode path when a group has more than one head (attention_fwd_plan.cpp).
+// the decode path when a group has more than one head (lib/backend/gpu/decode_plan.cpp).
 #pragma once
 
 #include <cstdint>

@@ -3,9 +3,10 @@
 // packed rows are r = token · group + head_in_group; as a BasicFwdTile for the forward's producer
 // it starts at token row0 = r0 / group and query head head_kv · group + r0 % group, which is where
 // the decode Q box ({dim, heads, tokens}, attention_fwd_plan.cpp) begins.
-// NOTE: the split count is decided here, on the device, from the real lengths (seqused_k,
-// cu_seqlens_k), with the host's max_splits bounding it: a captured launch replays with other
-// lengths and gets the splits the CPU engine would pick for them. Splits at or past that count
+// NOTE: the split count is decided on the device (decode_splits, once per CTA by the kernel's
+// first thread, into shared memory), from the real lengths (seqused_k, cu_seqlens_k), with the
+// host's max_splits bounding it: a captured launch replays with other lengths and gets the
+// splits the CPU engine would pick for them. Splits at or past that count
 // (and past a sequence's blocks) visit no block: their partial rows are O = 0, LSE = −inf.
 #pragma once
 
@@ -49,7 +50,7 @@ FP8ATTN_HOST_DEVICE I decode_seqlen_k(const AttentionFwdParams& p, int32_t b) {
 
 /// The launch's split count: desc.num_splits, or decode_heuristic_splits over the longest real
 /// sequence (the CPU engine's decode_num_splits), at most the host's bound.
-/// NOTE: a loop over the batch per tile: batch loads (L1/L2 hits) against a tile's KV blocks.
+/// NOTE: a loop over the batch, once per CTA (attention_fwd_kernel.hpp).
 template <class I = int64_t>
 FP8ATTN_HOST_DEVICE int32_t decode_splits(const AttentionFwdParams& p, int block_n) {
   int32_t n = p.decode.num_splits;
