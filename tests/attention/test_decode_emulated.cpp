@@ -241,6 +241,52 @@ TEST(DecodeEmulatedPadded, decode_emulated_padded_layout_equals_engine) {
   }
 }
 
+/// Per-(sequence, KV head) K and V descales and per-KV-block K descales (folded into each block's
+/// logits, by slot: the split grid's blocks), with GQA 4:1.
+TEST(DecodeEmulatedDescales, decode_emulated_block_descales_equal_engine) {
+  use_four_emulated_sms();
+  const uint64_t seed = workloads::fresh_seed();
+  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  std::mt19937_64 rng(seed);
+  Shape s;
+  s.name = "descales";
+  s.seqlen_k = {1100, 0, 300};
+  s.seqlen_q = {2, 3, 8};
+  s.sink_tokens = 4;
+  Inputs in(s, rng);
+  std::uniform_real_distribution<float> scale(0.25f, 2.0f);
+  const int64_t batch = in.q.batch();
+  std::vector<float> k_desc, v_desc;
+  for (int64_t i = 0; i < batch * s.heads_kv; ++i) k_desc.push_back(scale(rng)), v_desc.push_back(scale(rng));
+  std::string where;
+  for (int32_t splits : {1, 3, 0}) {
+    SCOPED_TRACE("num_splits " + std::to_string(splits) + ", seed " + std::to_string(seed));
+    std::vector<Outputs> got;
+    for (int32_t backend : {FP8ATTN_BACKEND_CPU, FP8ATTN_BACKEND_EMULATOR}) {
+      Session session(backend, decode_desc(s, splits), batch, in.q.max_len(), in.kv.max_seqlen_k);
+      ASSERT_EQ(session.status, FP8ATTN_OK) << session.err.message;
+      int32_t block_m = 0, block_n = 0;
+      ASSERT_EQ(fp8attn_plan_get_tile(session.plan, &block_m, &block_n, nullptr), FP8ATTN_OK);
+      const int64_t slots = 1 + (in.kv.max_seqlen_k - s.sink_tokens + block_n - 1) / block_n;
+      std::mt19937_64 block_rng(seed + 1);  // the same block descales on both backends
+      std::vector<float> k_block;
+      for (int64_t i = 0; i < batch * s.heads_kv * slots; ++i) k_block.push_back(scale(block_rng));
+      Outputs o;
+      fp8attn_attention_args a = query_args(in.q, o, s.head_dim);
+      fp8attn_paged_kv pkv = in.kv.paged();
+      a.next = &pkv;
+      a.k_descale = dense_host_tensor(k_desc.data(), FP8ATTN_DTYPE_F32, {batch, s.heads_kv});
+      a.v_descale = dense_host_tensor(v_desc.data(), FP8ATTN_DTYPE_F32, {batch, s.heads_kv});
+      a.k_block_descale = dense_host_tensor(k_block.data(), FP8ATTN_DTYPE_F32, {batch, s.heads_kv, slots});
+      session.run(a, o);
+      ASSERT_EQ(o.status, FP8ATTN_OK) << o.message;
+      got.push_back(o);
+    }
+    EXPECT_TRUE(same_bits(got[1].out, got[0].out, &where)) << "out, " << where;
+    EXPECT_TRUE(same_bits(got[1].lse, got[0].lse, &where)) << "lse, " << where;
+  }
+}
+
 /// One launch, run three times: the lengths and the block table change between the runs (device
 /// memory, as a captured graph's replays would see them); the host arguments stay fixed. The
 /// heuristic's splits follow the lengths on the device.
