@@ -474,9 +474,14 @@ typedef struct fp8attn_attention_desc {
                            each sequence's KV blocks are cut into `num_splits` splits whose
                            partial results (O in F32 and LSE, in the workspace) are merged by
                            the rule of fp8attn_attention_combine(). 0 (the default): the plain
-                           forward. Other values: ::FP8ATTN_STATUS_BAD_OPTION. The CPU and
-                           reference backends run it; the GPU backends refuse decode plans with
-                           ::FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND for now. */
+                           forward. Other values: ::FP8ATTN_STATUS_BAD_OPTION. Every backend
+                           runs it; the GPU backends (CUDA, emulator) with the decode kernels
+                           (docs/kernels.md), which refuse with
+                           ::FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND: pv_promote_interval > 0,
+                           per-block V descales, telemetry (and amax_o or a scale state),
+                           per-block Q descales with several query heads per KV head, and a
+                           group that neither divides the tile's BlockM nor is a multiple of
+                           it (fp8attn_plan_get_tile). */
   int32_t num_splits; /**< Decode only (0 otherwise, else ::FP8ATTN_STATUS_BAD_OPTION): how many
                            splits each sequence's KV blocks are cut into, 1 to
                            ::FP8ATTN_MAX_COMBINE_PARTS. Split s of a sequence with T KV blocks
@@ -487,7 +492,8 @@ typedef struct fp8attn_attention_desc {
                            bits for any thread count. 0 (the default) picks n by a heuristic
                            (kernels/sm90/decode_schedule.hpp) from the longest real KV length
                            (at most the host's max_seqlen_k, which sizes the workspace), the
-                           batch, the query heads and the worker count (CPU threads): about two
+                           batch, the query heads and the worker count (CPU threads; SMs on the
+                           GPU backends, decided on the device from seqused_k): about two
                            work items per worker, at least two KV blocks per split; its bits
                            depend on those, so it is neither batch- nor thread-invariant.
                            Negative or above 256: ::FP8ATTN_STATUS_BAD_OPTION. The workspace

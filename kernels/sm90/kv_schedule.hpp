@@ -29,8 +29,12 @@ FP8ATTN_HOST_DEVICE constexpr int64_t kv_descale_slot(int64_t key, int64_t sink_
   return key < sink_tokens ? 0 : 1 + (key - sink_tokens) / block_n;
 }
 
-/// Slots of per-block K/V descales for sequences of up to `max_seqlen_k` keys.
-FP8ATTN_HOST_DEVICE constexpr int64_t kv_descale_slots(int64_t max_seqlen_k, int64_t sink_tokens, int block_n) {
+/// Slots of per-block K/V descales for sequences of up to `max_seqlen_k` keys, in index type I.
+/// NOTE: the decode kernels' producer counts them in 32 bits (decode_tile_scheduler.hpp): a 64-bit
+/// division is a subroutine that spilled its 24 registers.
+template <class I = int64_t>
+FP8ATTN_HOST_DEVICE constexpr I kv_descale_slots(typename NamedType<I>::type max_seqlen_k,
+                                                 typename NamedType<I>::type sink_tokens, int block_n) {
   if (sink_tokens <= 0) return (max_seqlen_k + block_n - 1) / block_n;
   return 1 + (max_seqlen_k > sink_tokens ? (max_seqlen_k - sink_tokens + block_n - 1) / block_n : 0);
 }

@@ -15,8 +15,9 @@ class Backend;
 /// NOTE: bump whenever Backend, DeviceRuntime or any struct they pass changes layout or meaning.
 // 2: Backend gained the attention backward; 3: the forward's amaxes and the host pickup;
 // 4: the attention combine (launch_combine) and the KV append (Backend::kv_append,
-//    DeviceRuntime::launch_kv_append).
-inline constexpr uint32_t kCudaBackendAbiVersion = 4;
+//    DeviceRuntime::launch_kv_append); 5: CombineParams' decode rows (seq_tokens, E4M3 out) and
+//    the decode path (FwdKernelKey::decode, the workspace query's shapes).
+inline constexpr uint32_t kCudaBackendAbiVersion = 5;
 
 /// What the exported symbol returns. `create` builds the backend for a device ordinal, or fills
 /// `err` (NO_CUDA_DEVICE, UNSUPPORTED_DEVICE, DEVICE_ERROR) and returns NULL; it never throws.

@@ -6,6 +6,7 @@
 
 #include "kernels/emu/runtime.hpp"
 #include "kernels/sm90/combine/combine_emulated.hpp"
+#include "kernels/sm90/decode/decode_launch.hpp"
 #include "kernels/sm90/kv_append/kv_append_emulated.hpp"
 #include "kernels/sm90/quantize/quantize_emulated.hpp"
 #include "lib/backend/emulated_device_ops.hpp"
@@ -63,7 +64,9 @@ class EmulatedRuntime final : public DeviceRuntime {
     // The plan's accumulator model, per launch, so that concurrent calls may differ.
     config.mma_model = launch.mma_model;
     try {
-      sm90::launch_attention_fwd_emulated(launch, config);
+      // NOTE: a decode launch is the forward kernel with a decode config (kernels/sm90/decode).
+      if (launch.key.decode) sm90::launch_attention_decode_emulated(launch, config);
+      else sm90::launch_attention_fwd_emulated(launch, config);
     } catch (const emu::KernelError& e) {
       throw Error(FP8ATTN_STATUS_DEVICE_ERROR, std::string("emulated attention kernel failed: ") + e.what());
     } catch (const std::invalid_argument& e) {

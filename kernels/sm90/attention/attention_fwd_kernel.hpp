@@ -18,6 +18,7 @@
 #include "kernels/sm90/attention/fwd_mainloop.hpp"
 #include "kernels/sm90/attention/fwd_params.hpp"
 #include "kernels/sm90/attention/fwd_producer.hpp"
+#include "kernels/sm90/decode/decode_consumer.hpp"
 
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "the attention forward uses wgmma, TMA and setmaxnreg, which need the sm_90a target (-arch=sm_90a)"
@@ -56,6 +57,9 @@ FP8ATTN_KERNEL void FP8ATTN_LAUNCH_BOUNDS(Cfg::kThreads, 1)
       arch::mbarrier_init(&smem.k_empty[s], Cfg::kConsumers);   // released after Q·Kᵀ, before P·V
       arch::mbarrier_init(&smem.kv_request[s], 1);              // a paged block posted (fwd_paged_kv.hpp)
     }
+    // NOTE: a decode launch's split count, read from the lengths once per CTA: the producer's 24
+    // registers do not hold a loop over the batch per tile (ptxas spilled).
+    if constexpr (Cfg::kDecode) arch::smem_store(&smem.decode_splits, decode_splits<int32_t>(params, Cfg::kBlockN));
     // NOTE: the inits are generic-proxy writes that TMA completes through the async proxy.
     arch::fence_proxy_async_shared_cta();
   }
@@ -66,7 +70,9 @@ FP8ATTN_KERNEL void FP8ATTN_LAUNCH_BOUNDS(Cfg::kThreads, 1)
     run_producer<Cfg>(params, smem);
   } else {  // consumers
     arch::setmaxnreg_inc<Cfg::kConsumerRegisters>();
-    run_consumer<Cfg>(params, smem, storage.telemetry);
+    // A decode config's consumers store packed rows (kernels/sm90/decode/decode_consumer.hpp).
+    if constexpr (Cfg::kDecode) run_decode_consumer<Cfg>(params, smem);
+    else run_consumer<Cfg>(params, smem, storage.telemetry);
   }
 }
 

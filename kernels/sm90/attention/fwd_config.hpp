@@ -35,6 +35,7 @@ enum class FwdInput : int { E4M3 = 0, BF16 = 1 };
 template <int kHeadDimT, PvPromotion kPromotionT, bool kTelemetryT, FwdInput kInputT = FwdInput::E4M3>
 struct FwdConfig {
   static constexpr FwdFault kFault = FwdFault::None;
+  static constexpr bool kDecode = false;  ///< decode tiles (kernels/sm90/decode/decode_config.hpp)
   static constexpr int kHeadDim = kHeadDimT;
   static constexpr PvPromotion kPromotion = kPromotionT;
   static constexpr bool kTelemetry = kTelemetryT;  ///< off costs nothing: the code is not compiled
@@ -149,6 +150,9 @@ struct FwdSharedStorage {
   /// the loading thread with one arrival on kv_request for warps 1-3.
   uint64_t kv_request[Cfg::kStages];
   int32_t kv_block[Cfg::kStages][4];
+  /// A decode launch's split count, decided once per CTA from device memory before any role
+  /// starts (kernels/sm90/decode/decode_tile_scheduler.hpp).
+  int32_t decode_splits;
 };
 
 /// Extra dynamic shared memory to align the storage to the 1024-byte swizzle period.

@@ -25,6 +25,16 @@ FP8ATTN_ARCH_FN float quad_row_sum(float partial) {
   return pair + arch::shfl_xor_sync(0xffffffffu, pair, 1);
 }
 
+/// Stores one output element at element offset `at` in the output's type.
+FP8ATTN_ARCH_FN void store_out_element(const FwdArguments& p, int64_t at, float value) {
+  if (p.out_type == FwdOutput::F32)
+    static_cast<float*>(p.out)[at] = value;
+  else if (p.out_type == FwdOutput::E4M3)  // cuDNN's scale_o: the scale is applied to O, then the saturating cast
+    static_cast<uint8_t*>(p.out)[at] = static_cast<uint8_t>(arch::cvt_e4m3x2(value * p.out_scale, 0.0f) & 0xffu);
+  else
+    static_cast<uint16_t*>(p.out)[at] = static_cast<uint16_t>(arch::cvt_bf16x2(value, 0.0f) & 0xffffu);
+}
+
 /// Stores rows [row_lo, row_lo + 8] of the tile's output, columns [col0, col0 + kHeadDimO), and
 /// with `write_lse` their LSE (one warpgroup per row writes it under the head-dim split); rows past
 /// the sequence are skipped. With kAmaxO, returns this thread's max |O| over the rows it stored (before the output
@@ -54,12 +64,7 @@ FP8ATTN_ARCH_FN float store_output(const AttentionFwdParams& p, const arch::Wgmm
       const float magnitude = value < 0.0f ? -value : value;
       if (amax < magnitude) amax = magnitude;
     }
-    if (p.out_type == FwdOutput::F32)
-      static_cast<float*>(p.out)[at] = value;
-    else if (p.out_type == FwdOutput::E4M3)  // cuDNN's scale_o: the scale is applied to O, then the saturating cast
-      static_cast<uint8_t*>(p.out)[at] = static_cast<uint8_t>(arch::cvt_e4m3x2(value * p.out_scale, 0.0f) & 0xffu);
-    else
-      static_cast<uint16_t*>(p.out)[at] = static_cast<uint16_t>(arch::cvt_bf16x2(value, 0.0f) & 0xffffu);
+    store_out_element(p, at, value);
   }
   if (p.lse != nullptr && q == 0 && write_lse)
     FP8ATTN_UNROLL

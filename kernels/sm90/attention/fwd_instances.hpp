@@ -15,10 +15,14 @@ struct FwdKernelKey {
   PvPromotion promotion;    ///< Off, EveryBlock (interval 1 or per-block V descales), EveryN
   bool telemetry;           ///< the P̃ counters and the max |logit|
   FwdInput input = FwdInput::E4M3;  ///< E4M3 (QGMMA) or BF16 (HGMMA)
+  bool decode = false;      ///< GQA-packed decode tiles (kernels/sm90/decode/decode_config.hpp)
 };
 
 /// True when the table below has a kernel for `key`.
+/// NOTE: decode keys are not in this table: their kernels live in kernels/sm90/decode, in their
+/// own translation units (with_decode_config).
 constexpr bool fwd_kernel_exists(const FwdKernelKey& key) {
+  if (key.decode) return false;
   const bool dim = key.head_dim == 64 || key.head_dim == 128 || key.head_dim == 256;
   if (key.input == FwdInput::BF16) return dim && key.promotion == PvPromotion::Off;
   // NOTE: EveryN at head_dim 256 runs on the head-dim split tile (BlockM 64, tile_config.hpp).

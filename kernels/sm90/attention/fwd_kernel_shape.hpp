@@ -6,16 +6,20 @@
 #include "kernels/sm90/attention/attention_fwd_kernel.hpp"
 #include "kernels/sm90/attention/fwd_instances.hpp"
 #include "kernels/sm90/attention/fwd_launch.hpp"
+#include "kernels/sm90/decode/decode_config.hpp"
 
 namespace fp8attn::sm90 {
 
 inline FwdKernelShape fwd_kernel_shape_of(const FwdKernelKey& key) {
   FwdKernelShape shape;
-  with_fwd_config(key, [&](auto cfg) {
+  auto read = [&](auto cfg) {
     using Cfg = decltype(cfg);
     shape.threads = Cfg::kThreads;
     shape.smem_bytes = attention_fwd_smem_bytes<Cfg>();
-  });
+  };
+  // NOTE: sizes only: a decode key's kernel is compiled in kernels/sm90/decode, not here.
+  if (key.decode) with_decode_config(key.head_dim, key.promotion, key.telemetry, key.input, read);
+  else with_fwd_config(key, read);
   return shape;
 }
 

@@ -10,6 +10,7 @@
 #include "kernels/ptx/tma_tensor_map_spec.hpp"
 #include "kernels/sm90/attention/fwd_instances.hpp"
 #include "kernels/sm90/attention/fwd_params.hpp"
+#include "kernels/sm90/combine/combine_params.hpp"
 
 struct CUstream_st;
 
@@ -25,6 +26,10 @@ struct FwdLaunch {
   /// The accumulation the emulator applies to this launch's wgmmas. NOTE: the GPU's tensor core
   /// adds as it does whatever this says; the default models exactly that.
   arch::MmaPrecisionModel mma_model = arch::tensor_core_accumulation();
+  /// A decode launch with more than one split (key.decode, args.decode.part_o): the combine of
+  /// its partials into the output, enqueued right after it (lib/backend/gpu/decode_plan.cpp).
+  bool merge = false;
+  combine::CombineParams merge_params;
 };
 
 /// Threads and dynamic shared memory of the kernel with `key` (0, 0 when there is none).

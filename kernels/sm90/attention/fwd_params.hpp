@@ -8,6 +8,7 @@
 
 #include "kernels/arch/platform.hpp"
 #include "kernels/ptx/tma_tensor_map.hpp"
+#include "kernels/sm90/decode/decode_params.hpp"
 
 namespace fp8attn::sm90 {
 
@@ -97,6 +98,7 @@ struct FwdArguments {
   float stabilized_beta = 2.0f, stabilized_tie_tol = 1e-3f, stabilized_shift_cap_log2 = 16.0f;
   FwdTelemetryCounters* telemetry = nullptr;  ///< kernels instantiated with telemetry (they also take max |O|)
   FwdPagedKv paged;  ///< K and V from a paged cache (then cu_seqlens_k is null; seqlen_k bounds seqused_k)
+  FwdDecode decode;  ///< GQA-packed decode tiles (the decode kernels, kernels/sm90/decode)
 };
 
 /// The kernel's parameters: the arguments plus Q, K, V as 4D tensor maps {dim, head, seq,

@@ -3,6 +3,8 @@
 // warps 1-3 transpose each block's V into Vᵀ, because an FP8 wgmma's B operand must be K-major
 // (PTX ISA 9.0 §9.7.15.5.2: no transpose for FP8) and P·V runs over the block's keys; BF16 V is
 // loaded like K and read N-major by the wgmma, so nothing is transposed.
+// A decode config (kernels/sm90/decode/decode_config.hpp) walks decode tiles (cfg_tile) with the
+// same loads: its Q box holds the tile's packed (token, head) rows.
 // From a paged cache thread 0 posts each KV block and warps 1-3 load it (fwd_paged_kv.hpp).
 // NOTE: two roles, each with only its own state: the producer has 24 registers (fwd_config.hpp),
 // and the tile walk plus the transpose in the same threads spilled.
@@ -21,16 +23,17 @@
 #include "kernels/sm90/attention/fwd_params.hpp"
 #include "kernels/sm90/attention/fwd_tile_scheduler.hpp"
 #include "kernels/sm90/attention/fwd_v_transpose.hpp"
+#include "kernels/sm90/decode/decode_tile_scheduler.hpp"
 #include "kernels/sm90/gemm/gemm_pipeline.hpp"
 
 namespace fp8attn::sm90 {
 
 /// The KV blocks that the CTA's tiles visit, in all: the transposing warps' whole loop.
 template <class Cfg>
-FP8ATTN_ARCH_FN int32_t cta_kv_blocks(const AttentionFwdParams& p) {
+FP8ATTN_ARCH_FN int32_t cta_kv_blocks(const AttentionFwdParams& p, const FwdSharedStorage<Cfg>& smem) {
   int32_t blocks = 0;
   for (int32_t index = arch::block_idx().x; index < p.num_tiles; index += arch::grid_dim().x) {
-    const BasicFwdTile<int32_t> tile = fwd_tile<int32_t>(p, index, Cfg::kBlockM, Cfg::kBlockN);
+    const BasicFwdTile<int32_t> tile = cfg_tile<Cfg, int32_t>(p, index, smem);
     if (tile.rows > 0) blocks += tile.kv.count();
   }
   return blocks;
@@ -41,7 +44,7 @@ FP8ATTN_ARCH_FN int32_t cta_kv_blocks(const AttentionFwdParams& p) {
 template <class Cfg>
 FP8ATTN_ARCH_FN void run_v_transposer(const AttentionFwdParams& p, FwdSharedStorage<Cfg>& smem) {
   const uint32_t thread = arch::thread_idx_in_warpgroup() - 32;
-  const int32_t blocks = cta_kv_blocks<Cfg>(p);
+  const int32_t blocks = cta_kv_blocks<Cfg>(p, smem);
   PipelineState<Cfg::kStages> kv{0, 0};
   for (int32_t block = 0; block < blocks; ++block, kv.advance()) {
     arch::mbarrier_wait_parity(&smem.v_full[kv.stage], kv.phase);
@@ -52,9 +55,9 @@ FP8ATTN_ARCH_FN void run_v_transposer(const AttentionFwdParams& p, FwdSharedStor
 /// Sets FwdPagedFaults::seqused_out_of_range when a sequence of the CTA's tiles has a seqused_k
 /// outside [0, max_seqlen_k] (fwd_tile clamped it).
 template <class Cfg>
-FP8ATTN_ARCH_FN void flag_seqused_k(const AttentionFwdParams& p) {
+FP8ATTN_ARCH_FN void flag_seqused_k(const AttentionFwdParams& p, const FwdSharedStorage<Cfg>& smem) {
   for (int32_t index = arch::block_idx().x; index < p.num_tiles; index += arch::grid_dim().x) {
-    const int32_t b = fwd_tile<int32_t>(p, index, Cfg::kBlockM, Cfg::kBlockN).batch;
+    const int32_t b = cfg_tile<Cfg, int32_t>(p, index, smem).batch;
     const int32_t used = p.paged.seqused_k[b * p.paged.seqused_stride];
     if (used < 0 || used > p.seqlen_k) arch::atomic_max_u32(&p.paged.faults->seqused_out_of_range, 1u);
   }
@@ -96,7 +99,7 @@ FP8ATTN_ARCH_FN void run_paged_kv(const AttentionFwdParams& p, FwdSharedStorage<
       transpose_v<Cfg>(thread, smem.v[stage], smem.vt[stage], &smem.vt_full[stage], keys);
     }
   }
-  if (arch::thread_idx_in_warpgroup() == 32) flag_seqused_k<Cfg>(p);  // NOTE: after the loop: registers
+  if (arch::thread_idx_in_warpgroup() == 32) flag_seqused_k<Cfg>(p, smem);  // NOTE: after the loop: registers
 }
 
 /// The first thread of warp 0: the loads of the CTA's tiles.
@@ -107,7 +110,7 @@ FP8ATTN_ARCH_FN void run_loads(const AttentionFwdParams& p, FwdSharedStorage<Cfg
   uint32_t loaded = 0;
   uint32_t q_empty_phase = 1;
   for (int32_t index = arch::block_idx().x; index < p.num_tiles; index += arch::grid_dim().x) {
-    const BasicFwdTile<int32_t> tile = fwd_tile<int32_t>(p, index, Cfg::kBlockM, Cfg::kBlockN);
+    const BasicFwdTile<int32_t> tile = cfg_tile<Cfg, int32_t>(p, index, smem);
     if (tile.rows == 0) continue;
     // NOTE: 32-bit block walk (fwd_tile<int32_t>): the producer runs in 24 registers.
     const int32_t blocks = tile.kv.count();

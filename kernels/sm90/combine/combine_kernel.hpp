@@ -35,11 +35,13 @@ FP8ATTN_ARCH_FN float load_element(const void* base, bool bf16, int64_t at) {
   return value;
 }
 
-FP8ATTN_ARCH_FN void store_element(void* base, bool bf16, int64_t at, float value) {
-  if (bf16)
-    static_cast<uint16_t*>(base)[at] = static_cast<uint16_t>(arch::cvt_bf16x2(value, 0.0f) & 0xFFFFu);
+FP8ATTN_ARCH_FN void store_element(const CombineParams& p, int64_t at, float value) {
+  if (p.out_e4m3)  // the decode path's E4M3 output: the forward's epilogue store
+    static_cast<uint8_t*>(p.out)[at] = static_cast<uint8_t>(arch::cvt_e4m3x2(value * p.out_scale, 0.0f) & 0xFFu);
+  else if (p.out_bf16)
+    static_cast<uint16_t*>(p.out)[at] = static_cast<uint16_t>(arch::cvt_bf16x2(value, 0.0f) & 0xFFFFu);
   else
-    static_cast<float*>(base)[at] = value;
+    static_cast<float*>(p.out)[at] = value;
 }
 
 FP8ATTN_KERNEL void combine_kernel(const CombineParams p) {
@@ -52,8 +54,10 @@ FP8ATTN_KERNEL void combine_kernel(const CombineParams p) {
   // every barrier; a warp past the last row only skips the work.
   for (int64_t first = static_cast<int64_t>(arch::block_idx().x) * kCombineWarps; first < rows; first += step) {
     const int64_t row = first + warp;
-    const bool active = row < rows;
-    const int64_t t = active ? row / p.heads : 0, h = active ? row % p.heads : 0;
+    const int64_t t = row < rows ? row / p.heads : 0, h = row < rows ? row % p.heads : 0;
+    // NOTE: the decode path's rows past a sequence's q_len are not merged (row_target).
+    const RowTarget target = row < rows ? row_target(p, t, h) : RowTarget{false, 0, 0};
+    const bool active = target.merged;
     float m = -INFINITY;
     if (active)
       for (int32_t part = static_cast<int32_t>(lane); part < p.num_parts; part += 32)
@@ -68,7 +72,7 @@ FP8ATTN_KERNEL void combine_kernel(const CombineParams p) {
       float sum = 0.0f;
       for (int32_t part = 0; part < p.num_parts; ++part) sum = arch::add_rn(sum, arch::smem_load(&weights[part]));
       const RowFactors f = row_factors(m, sum);
-      if (lane == 0 && p.lse != nullptr) p.lse[lse_offset(p, t, h)] = f.lse;
+      if (lane == 0 && p.lse != nullptr) p.lse[target.lse] = f.lse;
       for (int64_t e = lane; e < p.head_dim; e += 32) {
         float acc = 0.0f;
         for (int32_t part = 0; part < p.num_parts; ++part) {
@@ -77,7 +81,7 @@ FP8ATTN_KERNEL void combine_kernel(const CombineParams p) {
           const int64_t at = partial_out_offset(p, part, t, h, e);
           acc = accumulate_part(acc, w, f.scale, load_element(p.partial_out, p.partial_out_bf16, at));
         }
-        store_element(p.out, p.out_bf16, out_offset(p, t, h, e), finish_out(acc, f.scale));
+        store_element(p, target.out + e * p.out_stride[2], finish_out(acc, f.scale));
       }
     }
     arch::syncthreads();  // the weights are rewritten by the next row

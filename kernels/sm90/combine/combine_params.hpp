@@ -24,6 +24,18 @@ struct CombineParams {
   int64_t lse_stride[2] = {0, 0};
   int32_t num_parts = 0;  ///< 1..kMaxParts
   int64_t tokens = 0, heads = 0, head_dim = 0;
+  /// The decode path's merge (kernels/sm90/decode; never set by fp8attn_attention_combine): with
+  /// seq_tokens > 0, row t of the parts is token t % seq_tokens of sequence b = t / seq_tokens,
+  /// merged only when that token exists (q_len from cu_seqlens_q in device memory, else
+  /// seqlen_q) and stored at row q_offset + token of sequence b: out + b·out_batch_stride +
+  /// row·out_stride[0] + ..., lse alike. E4M3 out stores round_e4m3_satfinite(O · out_scale),
+  /// as the forward's epilogue.
+  int64_t seq_tokens = 0;
+  const int32_t* cu_seqlens_q = nullptr;
+  int64_t seqlen_q = 0;
+  int64_t out_batch_stride = 0, lse_batch_stride = 0;
+  bool out_e4m3 = false;
+  float out_scale = 1.0f;
 };
 
 /// FP8ATTN_MAX_COMBINE_PARTS: the kernel keeps one weight per part in shared memory.
@@ -42,6 +54,25 @@ FP8ATTN_HOST_DEVICE int64_t out_offset(const CombineParams& p, int64_t t, int64_
 }
 FP8ATTN_HOST_DEVICE int64_t lse_offset(const CombineParams& p, int64_t t, int64_t h) {
   return t * p.lse_stride[0] + h * p.lse_stride[1];
+}
+
+/// Where row (t, h) is stored: whether it is merged at all, and the offsets of its out element 0
+/// and of its LSE (the plain layout, or the decode path's sequences: seq_tokens above).
+struct RowTarget {
+  bool merged;
+  int64_t out, lse;
+};
+FP8ATTN_HOST_DEVICE RowTarget row_target(const CombineParams& p, int64_t t, int64_t h) {
+  if (p.seq_tokens <= 0) return {true, out_offset(p, t, h, 0), lse_offset(p, t, h)};
+  const int64_t b = t / p.seq_tokens, token = t % p.seq_tokens;
+  int64_t q0 = 0, q_len = p.seqlen_q;
+  if (p.cu_seqlens_q != nullptr) {
+    q0 = p.cu_seqlens_q[b];
+    q_len = p.cu_seqlens_q[b + 1] - q0;
+  }
+  const int64_t row = q0 + token;
+  return {token < q_len, b * p.out_batch_stride + row * p.out_stride[0] + h * p.out_stride[1],
+          b * p.lse_batch_stride + row * p.lse_stride[0] + h * p.lse_stride[1]};
 }
 
 }  // namespace fp8attn::sm90::combine

@@ -65,12 +65,8 @@ int64_t row_tiles(const AttentionConfig& c, int64_t q_len) {
 }  // namespace
 
 int decode_num_splits(const AttentionConfig& c, int workers, int64_t batch, int64_t max_q, int64_t max_k) {
-  if (c.num_splits > 0) return c.num_splits;
-  // NOTE: the items are counted from the host's batch and max_seqlen_q (known at workspace time),
-  // the blocks from the KV length given: the longest real one at the call, max_seqlen_k when
-  // sizing. The heuristic is monotone in the blocks, so the sizing bounds the call.
-  const int64_t items = batch * c.num_heads_kv * row_tiles(c, max_q);
-  return sm90::decode_heuristic_splits(sm90::kv_descale_slots(max_k, c.sink_tokens, c.tile.block_n), items, workers);
+  return sm90::decode_num_splits(c.num_splits, c.num_heads_kv, c.heads_per_kv(), c.tile.block_m, c.tile.block_n,
+                                 c.sink_tokens, workers, batch, max_q, max_k);
 }
 
 size_t decode_engine_workspace_size(const AttentionConfig& c, int workers, int64_t batch, int64_t max_q,

@@ -11,6 +11,7 @@
 #include "kernels/sm90/attention/attention_bwd_cuda.hpp"
 #include "kernels/sm90/attention/attention_fwd_cuda.hpp"
 #include "kernels/sm90/combine/combine_cuda.hpp"
+#include "kernels/sm90/decode/decode_launch.hpp"
 #include "kernels/sm90/kv_append/kv_append_cuda.hpp"
 #include "kernels/sm90/quantize/quantize_cuda.hpp"
 #include "lib/backend/cuda/spectral_ops_cuda.hpp"
@@ -81,15 +82,17 @@ class CudaRuntime final : public DeviceRuntime {
     std::lock_guard<std::mutex> lock(prepared_mutex_);
     // NOTE: the input type is part of the key: an E4M3 and a BF16 kernel of one head dim are
     // different functions, each with its own shared-memory attribute.
-    const auto id = std::make_tuple(key.head_dim, static_cast<int>(key.promotion), key.telemetry, static_cast<int>(key.input));
+    const auto id = std::make_tuple(key.head_dim, static_cast<int>(key.promotion), key.telemetry,
+                                    static_cast<int>(key.input) + (key.decode ? 2 : 0));
     if (prepared_.count(id) != 0) return;
     select();
-    check(sm90::prepare_attention_fwd_cuda(key));
+    check(key.decode ? sm90::prepare_attention_decode_cuda(key) : sm90::prepare_attention_fwd_cuda(key));
     prepared_.insert(id);
   }
   void launch_attention_fwd(const sm90::FwdLaunch& launch, CUstream_st* stream) override {
     prepare_attention_fwd(launch.key);  // NOTE: a no-op after plan creation did it
-    check(sm90::launch_attention_fwd_cuda(launch, stream));
+    check(launch.key.decode ? sm90::launch_attention_decode_cuda(launch, stream)
+                            : sm90::launch_attention_fwd_cuda(launch, stream));
   }
   void prepare_attention_bwd(const sm90::BwdKernelKey& key) override {
     std::lock_guard<std::mutex> lock(prepared_mutex_);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kernels/sm90/kv_schedule.hpp"
+#include "lib/backend/gpu/decode_plan.hpp"
 #include "lib/core/error.hpp"
 
 namespace fp8attn::gpu {
@@ -77,32 +78,31 @@ arch::TensorMapSpec vt_tensor_map(const SeqTensor& t, int64_t rows, int64_t head
 /// dim x 1 head x rows; packed tensors have one "batch" (attention_fwd_plan.hpp).
 arch::TensorMapSpec attention_tensor_map(const char* name, const SeqTensor& t, arch::TmaDataType type, int64_t rows,
                                          int64_t heads, int64_t batch, int head_dim, uint32_t box_dim, uint32_t box_rows,
-                                         arch::Swizzle swizzle) {
+                                         arch::Swizzle swizzle, uint32_t box_heads) {
   require(t.dim_stride == 1, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
           std::string(name) + ": the Hopper kernel loads rows with TMA and needs a dim stride of 1 (or, for v, a "
               "seq stride of 1), got " + std::to_string(t.dim_stride));
   const uint64_t dims[4] = {static_cast<uint64_t>(head_dim), static_cast<uint64_t>(heads), static_cast<uint64_t>(rows),
                             static_cast<uint64_t>(batch)};
-  return element_map(name, t.data, type, dims, {t.head_stride, t.seq_stride, t.batch_stride}, {box_dim, 1, box_rows, 1},
-                     swizzle);
+  return element_map(name, t.data, type, dims, {t.head_stride, t.seq_stride, t.batch_stride},
+                     {box_dim, box_heads, box_rows, 1}, swizzle);
 }
 
 // NOTE: the counters' bytes whether or not the plan asks for telemetry: a call may ask for
 // amax_o or name a scale state, which runs the telemetry kernel (it measures max |O| too), and
 // the workspace query cannot know that in advance.
-size_t attention_fwd_workspace_bytes(const AttentionConfig&) { return kTelemetryBytes; }
+size_t attention_fwd_workspace_bytes(const AttentionConfig& c, int sm_count, int64_t batch, int64_t max_seqlen_q,
+                                     int64_t max_seqlen_k) {
+  return kTelemetryBytes + (c.decode ? decode_partials_bytes(c, sm_count, batch, max_seqlen_q, max_seqlen_k) : 0);
+}
 
 sm90::FwdInput attention_fwd_input(const AttentionConfig& c) {
   return c.fp8() ? sm90::FwdInput::E4M3 : sm90::FwdInput::BF16;
 }
 
 void check_attention_fwd_supported(const AttentionConfig& c) {
-  // NOTE: the decode path (GQA-packed rows, KV splits merged by the combine rule) runs on the CPU
-  // engine only; the sm_90a forward has no packed-row tile yet, so a decode plan is refused here
-  // rather than run as a plain forward whose bits would differ from the engine's.
-  require(!c.decode, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
-          "desc.decode = 1: the GPU backends (CUDA, emulator) have no decode kernel yet; the CPU and reference "
-          "backends run the decode path, or use desc.decode = 0 (the plain forward) here");
+  // NOTE: the decode path runs the decode kernels (kernels/sm90/decode; decode_plan.cpp).
+  if (c.decode) check_decode_supported(c);
   require(c.head_dim == c.head_dim_v, FP8ATTN_STATUS_UNSUPPORTED_HEAD_DIM, "head_dim_v must equal head_dim");
   // NOTE: the BF16 kernels have no two-level accumulation (fwd_instances.hpp): a BF16 wgmma keeps
   // 23 fraction bits per instruction (its addends aligned 25 bits below the largest, mma_order.hpp),
@@ -295,6 +295,8 @@ sm90::FwdLaunch plan_attention_fwd(const AttentionConfig& c, const AttentionProb
   // NOTE: only the emulator reads this; on a GPU the tensor core adds as it does, whatever
   // desc.accumulator_model says.
   l.mma_model = c.mma_model;
+  // NOTE: the decode path's partials follow the telemetry words in the workspace.
+  if (c.decode) plan_decode(c, p, static_cast<unsigned char*>(workspace) + kTelemetryBytes, sm_count, l);
   return l;
 }
 

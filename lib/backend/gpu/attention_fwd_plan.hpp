@@ -15,11 +15,12 @@
 namespace fp8attn::gpu {
 
 /// Rows of a [batch, seq, head, dim] tensor as a 4D TMA map {dim, head, seq, batch} with a box of
-/// `box_dim` x 1 head x `box_rows` rows (packed tensors: batch 1). Throws
+/// `box_dim` x `box_heads` heads x `box_rows` rows (packed tensors: batch 1; the decode path's Q
+/// box holds several heads: decode_plan.cpp). Throws
 /// Error(UNSUPPORTED_ON_BACKEND) when the tensor breaks a TMA rule. The backward's plan uses it too.
 arch::TensorMapSpec attention_tensor_map(const char* name, const SeqTensor& t, arch::TmaDataType type, int64_t rows,
                                          int64_t heads, int64_t batch, int head_dim, uint32_t box_dim, uint32_t box_rows,
-                                         arch::Swizzle swizzle);
+                                         arch::Swizzle swizzle, uint32_t box_heads = 1);
 
 /// A tensor's batch, seq and head strides (elements) into the three fields of a kernel argument.
 inline void copy_strides(const SeqTensor& t, int64_t& batch_stride, int64_t& seq_stride, int64_t& head_stride) {
@@ -46,7 +47,9 @@ void copy_sequence_args(const AttentionConfig& c, const AttentionProblem& p, Ker
 
 /// Workspace bytes of one forward call: the telemetry counters and amaxes (always: a call's
 /// amax_o or scale state runs the telemetry kernel whatever the plan says).
-size_t attention_fwd_workspace_bytes(const AttentionConfig& config);
+/// A decode plan adds its splits' partials (decode_plan.hpp) for the given bounds.
+size_t attention_fwd_workspace_bytes(const AttentionConfig& config, int sm_count = 1, int64_t batch = 0,
+                                     int64_t max_seqlen_q = 0, int64_t max_seqlen_k = 0);
 
 /// Throws Error(UNSUPPORTED_ON_BACKEND or UNSUPPORTED_DTYPE) when the kernel cannot run `config`.
 void check_attention_fwd_supported(const AttentionConfig& config);

@@ -38,6 +38,10 @@ class GpuBackend final : public Backend {
   /// telemetry kernel whatever the plan's desc.telemetry (capi/forward_api.cpp).
   void check_attention(const AttentionConfig& config) const override {
     gpu::check_attention_fwd_supported(config);
+    if (config.decode) {  // one kernel: promotion Off, no telemetry (decode_plan.cpp refuses the rest)
+      runtime_->prepare_attention_fwd({config.head_dim, sm90::PvPromotion::Off, false, gpu::attention_fwd_input(config), true});
+      return;
+    }
     for (const auto promotion : {sm90::PvPromotion::Off, sm90::PvPromotion::EveryBlock, sm90::PvPromotion::EveryN})
       for (const bool telemetry : {false, true}) {
         const sm90::FwdKernelKey key{config.head_dim, promotion, telemetry, gpu::attention_fwd_input(config)};
@@ -64,9 +68,10 @@ class GpuBackend final : public Backend {
     runtime_->launch_host_func(fn, arg, stream);
   }
 
-  size_t attention_workspace_size(const AttentionConfig& config, int64_t, int64_t, int64_t) const override {
+  size_t attention_workspace_size(const AttentionConfig& config, int64_t batch, int64_t max_seqlen_q,
+                                  int64_t max_seqlen_k) const override {
     gpu::check_attention_fwd_supported(config);
-    return gpu::attention_fwd_workspace_bytes(config);
+    return gpu::attention_fwd_workspace_bytes(config, runtime_->sm_count(), batch, max_seqlen_q, max_seqlen_k);
   }
 
   /// NOTE: no allocation and no synchronization: the counters live in the caller's workspace and
@@ -82,6 +87,8 @@ class GpuBackend final : public Backend {
     if (launch.args.paged.faults != nullptr)
       runtime_->zero_async(launch.args.paged.faults, sizeof(sm90::FwdPagedFaults), stream);
     runtime_->launch_attention_fwd(launch, stream);
+    // NOTE: the decode path's splits merged on the same stream: no host round trip between them.
+    if (launch.merge) runtime_->launch_combine(launch.merge_params, stream);
     if (launch.args.telemetry != nullptr && problem.telemetry != nullptr && runtime_->completes_on_return()) {
       sm90::FwdTelemetryCounters counters{};
       runtime_->copy_to_host_async(&counters, workspace, sizeof counters, stream);
