@@ -23,51 +23,15 @@
 #include <vector>
 
 #include "fp8attn/fp8attn.h"
+#include "tools/cuda_bench/cuda_bench_support.hpp"
 
 namespace {
 
-#define CUDA_OK(call)                                                                \
-  do {                                                                               \
-    const cudaError_t e_ = (call);                                                   \
-    if (e_ != cudaSuccess) fail(std::string(#call) + ": " + cudaGetErrorString(e_)); \
-  } while (0)
-
-[[noreturn]] void fail(const std::string& why) {
-  std::fprintf(stderr, "fp8attn_decode_cuda_bench: %s\n", why.c_str());
-  std::exit(1);
-}
+using fp8attn::cuda_bench::device_tensor;
+using fp8attn::cuda_bench::fail;
+using fp8attn::cuda_bench::time_ms;
 
 constexpr int64_t kHeadDim = 128;
-
-fp8attn_tensor device_tensor(void* data, int32_t dtype, std::vector<int64_t> shape) {
-  fp8attn_tensor t{};
-  t.struct_size = sizeof t;
-  t.data = data;
-  t.dtype = dtype;
-  t.device = FP8ATTN_DEVICE_CUDA;
-  t.rank = static_cast<int32_t>(shape.size());
-  int64_t stride = 1;
-  for (int i = t.rank - 1; i >= 0; --i) t.shape[i] = shape[i], t.stride[i] = stride, stride *= shape[i];
-  return t;
-}
-
-/// Milliseconds per call of `body` on `stream`: 3 warm-up calls, then the mean of `reps`.
-template <class Body>
-double time_ms(cudaStream_t stream, int reps, Body&& body) {
-  for (int i = 0; i < 3; ++i) body();
-  cudaEvent_t start, stop;
-  CUDA_OK(cudaEventCreate(&start));
-  CUDA_OK(cudaEventCreate(&stop));
-  CUDA_OK(cudaEventRecord(start, stream));
-  for (int i = 0; i < reps; ++i) body();
-  CUDA_OK(cudaEventRecord(stop, stream));
-  CUDA_OK(cudaEventSynchronize(stop));
-  float ms = 0.0f;
-  CUDA_OK(cudaEventElapsedTime(&ms, start, stop));
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  return ms / reps;
-}
 
 /// The spec bandwidth in bytes/s: double data rate × memory clock × bus width.
 double spec_bandwidth() {
@@ -121,6 +85,7 @@ double time_forward(fp8attn_context ctx, const fp8attn_attention_desc& d, const 
 }  // namespace
 
 int main(int argc, char** argv) {
+  fp8attn::cuda_bench::program_name() = "fp8attn_decode_cuda_bench";
   int reps = 50;
   double max_gib = 40.0;
   for (int i = 1; i < argc; ++i) {
