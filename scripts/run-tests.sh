@@ -19,6 +19,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 jobs=$(nproc)
+# Each stage prints its wall time (CI keeps the whole run under 45 minutes on 2 cores).
+stage_began=$SECONDS
+stage_done() { echo "== stage $1 took $((SECONDS - stage_began)) s (total $SECONDS s)"; stage_began=$SECONDS; }
 
 if [ "${1:-}" = "--list" ]; then
   FP8ATTN_CONFIGURE_ONLY=1 bash scripts/build.sh build
@@ -40,6 +43,7 @@ echo "== 1/5 Release build and every test"
 bash scripts/build.sh build
 ctest --test-dir build --output-on-failure --no-tests=error -j"$jobs"
 
+stage_done 1
 echo "== 2/5 AddressSanitizer + UndefinedBehaviorSanitizer"
 bash scripts/build.sh build-asan "${sanitized[@]}" -DFP8ATTN_SANITIZE=address,undefined \
   -DFP8ATTN_BUILD_TOOLS=OFF -DFP8ATTN_BUILD_CUDA=OFF
@@ -51,6 +55,7 @@ asan_skip='sm90a|spectral_py|^OutlierRmse\.|^SinkUnderflow\.|^Table3Reduced\.|^S
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure --no-tests=error -j"$jobs" -LE 'exhaustive|install|docs|readme|portability|emu_matrix' -E "$asan_skip"
 
+stage_done 2
 echo "== 3/5 ThreadSanitizer (concurrency tests)"
 # NOTE: only the test executables that carry the tsan label are built here.
 FP8ATTN_BUILD_TARGETS="test_concurrent_forward test_scale_state_threads test_training_state_threads test_emu_runtime test_gemm_emulated test_fp8_fwd_emu_concurrent" \
@@ -58,8 +63,11 @@ FP8ATTN_BUILD_TARGETS="test_concurrent_forward test_scale_state_threads test_tra
   -DFP8ATTN_BUILD_TOOLS=OFF -DFP8ATTN_BUILD_CUDA=OFF
 TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure --no-tests=error -j"$jobs" -L tsan
 
+stage_done 3
 echo "== 4/5 Host bindings (Python, Rust, Go) and the ABI baseline, against the installed tree"
 bash scripts/test-bindings.sh build-bindings
 
+stage_done 4
 echo "== 5/5 fuzz smoke (libFuzzer, ASan + UBSan, 60 s per target)"
 bash scripts/fuzz.sh 1
+stage_done 5

@@ -79,10 +79,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (reach < 0) must_refuse = true;
     if (reach > kElems) return 0;  // memory the harness does not own
   }
-  int64_t work = 0;
-  if (__builtin_mul_overflow(std::max<int64_t>(parts, 1), std::max<int64_t>(tokens, 1), &work) ||
-      __builtin_mul_overflow(work, std::max<int64_t>(heads, 1) * std::max<int64_t>(dim, 1), &work) || work > kWorkBudget)
-    if (!must_refuse) return 0;
+  // NOTE: each factor is multiplied in with an overflow check of its own: extents can be near
+  // INT64_MAX, so even heads·dim alone can overflow.
+  int64_t work = 1;
+  bool too_much = false;
+  for (const int64_t extent : {parts, tokens, heads, dim})
+    too_much = too_much || __builtin_mul_overflow(work, std::max<int64_t>(extent, 1), &work) || work > kWorkBudget;
+  if (too_much && !must_refuse) return 0;
 
   fp8attn_combine_args a{};
   a.struct_size = r.pick(32) == 0 ? r.extent(800) : sizeof a;

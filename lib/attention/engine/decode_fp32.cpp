@@ -46,13 +46,8 @@ struct Fp32Buffers {
 
 size_t carve(const AttentionConfig& c, void* scratch, Fp32Buffers* b) {
   const size_t bm = c.tile.block_m, bn = c.tile.block_n, d = c.head_dim, dv = c.head_dim_v;
-  auto* base = static_cast<unsigned char*>(scratch);
-  size_t at = 0;
-  auto take = [&](size_t floats) {
-    float* here = reinterpret_cast<float*>(base + at);
-    at += (floats * sizeof(float) + 63) / 64 * 64;
-    return here;
-  };
+  ScratchCarve carve_scratch(scratch);
+  auto take = [&](size_t floats) { return carve_scratch.take(floats); };
   Fp32Buffers t{};
   t.q = take(bm * d);
   t.s = take(bm * bn);
@@ -64,7 +59,7 @@ size_t carve(const AttentionConfig& c, void* scratch, Fp32Buffers* b) {
   t.k_at = reinterpret_cast<int64_t*>(take(4 * bn));  // 2·bn int64 each
   t.v_at = reinterpret_cast<int64_t*>(take(4 * bn));
   if (b) *b = t;
-  return at;
+  return carve_scratch.bytes();
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 
@@ -18,6 +19,24 @@
 #include "lib/attention/engine/row_softmax.hpp"
 
 namespace fp8attn::engine {
+
+/// Hands out 64-byte-aligned float arrays, one after another, from a tile's scratch buffer.
+/// NOTE: with no buffer (nullptr) it only measures: it never forms a pointer past null, which
+/// would be undefined behaviour even when nothing dereferences it.
+class ScratchCarve {
+ public:
+  explicit ScratchCarve(void* scratch) : base_(static_cast<unsigned char*>(scratch)) {}
+  float* take(size_t floats) {
+    float* here = base_ ? reinterpret_cast<float*>(base_ + at_) : nullptr;
+    at_ += (floats * sizeof(float) + 63) / 64 * 64;
+    return here;
+  }
+  size_t bytes() const { return at_; }
+
+ private:
+  unsigned char* base_;
+  size_t at_ = 0;
+};
 
 /// What a tile's rows share for one call: the folded host scales and the softmax's options.
 struct DecodeRowRules {

@@ -22,13 +22,8 @@ struct DecodeBuffers {
 
 size_t carve(const AttentionConfig& c, void* scratch, DecodeBuffers* b) {
   const size_t bm = c.tile.block_m, bn = c.tile.block_n, d = c.head_dim, dv = c.head_dim_v;
-  auto* base = static_cast<unsigned char*>(scratch);
-  size_t at = 0;
-  auto take = [&](size_t floats) {
-    float* here = reinterpret_cast<float*>(base + at);
-    at += (floats * sizeof(float) + 63) / 64 * 64;
-    return here;
-  };
+  ScratchCarve carve_scratch(scratch);
+  auto take = [&](size_t floats) { return carve_scratch.take(floats); };
   DecodeBuffers t{};
   t.q = take(bm * d);
   t.s = take(bm * bn);
@@ -40,7 +35,7 @@ size_t carve(const AttentionConfig& c, void* scratch, DecodeBuffers* b) {
   t.k_token = take(bn);
   t.v_ratio = take(bn);
   if (b) *b = t;
-  return at;
+  return carve_scratch.bytes();
 }
 
 }  // namespace
