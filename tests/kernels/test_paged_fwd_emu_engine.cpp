@@ -6,6 +6,7 @@
 // GQA, causal chunked prefill, a window and PER_HEAD scale caches.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -27,6 +28,7 @@ struct EngineCase {
   bool padded, causal;
   int window_left = -1;
   bool per_head_scales = false;  ///< E4M3: a PER_HEAD scale cache instead of the args' descales
+  bool per_token_scales = false;  ///< E4M3: a PER_TOKEN_HEAD scale cache
 };
 
 void expect_emulator_matches_engine(const EngineCase& c) {
@@ -50,6 +52,22 @@ void expect_emulator_matches_engine(const EngineCase& c) {
   std::vector<float> k_scale(static_cast<size_t>(c.heads_kv)), v_scale(k_scale.size());
   std::uniform_real_distribution<float> scale(0.25f, 2.0f);
   for (size_t h = 0; h < k_scale.size(); ++h) k_scale[h] = scale(rng), v_scale[h] = scale(rng);
+  // PER_TOKEN_HEAD: [num_pages, page_size, heads_kv], a fresh descale per (token, head) over
+  // 2^-4..2^2 (log-uniform), so each key's ratio to its block's largest varies; NaN in the slots
+  // no sequence uses, which only a read outside the block table would meet.
+  const size_t token_scales = static_cast<size_t>(kv.num_pages * kv.page_size * c.heads_kv);
+  std::vector<float> k_token(token_scales, std::nanf("")), v_token(token_scales, std::nanf(""));
+  if (c.per_token_scales) {
+    std::uniform_real_distribution<float> log2_scale(-4.0f, 2.0f);
+    for (int64_t b = 0; b < kv.batch; ++b)
+      for (int64_t j = 0; j < kv.seqused[static_cast<size_t>(b)]; ++j)
+        for (int h = 0; h < c.heads_kv; ++h) {
+          const size_t at = static_cast<size_t>((kv.entry(b, j / kv.page_size) * kv.page_size + j % kv.page_size) *
+                                                    c.heads_kv + h);
+          k_token[at] = std::exp2(log2_scale(rng));
+          v_token[at] = std::exp2(log2_scale(rng));
+        }
+  }
 
   auto run = [&](int32_t backend, const std::string& schedule, Outputs& o) {
     fp8attn_attention_args a = query_args(q, o, c.head_dim);
@@ -58,6 +76,11 @@ void expect_emulator_matches_engine(const EngineCase& c) {
       pkv.scale_granularity = FP8ATTN_KV_SCALE_PER_HEAD;
       pkv.k_descale = dense_host_tensor(k_scale.data(), FP8ATTN_DTYPE_F32, {c.heads_kv});
       pkv.v_descale = dense_host_tensor(v_scale.data(), FP8ATTN_DTYPE_F32, {c.heads_kv});
+    }
+    if (c.per_token_scales) {
+      pkv.scale_granularity = FP8ATTN_KV_SCALE_PER_TOKEN_HEAD;
+      pkv.k_descale = dense_host_tensor(k_token.data(), FP8ATTN_DTYPE_F32, {kv.num_pages, kv.page_size, c.heads_kv});
+      pkv.v_descale = dense_host_tensor(v_token.data(), FP8ATTN_DTYPE_F32, {kv.num_pages, kv.page_size, c.heads_kv});
     }
     a.next = &pkv;
     if (!schedule.empty()) setenv("FP8ATTN_EMULATOR_SCHEDULE", schedule.c_str(), 1);
@@ -70,10 +93,10 @@ void expect_emulator_matches_engine(const EngineCase& c) {
   for (const std::string& schedule : {std::string("round-robin"), "shuffle:" + std::to_string(seed)}) {
     Outputs kernel;
     run(FP8ATTN_BACKEND_EMULATOR, schedule, kernel);
-    ASSERT_EQ(kernel.status, FP8ATTN_OK) << c.name << ": " << kernel.message;
+    ASSERT_EQ(kernel.status, FP8ATTN_OK) << c.name << ": " << kernel.message << " (seed " << seed << ")";
     std::string where;
-    EXPECT_TRUE(same_bits(engine.out, kernel.out, &where)) << c.name << " out, " << where << ", " << schedule;
-    EXPECT_TRUE(same_bits(engine.lse, kernel.lse, &where)) << c.name << " lse, " << where << ", " << schedule;
+    EXPECT_TRUE(same_bits(engine.out, kernel.out, &where)) << c.name << " out, " << where << ", " << schedule << ", seed " << seed;
+    EXPECT_TRUE(same_bits(engine.lse, kernel.lse, &where)) << c.name << " lse, " << where << ", " << schedule << ", seed " << seed;
     std::printf("%s [%s]: %zu outputs compared\n", c.name, schedule.c_str(), kernel.out.size());
   }
 }
@@ -99,6 +122,22 @@ TEST(PagedFwdEmuEngine, GatherBf16SharedPages) {
 TEST(PagedFwdEmuEngine, TmaBoxesWindowPerHeadScales) {
   expect_emulator_matches_engine({"page64 e4m3 window per-head", FP8ATTN_DTYPE_E4M3, 4, 2, 64,
                                   layout(64, {500, 64, 65}), {33, 1, 20}, false, true, 100, true});
+}
+
+// Per-(token, head) descales: the producer gathers them by page beside K and V, the consumer
+// scales the logits by K's and P̃ by V's ratios, and promotes each block's P·V by V's largest.
+TEST(PagedFwdEmuEngine, TmaBoxesPerTokenScalesChunkedPrefillGqa) {
+  EngineCase c{"page64 e4m3 gqa causal per-token", FP8ATTN_DTYPE_E4M3, 4, 2, 64,
+               layout(64, {300, 64, 0, 129}), {40, 1, 3, 64}, false, true};
+  c.per_token_scales = true;
+  expect_emulator_matches_engine(c);
+}
+
+TEST(PagedFwdEmuEngine, GatherPerTokenScalesChunkedPrefillGqa) {
+  EngineCase c{"page3 e4m3 gqa causal per-token", FP8ATTN_DTYPE_E4M3, 6, 2, 128, layout(3, {200, 61, 2}, 4),
+               {33, 7, 2}, false, true};
+  c.per_token_scales = true;
+  expect_emulator_matches_engine(c);
 }
 
 }  // namespace

@@ -132,10 +132,16 @@ void plan_paged_kv(const AttentionConfig& c, const AttentionProblem& p, void* wo
                    arch::TmaDataType type, uint32_t chunk, arch::Swizzle swizzle) {
   const PagedKv& kv = p.paged;
   const bool bf16 = !c.fp8();
-  // NOTE: PER_HEAD scale caches arrive as the problem's K and V descales (apply_paged_descales).
-  require(kv.scale_granularity != FP8ATTN_KV_SCALE_PER_TOKEN_HEAD, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
-          "a paged cache with per-token descales (FP8ATTN_KV_SCALE_PER_TOKEN_HEAD): the Hopper kernel applies "
-          "descales per sequence and KV head (or per KV head: FP8ATTN_KV_SCALE_PER_HEAD)");
+  // NOTE: PER_HEAD scale caches arrive as the problem's K and V descales (apply_paged_descales);
+  // PER_TOKEN_HEAD ones are read by the kernel (fwd_kv_token_scales.hpp) on the every-block
+  // kernel (promotion_of), which is E4M3's and the forward's, not the decode kernels'.
+  const bool per_token = kv.scale_granularity == FP8ATTN_KV_SCALE_PER_TOKEN_HEAD;
+  require(!per_token || !bf16, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
+          "a paged cache with per-token descales (FP8ATTN_KV_SCALE_PER_TOKEN_HEAD) under BF16 Q: they promote P·V "
+          "every block, and the Hopper BF16 kernel has no P·V promotion; use E4M3 Q or PER_HEAD descales");
+  require(!per_token || !c.decode, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
+          "a paged cache with per-token descales (FP8ATTN_KV_SCALE_PER_TOKEN_HEAD) on the decode path (desc.decode "
+          "= 1): the Hopper decode kernels apply descales per KV head; use desc.decode = 0 or PER_HEAD descales");
   require(p.v.dim_stride == 1, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
           "a paged v_cache with its keys contiguous: the Hopper kernel reads cache rows (dim stride 1)");
   require(workspace != nullptr, FP8ATTN_STATUS_NULL_POINTER,
@@ -179,6 +185,21 @@ void plan_paged_kv(const AttentionConfig& c, const AttentionProblem& p, void* wo
   a.v_page_bytes = static_cast<int32_t>(p.v.batch_stride * e);
   a.v_token_bytes = static_cast<int32_t>(p.v.seq_stride * e);
   a.v_head_bytes = static_cast<int32_t>(p.v.head_stride * e);
+  if (per_token) {
+    for (const PagedKv::ScaleCache* t : {&kv.k_scale, &kv.v_scale})
+      require(std::max({t->page_stride, t->token_stride, t->head_stride}) <= INT32_MAX,
+              FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
+              "a per-token scale cache whose page, token or head stride is 2^31 elements or more: the kernel's "
+              "descale gather counts in 32 bits");
+    a.k_scale = kv.k_scale.data;
+    a.v_scale = kv.v_scale.data;
+    a.k_scale_page_stride = static_cast<int32_t>(kv.k_scale.page_stride);
+    a.k_scale_token_stride = static_cast<int32_t>(kv.k_scale.token_stride);
+    a.k_scale_head_stride = static_cast<int32_t>(kv.k_scale.head_stride);
+    a.v_scale_page_stride = static_cast<int32_t>(kv.v_scale.page_stride);
+    a.v_scale_token_stride = static_cast<int32_t>(kv.v_scale.token_stride);
+    a.v_scale_head_stride = static_cast<int32_t>(kv.v_scale.head_stride);
+  }
   a.faults = reinterpret_cast<sm90::FwdPagedFaults*>(static_cast<unsigned char*>(workspace) + kPagedFaultsOffset);
   // NOTE: no cu_seqlens_k: sequence b's keys are seqused_k[b], clamped to seqlen_k (the bound).
   l.args.cu_seqlens_k = nullptr;
@@ -186,8 +207,10 @@ void plan_paged_kv(const AttentionConfig& c, const AttentionProblem& p, void* wo
 }
 
 sm90::PvPromotion promotion_of(const AttentionConfig& c, const AttentionProblem& p) {
-  // NOTE: a per-block V descale implies promotion after every block, as in the engine.
-  if (p.v_block_descale.present() || c.pv_promote_interval == 1) return sm90::PvPromotion::EveryBlock;
+  // NOTE: a per-block V descale, or a paged cache's per-token ones, imply promotion after every
+  // block, as in the engine.
+  const bool per_token = p.paged.present && p.paged.scale_granularity == FP8ATTN_KV_SCALE_PER_TOKEN_HEAD;
+  if (p.v_block_descale.present() || per_token || c.pv_promote_interval == 1) return sm90::PvPromotion::EveryBlock;
   return c.pv_promote_interval > 1 ? sm90::PvPromotion::EveryN : sm90::PvPromotion::Off;
 }
 
@@ -211,7 +234,8 @@ sm90::FwdLaunch plan_attention_fwd(const AttentionConfig& c, const AttentionProb
   const sm90::AttentionTile kernel_tile = sm90::attention_tile(c.head_dim, !bf16, l.key.promotion);
   require(kernel_tile.block_m == c.tile.block_m && kernel_tile.block_n == c.tile.block_n,
           FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
-          "per-block V descales with pv_promote_interval " + std::to_string(c.pv_promote_interval) +
+          "per-block (or a paged cache's per-token) V descales with pv_promote_interval " +
+              std::to_string(c.pv_promote_interval) +
               " at head_dim " + std::to_string(c.head_dim) +
               ": they promote every block, and the Hopper kernel that does so has a tile of BlockM " +
               std::to_string(kernel_tile.block_m) + " x BlockN " + std::to_string(kernel_tile.block_n) +

@@ -50,7 +50,8 @@ class GpuBackend final : public Backend {
   }
 
   /// A paged KV cache: the producer loads its pages (kernels/sm90/attention/fwd_paged_kv.hpp);
-  /// per-token scale caches are refused at the call (plan_attention_fwd).
+  /// per-token scale caches run on the E4M3 every-block kernel (fwd_kv_token_scales.hpp); the
+  /// call refuses them under BF16 Q and on the decode path (plan_attention_fwd).
   bool runs_paged_kv(const AttentionConfig&) const override { return true; }
 
   bool measures_forward_amax() const override { return true; }
