@@ -99,10 +99,10 @@ TEST(PagedBadInput, E4m3QueriesOverBf16Cache) {
   expect_refused(c, FP8ATTN_STATUS_BAD_DTYPE, "E4M3 Q over BF16 K and V");
 }
 
-// The emulated Hopper kernel gathers pages and applies per-(token, head) descales on its E4M3
-// forward (tests/kernels/test_paged_fwd_emu*.cpp); what it still lacks is refused by name, with
-// the outputs untouched: per-token descales on the decode path, and BF16 Q over an E4M3 cache
-// without pages.
+// The emulated Hopper kernel gathers pages, applies per-(token, head) descales on its E4M3
+// forward and runs BF16 Q over an E4M3 paged cache (tests/kernels/test_paged_fwd_emu*.cpp); what
+// it still lacks is refused by name, with the outputs untouched: per-token descales on the decode
+// path or under BF16 Q, and BF16 Q over an E4M3 cache on the decode path or without pages.
 TEST(PagedBadInput, EmulatorBackendRefusesWhatTheKernelLacks) {
   PagedCall c;
   const size_t n = static_cast<size_t>(c.kv.num_pages * 16);
@@ -126,15 +126,35 @@ TEST(PagedBadInput, EmulatorBackendRefusesWhatTheKernelLacks) {
   EXPECT_NE(c.o.message.find("FP8ATTN_KV_SCALE_PER_TOKEN_HEAD"), std::string::npos) << c.o.message;
   EXPECT_NE(c.o.message.find("decode path"), std::string::npos) << c.o.message;
   EXPECT_TRUE(c.o.untouched()) << "outputs written by a refused call";
-  // BF16 Q over E4M3 K and V without pages: refused when the plan is made.
+  // BF16 Q over the E4M3 cache: the emulator runs it with PER_HEAD descales, and refuses
+  // per-token ones (they promote P·V every block, which the BF16 kernel does not).
   c.desc.decode = 0;
-  c.desc.page_size = 0;
   c.desc.input_dtype = FP8ATTN_DTYPE_BF16;
   c.desc.kv_dtype = FP8ATTN_DTYPE_E4M3;
+  c.q = make_queries(FP8ATTN_DTYPE_BF16, 2, 64, {8, 8}, true, c.rng);
+  c.args = query_args(c.q, c.o, 64);
+  c.args.next = &c.pkv;
+  ASSERT_EQ(c.run(FP8ATTN_BACKEND_CPU).status, FP8ATTN_OK) << c.o.message;  // valid input
   c.run(FP8ATTN_BACKEND_EMULATOR);
   EXPECT_EQ(c.o.status, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND) << c.o.message;
-  EXPECT_NE(c.o.message.find("desc.kv_dtype"), std::string::npos) << c.o.message;
+  EXPECT_NE(c.o.message.find("FP8ATTN_KV_SCALE_PER_TOKEN_HEAD"), std::string::npos) << c.o.message;
+  EXPECT_NE(c.o.message.find("BF16 Q"), std::string::npos) << c.o.message;
   EXPECT_TRUE(c.o.untouched()) << "outputs written by a refused call";
+  c.pkv.scale_granularity = FP8ATTN_KV_SCALE_PER_HEAD;
+  c.pkv.k_descale = dense_host_tensor(c.k_scales.data(), FP8ATTN_DTYPE_F32, {1});
+  c.pkv.v_descale = dense_host_tensor(c.v_scales.data(), FP8ATTN_DTYPE_F32, {1});
+  ASSERT_EQ(c.run(FP8ATTN_BACKEND_EMULATOR).status, FP8ATTN_OK) << c.o.message;
+  EXPECT_FALSE(c.o.untouched());
+  // ... but not on the decode path, nor without pages: refused when the plan is made.
+  for (const bool decode : {true, false}) {
+    c.desc.decode = decode ? 1 : 0;
+    c.desc.page_size = decode ? 16 : 0;
+    c.run(FP8ATTN_BACKEND_EMULATOR);
+    EXPECT_EQ(c.o.status, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND) << c.o.message;
+    EXPECT_NE(c.o.message.find("desc.kv_dtype"), std::string::npos) << c.o.message;
+    EXPECT_NE(c.o.message.find("desc.page_size >= 1 and desc.decode = 0"), std::string::npos) << c.o.message;
+    EXPECT_TRUE(c.o.untouched()) << "outputs written by a refused call";
+  }
 }
 
 // ---- the extension chain --------------------------------------------------------------------

@@ -3,7 +3,8 @@
 // fresh N(0, 1) codes, pages in a shuffled order with NaN codes in every unused slot, a table
 // whose row stride exceeds its row, under round-robin and a shuffled schedule. Both load paths
 // (TMA boxes at page 16 and 64, the gather at page 3), E4M3 and BF16, padded and packed queries,
-// GQA, causal chunked prefill, a window and PER_HEAD scale caches.
+// GQA, causal chunked prefill, a window, PER_HEAD and PER_TOKEN_HEAD scale caches, and BF16 Q over
+// an E4M3 cache.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -29,12 +30,14 @@ struct EngineCase {
   int window_left = -1;
   bool per_head_scales = false;  ///< E4M3: a PER_HEAD scale cache instead of the args' descales
   bool per_token_scales = false;  ///< E4M3: a PER_TOKEN_HEAD scale cache
+  int32_t kv_dtype = -1;          ///< the cache's dtype when not Q's (BF16 Q over an E4M3 cache)
 };
 
 void expect_emulator_matches_engine(const EngineCase& c) {
   const uint64_t seed = workloads::fresh_seed();
   std::mt19937_64 rng(seed);
-  PagedKvData kv = make_paged_kv(c.layout, c.dtype, c.heads_kv, c.head_dim, rng);
+  const int32_t kv_dtype = c.kv_dtype < 0 ? c.dtype : c.kv_dtype;
+  PagedKvData kv = make_paged_kv(c.layout, kv_dtype, c.heads_kv, c.head_dim, rng);
   std::vector<int64_t> seqlen_q = c.seqlen_q;
   if (c.padded) seqlen_q.assign(static_cast<size_t>(kv.batch), c.seqlen_q[0]);
   Queries q = make_queries(c.dtype, c.heads_q, c.head_dim, seqlen_q, c.padded, rng);
@@ -42,6 +45,7 @@ void expect_emulator_matches_engine(const EngineCase& c) {
   d.struct_size = sizeof d;
   fp8attn_attention_desc_init(&d);
   d.input_dtype = c.dtype;
+  d.kv_dtype = kv_dtype;
   d.output_dtype = FP8ATTN_DTYPE_F32;
   d.head_dim = c.head_dim;
   d.num_heads_q = c.heads_q;
@@ -137,6 +141,23 @@ TEST(PagedFwdEmuEngine, GatherPerTokenScalesChunkedPrefillGqa) {
   EngineCase c{"page3 e4m3 gqa causal per-token", FP8ATTN_DTYPE_E4M3, 6, 2, 128, layout(3, {200, 61, 2}, 4),
                {33, 7, 2}, false, true};
   c.per_token_scales = true;
+  expect_emulator_matches_engine(c);
+}
+
+// BF16 Q over an E4M3 cache: the BF16 kernel, its gather decoding the codes to BF16 (also at
+// page sizes whose TMA boxes would fit), with PER_HEAD descales or none.
+TEST(PagedFwdEmuEngine, MixedBf16QueriesOverE4m3CachePage16) {
+  EngineCase c{"page16 bf16 q over e4m3 gqa causal per-head", FP8ATTN_DTYPE_BF16, 8, 2, 128,
+               layout(16, {300, 17, 0, 230}, 0), {40, 5, 3, 64}, false, true, -1, true};
+  c.kv_dtype = FP8ATTN_DTYPE_E4M3;
+  expect_emulator_matches_engine(c);
+}
+
+TEST(PagedFwdEmuEngine, MixedBf16QueriesOverE4m3CachePage64) {
+  EngineCase c{"page64 bf16 q over e4m3 gqa causal", FP8ATTN_DTYPE_BF16, 4, 2, 64, layout(64, {500, 64, 65}, 1),
+               {33, 1, 20}, true, true};
+  c.seqlen_q = {33};
+  c.kv_dtype = FP8ATTN_DTYPE_E4M3;
   expect_emulator_matches_engine(c);
 }
 

@@ -61,6 +61,9 @@ struct FwdPagedKv {
   const uint8_t* v_cache = nullptr;
   int32_t k_page_bytes = 0, k_token_bytes = 0, k_head_bytes = 0;  ///< < 2^31 (the plan checks)
   int32_t v_page_bytes = 0, v_token_bytes = 0, v_head_bytes = 0;
+  /// BF16 kernels: the caches hold E4M3 codes, which the gather path (box_rows = 0: TMA cannot
+  /// convert) decodes exactly to BF16 in shared memory (fwd_paged_kv.hpp, e4m3x4_to_bf16x4).
+  bool e4m3_cache = false;
   FwdPagedFaults* faults = nullptr;
   /// PER_TOKEN_HEAD descales (F32 [num_pages, page_size, heads_kv], strides in elements, < 2^31:
   /// the plan checks), applied in the kernel (fwd_kv_token_scales.hpp); null without them.
