@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/sm90/attention/fwd_paged_kv.hpp"
 #include "tests/attention/paged_support.hpp"
 #include "tools/common/fresh_seed.hpp"
 
@@ -99,8 +100,10 @@ void expect_emulator_matches_engine(const EngineCase& c) {
     run(FP8ATTN_BACKEND_EMULATOR, schedule, kernel);
     ASSERT_EQ(kernel.status, FP8ATTN_OK) << c.name << ": " << kernel.message << " (seed " << seed << ")";
     std::string where;
-    EXPECT_TRUE(same_bits(engine.out, kernel.out, &where)) << c.name << " out, " << where << ", " << schedule << ", seed " << seed;
-    EXPECT_TRUE(same_bits(engine.lse, kernel.lse, &where)) << c.name << " lse, " << where << ", " << schedule << ", seed " << seed;
+    EXPECT_TRUE(same_bits(engine.out, kernel.out, &where))
+        << c.name << " out, " << where << ", " << schedule << ", seed " << seed;
+    EXPECT_TRUE(same_bits(engine.lse, kernel.lse, &where))
+        << c.name << " lse, " << where << ", " << schedule << ", seed " << seed;
     std::printf("%s [%s]: %zu outputs compared\n", c.name, schedule.c_str(), kernel.out.size());
   }
 }
@@ -159,6 +162,24 @@ TEST(PagedFwdEmuEngine, MixedBf16QueriesOverE4m3CachePage64) {
   c.seqlen_q = {33};
   c.kv_dtype = FP8ATTN_DTYPE_E4M3;
   expect_emulator_matches_engine(c);
+}
+
+// The gather's decode of E4M3 codes to BF16, all 256 codes: the BF16 of the code's float value,
+// bit for bit (an E4M3 NaN becomes a BF16 NaN of its sign).
+TEST(PagedFwdEmuEngine, GatherDecodesEveryE4m3CodeToItsBf16) {
+  for (uint32_t code = 0; code < 256; ++code) {
+    const float value = num::e4m3_to_float(static_cast<uint8_t>(code));
+    const uint32_t bits = sm90::e4m3_to_bf16_bits(code);
+    if (std::isnan(value)) {
+      EXPECT_TRUE(std::isnan(num::bf16_to_float(static_cast<uint16_t>(bits)))) << code;
+      EXPECT_EQ(bits >> 15, code >> 7) << code;
+      continue;
+    }
+    EXPECT_EQ(num::bf16_to_float(static_cast<uint16_t>(bits)), value) << "code " << code;
+    EXPECT_EQ(bits, num::float_to_bf16(value)) << "code " << code;
+  }
+  EXPECT_EQ(sm90::e4m3x4_to_bf16x4(0x01B83800u),
+            0x0000'BF80'3F80'0000ull | uint64_t{sm90::e4m3_to_bf16_bits(0x01u)} << 48);
 }
 
 }  // namespace

@@ -44,7 +44,7 @@ struct FwdConsumerRole {
 /// The per-tile arguments of the block loops, folded once per tile as the engine does.
 struct FwdTileArgs {
   float q_block;      ///< per-block Q descale of the tile's query block
-  bool v_blocks;      ///< per-block (or per-token) V descales: each block's P·V is scaled at its promotion
+  bool v_blocks;      ///< per-block (or per-token) V descales: each block's P·V is scaled at promotion
   int32_t all_first;  ///< keys_seen_by_all of the tile's rows: a block inside is fully visible
   int32_t all_last;   ///< (block_fully_visible, with the mask folded once per tile)
 };
@@ -275,7 +275,8 @@ FP8ATTN_ARCH_FN void run_blocks_serial(const AttentionFwdParams& p, FwdSharedSto
     }
     // NOTE: every thread read the stage's per-token descales with plain loads; the leader's
     // arrival on kv_empty frees them only once all of its warpgroup has.
-    if (token_scales != nullptr) arch::named_barrier_sync(barrier_id(FwdBarrier::kTokenScalesRead0, role.consumer), 128);
+    if (token_scales != nullptr)
+      arch::named_barrier_sync(barrier_id(FwdBarrier::kTokenScalesRead0, role.consumer), 128);
     if (role.wg_leader) arch::mbarrier_arrive(&smem.kv_empty[kv.stage]);  // this stage's V, Vᵀ are read
   }
 }

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/arch/atomic.hpp"
 #include "kernels/arch/barrier.hpp"
@@ -115,24 +116,28 @@ FP8ATTN_ARCH_FN void zero_paged_v_tail(uint32_t thread, uint8_t* v, uint32_t key
 }
 
 
-/// Four E4M3 codes (the low byte first) as four BF16 values, exactly (every E4M3 value is a
-/// BF16 value: 4 exponent bits inside BF16's 8, 3 fraction bits inside its 7), in the same order
-/// in a 64-bit word; the CPU engine decodes the same codes to the same values (decode_row).
-/// NOTE: integer code, the same in both builds; subnormals (exponent field 0) are normalized,
-/// and the NaN code 0x7F / 0xFF becomes a BF16 quiet NaN of its sign.
+/// One E4M3 code (the low 8 bits) as BF16 bits, exactly: every E4M3 value is a BF16 value (4
+/// exponent bits inside BF16's 8, 3 fraction bits inside its 7); the CPU engine decodes the same
+/// codes to the same values (decode_row). The NaN codes 0x7F / 0xFF become BF16 quiet NaNs.
+/// NOTE: the 7 bits below the sign go to FP32's bits 20..26 (the exponent field's low 4 bits and
+/// the fraction's top 3), which makes an FP32 of the code's magnitude times 2^-120, an FP32
+/// denormal for E4M3's subnormals; times 2^120 is exact (no flush to zero: neither build uses
+/// fast math). Straight-line code: the branchy decode spilled the producer's 24 registers.
 FP8ATTN_HOST_DEVICE uint32_t e4m3_to_bf16_bits(uint32_t code) {
-  const uint32_t sign = (code & 0x80u) << 8, exponent = (code >> 3) & 0xFu, fraction = code & 0x7u;
-  if (exponent == 0xFu && fraction == 0x7u) return sign | 0x7FC0u;
-  if (exponent != 0) return sign | ((exponent + 120u) << 7) | (fraction << 4);
-  if (fraction == 0) return sign;
-  // fraction · 2^-9, normalized: its leading bit is bit `lead` (0, 1 or 2).
-  const uint32_t lead = fraction >= 4u ? 2u : (fraction >= 2u ? 1u : 0u);
-  return sign | ((lead + 118u) << 7) | ((fraction << (7u - lead)) & 0x7Fu);
+  const uint32_t magnitude = code & 0x7Fu, sign = (code & 0x80u) << 8;
+  const uint32_t placed = magnitude << 20;
+  float scaled;
+  memcpy(&scaled, &placed, sizeof scaled);
+  scaled *= 0x1p120f;
+  uint32_t bits;
+  memcpy(&bits, &scaled, sizeof bits);
+  return sign | (magnitude == 0x7Fu ? 0x7FC0u : bits >> 16);
 }
 
 FP8ATTN_HOST_DEVICE uint64_t e4m3x4_to_bf16x4(uint32_t codes) {
   uint64_t out = 0;
-  for (uint32_t i = 0; i < 4; ++i) out |= static_cast<uint64_t>(e4m3_to_bf16_bits((codes >> (8 * i)) & 0xFFu)) << (16 * i);
+  for (uint32_t i = 0; i < 4; ++i)
+    out |= static_cast<uint64_t>(e4m3_to_bf16_bits((codes >> (8 * i)) & 0xFFu)) << (16 * i);
   return out;
 }
 
