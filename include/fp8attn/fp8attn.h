@@ -544,7 +544,7 @@ typedef struct fp8attn_plan_t* fp8attn_plan;
  * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND page_size ≥ 1, or a kv_dtype other than
  *         input_dtype, on a backend that does not run it (the CPU and reference backends run
  *         both; the emulator and CUDA backends run page_size ≥ 1, and BF16 Q over an E4M3 cache
- *         only with page_size ≥ 1 and decode = 0).
+ *         only with page_size ≥ 1).
  *
  * @par Thread safety
  * Thread-safe.

@@ -32,6 +32,7 @@ struct EngineCase {
   bool per_head_scales = false;  ///< E4M3: a PER_HEAD scale cache instead of the args' descales
   bool per_token_scales = false;  ///< E4M3: a PER_TOKEN_HEAD scale cache
   int32_t kv_dtype = -1;          ///< the cache's dtype when not Q's (BF16 Q over an E4M3 cache)
+  bool decode = false;            ///< desc.decode = 1 (the decode kernels)
 };
 
 void expect_emulator_matches_engine(const EngineCase& c) {
@@ -47,6 +48,7 @@ void expect_emulator_matches_engine(const EngineCase& c) {
   fp8attn_attention_desc_init(&d);
   d.input_dtype = c.dtype;
   d.kv_dtype = kv_dtype;
+  d.decode = c.decode ? 1 : 0;
   d.output_dtype = FP8ATTN_DTYPE_F32;
   d.head_dim = c.head_dim;
   d.num_heads_q = c.heads_q;
@@ -161,6 +163,14 @@ TEST(PagedFwdEmuEngine, MixedBf16QueriesOverE4m3CachePage64) {
                {33, 1, 20}, true, true};
   c.seqlen_q = {33};
   c.kv_dtype = FP8ATTN_DTYPE_E4M3;
+  expect_emulator_matches_engine(c);
+}
+
+TEST(PagedFwdEmuEngine, MixedBf16QueriesOverE4m3CacheDecode) {
+  EngineCase c{"page16 bf16 q over e4m3 gqa decode", FP8ATTN_DTYPE_BF16, 8, 2, 128, layout(16, {300, 17, 0, 230}, 0),
+               {1, 4, 2, 1}, false, true};
+  c.kv_dtype = FP8ATTN_DTYPE_E4M3;
+  c.decode = true;
   expect_emulator_matches_engine(c);
 }
 

@@ -54,12 +54,11 @@ class GpuBackend final : public Backend {
   /// call refuses them under BF16 Q and on the decode path (plan_attention_fwd).
   bool runs_paged_kv(const AttentionConfig&) const override { return true; }
 
-  /// BF16 Q over an E4M3 cache: the BF16 kernel, whose paged gather decodes the codes to BF16
-  /// (fwd_paged_kv.hpp). Not over contiguous K and V (TMA loads them and cannot convert), nor on
-  /// the decode path (its kernels are not checked against the engine for it).
+  /// BF16 Q over an E4M3 cache: the BF16 forward or decode kernel, whose paged gather decodes the
+  /// codes to BF16 (fwd_paged_kv.hpp). Not over contiguous K and V: TMA loads them and cannot
+  /// convert.
   bool runs_mixed_kv_dtype(const AttentionConfig& config) const override {
-    return config.paged() && config.input_dtype == FP8ATTN_DTYPE_BF16 && config.kv_dtype == FP8ATTN_DTYPE_E4M3 &&
-           !config.decode;
+    return config.paged() && config.input_dtype == FP8ATTN_DTYPE_BF16 && config.kv_dtype == FP8ATTN_DTYPE_E4M3;
   }
 
   bool measures_forward_amax() const override { return true; }
