@@ -57,7 +57,8 @@ int32_t fp8attn_plan_create(fp8attn_context ctx, const fp8attn_attention_desc* d
             "desc.kv_dtype = " + fp8attn::dtype_name(config.kv_dtype) + " under desc.input_dtype = " +
                 fp8attn::dtype_name(config.input_dtype) + ": the " +
                 std::string(fp8attn::backend_log_name(backend.kind())) +
-                " backend runs Q, K and V in one dtype; the CPU and reference backends run BF16 Q over E4M3 K and V");
+                " backend does not run it for this plan (the Hopper backends run BF16 Q over an E4M3 paged cache "
+                "(desc.page_size >= 1) only); the CPU and reference backends run BF16 Q over E4M3 K and V");
     backend.check_attention(config);
     ctx->impl.log().debug(
         "plan created: backend {}, {} -> {}, heads_q={} heads_kv={} head_dim={} causal={} window=({}, {}), tile "

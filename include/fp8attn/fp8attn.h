@@ -543,8 +543,8 @@ typedef struct fp8attn_plan_t* fp8attn_plan;
  *         a negative page_size.
  * @retval FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND page_size ≥ 1, or a kv_dtype other than
  *         input_dtype, on a backend that does not run it (the CPU and reference backends run
- *         both; the emulator and CUDA backends run page_size ≥ 1, and refuse BF16 Q over an E4M3
- *         cache).
+ *         both; the emulator and CUDA backends run page_size ≥ 1, and BF16 Q over an E4M3 cache
+ *         only with page_size ≥ 1).
  *
  * @par Thread safety
  * Thread-safe.
@@ -825,7 +825,11 @@ typedef enum fp8attn_kv_scale_granularity {
   FP8ATTN_KV_SCALE_PER_TOKEN_HEAD = 2 /**< F32 [num_pages, page_size, heads_kv]: a scale cache
                                            beside the pages, one descale per (token, KV head),
                                            written by fp8attn_kv_append_async(). Applied inside
-                                           the computation: K's on the logits, V's on P·V. */
+                                           the computation: K's on the logits, V's on P·V. The
+                                           emulator and CUDA backends apply them in their E4M3
+                                           forward kernel and refuse them under BF16 Q or with
+                                           desc.decode = 1 at the forward call
+                                           (::FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND). */
 } fp8attn_kv_scale_granularity;
 
 /**

@@ -99,28 +99,59 @@ TEST(PagedBadInput, E4m3QueriesOverBf16Cache) {
   expect_refused(c, FP8ATTN_STATUS_BAD_DTYPE, "E4M3 Q over BF16 K and V");
 }
 
-// The emulated Hopper kernel gathers pages (tests/kernels/test_paged_fwd_emu*.cpp) but does not yet
-// apply per-(token, head) descales or run BF16 Q over an E4M3 cache: each is refused by name, with
-// the outputs untouched.
-TEST(PagedBadInput, EmulatorBackendRefusesPerTokenScalesAndMixedDtypes) {
+// The emulated Hopper kernel gathers pages, applies per-(token, head) descales on its E4M3
+// forward and runs BF16 Q over an E4M3 paged cache (forward and decode) (tests/kernels/test_paged_fwd_emu*.cpp); what
+// it still lacks is refused by name, with the outputs untouched: per-token descales on the decode
+// path or under BF16 Q, and BF16 Q over E4M3 K and V without pages.
+TEST(PagedBadInput, EmulatorBackendRefusesWhatTheKernelLacks) {
   PagedCall c;
   const size_t n = static_cast<size_t>(c.kv.num_pages * 16);
   c.k_scales.assign(n, 0.25f);
   c.v_scales.assign(n, 0.5f);
+  for (size_t i = 0; i < n; ++i) c.k_scales[i] += 0.01f * static_cast<float>(i % 7);  // not all equal
   c.pkv.scale_granularity = FP8ATTN_KV_SCALE_PER_TOKEN_HEAD;
   c.pkv.k_descale = dense_host_tensor(c.k_scales.data(), FP8ATTN_DTYPE_F32, {c.kv.num_pages, 16, 1});
   c.pkv.v_descale = dense_host_tensor(c.v_scales.data(), FP8ATTN_DTYPE_F32, {c.kv.num_pages, 16, 1});
   ASSERT_EQ(c.run(FP8ATTN_BACKEND_CPU).status, FP8ATTN_OK) << c.o.message;  // valid input
+  ASSERT_EQ(c.run(FP8ATTN_BACKEND_EMULATOR).status, FP8ATTN_OK) << c.o.message;  // the E4M3 forward runs them
+  EXPECT_FALSE(c.o.untouched());
+  // The decode path: one query row per sequence.
+  c.q = make_queries(FP8ATTN_DTYPE_E4M3, 2, 64, {1, 1}, true, c.rng);
+  c.args = query_args(c.q, c.o, 64);
+  c.args.next = &c.pkv;
+  c.desc.decode = 1;
+  ASSERT_EQ(c.run(FP8ATTN_BACKEND_CPU).status, FP8ATTN_OK) << c.o.message;  // valid input
   c.run(FP8ATTN_BACKEND_EMULATOR);
   EXPECT_EQ(c.o.status, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND) << c.o.message;
   EXPECT_NE(c.o.message.find("FP8ATTN_KV_SCALE_PER_TOKEN_HEAD"), std::string::npos) << c.o.message;
+  EXPECT_NE(c.o.message.find("decode path"), std::string::npos) << c.o.message;
   EXPECT_TRUE(c.o.untouched()) << "outputs written by a refused call";
-  c.desc.page_size = 0;
+  // BF16 Q over the E4M3 cache: the emulator runs it with PER_HEAD descales, and refuses
+  // per-token ones (they promote P·V every block, which the BF16 kernel does not).
+  c.desc.decode = 0;
   c.desc.input_dtype = FP8ATTN_DTYPE_BF16;
   c.desc.kv_dtype = FP8ATTN_DTYPE_E4M3;
+  c.q = make_queries(FP8ATTN_DTYPE_BF16, 2, 64, {8, 8}, true, c.rng);
+  c.args = query_args(c.q, c.o, 64);
+  c.args.next = &c.pkv;
+  ASSERT_EQ(c.run(FP8ATTN_BACKEND_CPU).status, FP8ATTN_OK) << c.o.message;  // valid input
+  c.run(FP8ATTN_BACKEND_EMULATOR);
+  EXPECT_EQ(c.o.status, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND) << c.o.message;
+  EXPECT_NE(c.o.message.find("FP8ATTN_KV_SCALE_PER_TOKEN_HEAD"), std::string::npos) << c.o.message;
+  EXPECT_NE(c.o.message.find("BF16 Q"), std::string::npos) << c.o.message;
+  EXPECT_TRUE(c.o.untouched()) << "outputs written by a refused call";
+  c.pkv.scale_granularity = FP8ATTN_KV_SCALE_PER_HEAD;
+  c.pkv.k_descale = dense_host_tensor(c.k_scales.data(), FP8ATTN_DTYPE_F32, {1});
+  c.pkv.v_descale = dense_host_tensor(c.v_scales.data(), FP8ATTN_DTYPE_F32, {1});
+  ASSERT_EQ(c.run(FP8ATTN_BACKEND_EMULATOR).status, FP8ATTN_OK) << c.o.message;
+  EXPECT_FALSE(c.o.untouched());
+  // ... but not without pages: refused when the plan is made.
+  c.desc.page_size = 0;
   c.run(FP8ATTN_BACKEND_EMULATOR);
   EXPECT_EQ(c.o.status, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND) << c.o.message;
   EXPECT_NE(c.o.message.find("desc.kv_dtype"), std::string::npos) << c.o.message;
+  EXPECT_NE(c.o.message.find("over an E4M3 paged cache (desc.page_size >= 1)"), std::string::npos) << c.o.message;
+  EXPECT_TRUE(c.o.untouched()) << "outputs written by a refused call";
 }
 
 // ---- the extension chain --------------------------------------------------------------------

@@ -3,15 +3,18 @@
 // fresh N(0, 1) codes, pages in a shuffled order with NaN codes in every unused slot, a table
 // whose row stride exceeds its row, under round-robin and a shuffled schedule. Both load paths
 // (TMA boxes at page 16 and 64, the gather at page 3), E4M3 and BF16, padded and packed queries,
-// GQA, causal chunked prefill, a window and PER_HEAD scale caches.
+// GQA, causal chunked prefill, a window, PER_HEAD and PER_TOKEN_HEAD scale caches, and BF16 Q over
+// an E4M3 cache.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "kernels/sm90/attention/fwd_paged_kv.hpp"
 #include "tests/attention/paged_support.hpp"
 #include "tools/common/fresh_seed.hpp"
 
@@ -27,12 +30,16 @@ struct EngineCase {
   bool padded, causal;
   int window_left = -1;
   bool per_head_scales = false;  ///< E4M3: a PER_HEAD scale cache instead of the args' descales
+  bool per_token_scales = false;  ///< E4M3: a PER_TOKEN_HEAD scale cache
+  int32_t kv_dtype = -1;          ///< the cache's dtype when not Q's (BF16 Q over an E4M3 cache)
+  bool decode = false;            ///< desc.decode = 1 (the decode kernels)
 };
 
 void expect_emulator_matches_engine(const EngineCase& c) {
   const uint64_t seed = workloads::fresh_seed();
   std::mt19937_64 rng(seed);
-  PagedKvData kv = make_paged_kv(c.layout, c.dtype, c.heads_kv, c.head_dim, rng);
+  const int32_t kv_dtype = c.kv_dtype < 0 ? c.dtype : c.kv_dtype;
+  PagedKvData kv = make_paged_kv(c.layout, kv_dtype, c.heads_kv, c.head_dim, rng);
   std::vector<int64_t> seqlen_q = c.seqlen_q;
   if (c.padded) seqlen_q.assign(static_cast<size_t>(kv.batch), c.seqlen_q[0]);
   Queries q = make_queries(c.dtype, c.heads_q, c.head_dim, seqlen_q, c.padded, rng);
@@ -40,6 +47,8 @@ void expect_emulator_matches_engine(const EngineCase& c) {
   d.struct_size = sizeof d;
   fp8attn_attention_desc_init(&d);
   d.input_dtype = c.dtype;
+  d.kv_dtype = kv_dtype;
+  d.decode = c.decode ? 1 : 0;
   d.output_dtype = FP8ATTN_DTYPE_F32;
   d.head_dim = c.head_dim;
   d.num_heads_q = c.heads_q;
@@ -50,6 +59,22 @@ void expect_emulator_matches_engine(const EngineCase& c) {
   std::vector<float> k_scale(static_cast<size_t>(c.heads_kv)), v_scale(k_scale.size());
   std::uniform_real_distribution<float> scale(0.25f, 2.0f);
   for (size_t h = 0; h < k_scale.size(); ++h) k_scale[h] = scale(rng), v_scale[h] = scale(rng);
+  // PER_TOKEN_HEAD: [num_pages, page_size, heads_kv], a fresh descale per (token, head) over
+  // 2^-4..2^2 (log-uniform), so each key's ratio to its block's largest varies; NaN in the slots
+  // no sequence uses, which only a read outside the block table would meet.
+  const size_t token_scales = static_cast<size_t>(kv.num_pages * kv.page_size * c.heads_kv);
+  std::vector<float> k_token(token_scales, std::nanf("")), v_token(token_scales, std::nanf(""));
+  if (c.per_token_scales) {
+    std::uniform_real_distribution<float> log2_scale(-4.0f, 2.0f);
+    for (int64_t b = 0; b < kv.batch; ++b)
+      for (int64_t j = 0; j < kv.seqused[static_cast<size_t>(b)]; ++j)
+        for (int h = 0; h < c.heads_kv; ++h) {
+          const size_t at = static_cast<size_t>((kv.entry(b, j / kv.page_size) * kv.page_size + j % kv.page_size) *
+                                                    c.heads_kv + h);
+          k_token[at] = std::exp2(log2_scale(rng));
+          v_token[at] = std::exp2(log2_scale(rng));
+        }
+  }
 
   auto run = [&](int32_t backend, const std::string& schedule, Outputs& o) {
     fp8attn_attention_args a = query_args(q, o, c.head_dim);
@@ -58,6 +83,11 @@ void expect_emulator_matches_engine(const EngineCase& c) {
       pkv.scale_granularity = FP8ATTN_KV_SCALE_PER_HEAD;
       pkv.k_descale = dense_host_tensor(k_scale.data(), FP8ATTN_DTYPE_F32, {c.heads_kv});
       pkv.v_descale = dense_host_tensor(v_scale.data(), FP8ATTN_DTYPE_F32, {c.heads_kv});
+    }
+    if (c.per_token_scales) {
+      pkv.scale_granularity = FP8ATTN_KV_SCALE_PER_TOKEN_HEAD;
+      pkv.k_descale = dense_host_tensor(k_token.data(), FP8ATTN_DTYPE_F32, {kv.num_pages, kv.page_size, c.heads_kv});
+      pkv.v_descale = dense_host_tensor(v_token.data(), FP8ATTN_DTYPE_F32, {kv.num_pages, kv.page_size, c.heads_kv});
     }
     a.next = &pkv;
     if (!schedule.empty()) setenv("FP8ATTN_EMULATOR_SCHEDULE", schedule.c_str(), 1);
@@ -70,10 +100,12 @@ void expect_emulator_matches_engine(const EngineCase& c) {
   for (const std::string& schedule : {std::string("round-robin"), "shuffle:" + std::to_string(seed)}) {
     Outputs kernel;
     run(FP8ATTN_BACKEND_EMULATOR, schedule, kernel);
-    ASSERT_EQ(kernel.status, FP8ATTN_OK) << c.name << ": " << kernel.message;
+    ASSERT_EQ(kernel.status, FP8ATTN_OK) << c.name << ": " << kernel.message << " (seed " << seed << ")";
     std::string where;
-    EXPECT_TRUE(same_bits(engine.out, kernel.out, &where)) << c.name << " out, " << where << ", " << schedule;
-    EXPECT_TRUE(same_bits(engine.lse, kernel.lse, &where)) << c.name << " lse, " << where << ", " << schedule;
+    EXPECT_TRUE(same_bits(engine.out, kernel.out, &where))
+        << c.name << " out, " << where << ", " << schedule << ", seed " << seed;
+    EXPECT_TRUE(same_bits(engine.lse, kernel.lse, &where))
+        << c.name << " lse, " << where << ", " << schedule << ", seed " << seed;
     std::printf("%s [%s]: %zu outputs compared\n", c.name, schedule.c_str(), kernel.out.size());
   }
 }
@@ -99,6 +131,65 @@ TEST(PagedFwdEmuEngine, GatherBf16SharedPages) {
 TEST(PagedFwdEmuEngine, TmaBoxesWindowPerHeadScales) {
   expect_emulator_matches_engine({"page64 e4m3 window per-head", FP8ATTN_DTYPE_E4M3, 4, 2, 64,
                                   layout(64, {500, 64, 65}), {33, 1, 20}, false, true, 100, true});
+}
+
+// Per-(token, head) descales: the producer gathers them by page beside K and V, the consumer
+// scales the logits by K's and P̃ by V's ratios, and promotes each block's P·V by V's largest.
+TEST(PagedFwdEmuEngine, TmaBoxesPerTokenScalesChunkedPrefillGqa) {
+  EngineCase c{"page64 e4m3 gqa causal per-token", FP8ATTN_DTYPE_E4M3, 4, 2, 64,
+               layout(64, {300, 64, 0, 129}), {40, 1, 3, 64}, false, true};
+  c.per_token_scales = true;
+  expect_emulator_matches_engine(c);
+}
+
+TEST(PagedFwdEmuEngine, GatherPerTokenScalesChunkedPrefillGqa) {
+  EngineCase c{"page3 e4m3 gqa causal per-token", FP8ATTN_DTYPE_E4M3, 6, 2, 128, layout(3, {200, 61, 2}, 4),
+               {33, 7, 2}, false, true};
+  c.per_token_scales = true;
+  expect_emulator_matches_engine(c);
+}
+
+// BF16 Q over an E4M3 cache: the BF16 kernel, its gather decoding the codes to BF16 (also at
+// page sizes whose TMA boxes would fit), with PER_HEAD descales or none.
+TEST(PagedFwdEmuEngine, MixedBf16QueriesOverE4m3CachePage16) {
+  EngineCase c{"page16 bf16 q over e4m3 gqa causal per-head", FP8ATTN_DTYPE_BF16, 8, 2, 128,
+               layout(16, {300, 17, 0, 230}, 0), {40, 5, 3, 64}, false, true, -1, true};
+  c.kv_dtype = FP8ATTN_DTYPE_E4M3;
+  expect_emulator_matches_engine(c);
+}
+
+TEST(PagedFwdEmuEngine, MixedBf16QueriesOverE4m3CachePage64) {
+  EngineCase c{"page64 bf16 q over e4m3 gqa causal", FP8ATTN_DTYPE_BF16, 4, 2, 64, layout(64, {500, 64, 65}, 1),
+               {33, 1, 20}, true, true};
+  c.seqlen_q = {33};
+  c.kv_dtype = FP8ATTN_DTYPE_E4M3;
+  expect_emulator_matches_engine(c);
+}
+
+TEST(PagedFwdEmuEngine, MixedBf16QueriesOverE4m3CacheDecode) {
+  EngineCase c{"page16 bf16 q over e4m3 gqa decode", FP8ATTN_DTYPE_BF16, 8, 2, 128, layout(16, {300, 17, 0, 230}, 0),
+               {1, 4, 2, 1}, false, true};
+  c.kv_dtype = FP8ATTN_DTYPE_E4M3;
+  c.decode = true;
+  expect_emulator_matches_engine(c);
+}
+
+// The gather's decode of E4M3 codes to BF16, all 256 codes: the BF16 of the code's float value,
+// bit for bit (an E4M3 NaN becomes a BF16 NaN of its sign).
+TEST(PagedFwdEmuEngine, GatherDecodesEveryE4m3CodeToItsBf16) {
+  for (uint32_t code = 0; code < 256; ++code) {
+    const float value = num::e4m3_to_float(static_cast<uint8_t>(code));
+    const uint32_t bits = sm90::e4m3_to_bf16_bits(code);
+    if (std::isnan(value)) {
+      EXPECT_TRUE(std::isnan(num::bf16_to_float(static_cast<uint16_t>(bits)))) << code;
+      EXPECT_EQ(bits >> 15, code >> 7) << code;
+      continue;
+    }
+    EXPECT_EQ(num::bf16_to_float(static_cast<uint16_t>(bits)), value) << "code " << code;
+    EXPECT_EQ(bits, num::float_to_bf16(value)) << "code " << code;
+  }
+  EXPECT_EQ(sm90::e4m3x4_to_bf16x4(0x01B83800u),
+            0x0000'BF80'3F80'0000ull | uint64_t{sm90::e4m3_to_bf16_bits(0x01u)} << 48);
 }
 
 }  // namespace

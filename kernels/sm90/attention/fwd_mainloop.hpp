@@ -44,7 +44,7 @@ struct FwdConsumerRole {
 /// The per-tile arguments of the block loops, folded once per tile as the engine does.
 struct FwdTileArgs {
   float q_block;      ///< per-block Q descale of the tile's query block
-  bool v_blocks;      ///< per-block V descales: each block's P·V is scaled at its promotion
+  bool v_blocks;      ///< per-block (or per-token) V descales: each block's P·V is scaled at promotion
   int32_t all_first;  ///< keys_seen_by_all of the tile's rows: a block inside is fully visible
   int32_t all_last;   ///< (block_fully_visible, with the mask folded once per tile)
 };
@@ -237,7 +237,14 @@ FP8ATTN_ARCH_FN void run_blocks_serial(const AttentionFwdParams& p, FwdSharedSto
 
     float rescale[2];
     uint32_t words[Cfg::kPWords];
-    softmax_block<Cfg::kBlockN, Cfg::kTelemetry, Cfg::kBf16>(s, sb, p, rows, rescale, words, tel);
+    // NOTE: a paged cache's per-token descales run here only: they promote every block
+    // (fwd_kv_token_scales.hpp); v_largest stays 1 without them.
+    const float* token_scales = nullptr;
+    float v_largest = 1.0f;
+    if constexpr (Cfg::kPromotion == PvPromotion::EveryBlock && FwdSharedStorage<Cfg>::kTokenScales)
+      if (p.paged.k_scale != nullptr) token_scales = smem.kv_token_scale[kv.stage];
+    softmax_block<Cfg::kBlockN, Cfg::kTelemetry, Cfg::kBf16>(s, sb, p, rows, rescale, words, tel, token_scales,
+                                                             &v_largest);
     arch::WgmmaAFragment pf[Cfg::kPFragments];
     make_p<Cfg>(pf, words, s, sb, tel);
     rescale_o<Cfg>(o, fresh, rescale);
@@ -251,7 +258,7 @@ FP8ATTN_ARCH_FN void run_blocks_serial(const AttentionFwdParams& p, FwdSharedSto
       // The engine's fresh tile is 0 here; scaled by the block's V descale when there are
       // per-block ones.
       arch::mbarrier_wait_parity(&smem.vt_full[kv.stage], kv.phase);
-      const float vb = p.v_block_descale.at(tile.batch, tile.head_kv, block.index);
+      const float vb = kv_token_pv_factor(p.v_block_descale.at(tile.batch, tile.head_kv, block.index), v_largest);
       FP8ATTN_UNROLL
       for (int n0 = 0; n0 < Cfg::kHeadDimO; n0 += Cfg::kPvSplitN) {
         arch::WgmmaAccF32<Cfg::kPvSplitN> part;
@@ -266,6 +273,10 @@ FP8ATTN_ARCH_FN void run_blocks_serial(const AttentionFwdParams& p, FwdSharedSto
         arch::wgmma_fence_operand(o);
       }
     }
+    // NOTE: every thread read the stage's per-token descales with plain loads; the leader's
+    // arrival on kv_empty frees them only once all of its warpgroup has.
+    if (token_scales != nullptr)
+      arch::named_barrier_sync(barrier_id(FwdBarrier::kTokenScalesRead0, role.consumer), 128);
     if (role.wg_leader) arch::mbarrier_arrive(&smem.kv_empty[kv.stage]);  // this stage's V, Vᵀ are read
   }
 }
@@ -312,7 +323,8 @@ FP8ATTN_ARCH_FN void run_consumer(const AttentionFwdParams& p, FwdSharedStorage<
       sb.vis_last[h] = static_cast<int32_t>(vis.last);
     }
     const KeyRange all = keys_seen_by_all(tile.mask, tile.row0, tile.row0 + tile.rows);
-    const FwdTileArgs ta{p.q_block_descale.at(tile.batch, tile.head, tile.m_block), p.v_block_descale.data != nullptr,
+    const FwdTileArgs ta{p.q_block_descale.at(tile.batch, tile.head, tile.m_block),
+                         p.v_block_descale.data != nullptr || p.paged.k_scale != nullptr,
                          static_cast<int32_t>(all.first), static_cast<int32_t>(all.last)};
 
     constexpr bool kEveryN = Cfg::kPromotion == PvPromotion::EveryN;

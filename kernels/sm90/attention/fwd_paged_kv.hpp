@@ -5,8 +5,9 @@
 //     box_rows tokens of one page (box_rows divides page_size, BlockN and sink_tokens, so no box
 //     straddles a page), issued by one thread. One box when page_size is a multiple of BlockN.
 //   - Gather path (box_rows = 0: page sizes whose box would not be a multiple of 8 rows, the
-//     swizzle period of a K tile): warps 1-3 copy 16-byte pieces of each row with plain loads
-//     into the tile's (swizzled) layout, fence them for the async proxy and arrive on k_full.
+//     swizzle period of a K tile, and E4M3 caches under BF16 Q): warps 1-3 copy 8-byte words of
+//     each row with plain loads into the tile's (swizzled) layout (decoding E4M3 codes to BF16
+//     for a BF16 kernel), fence them for the async proxy and arrive on k_full.
 // TMA boxes also read the slots past seqused_k that share a box with the last key: an
 // uninitialized cache holds NaN codes there, and 0 · NaN in P·V would reach O, so warps 1-3 zero
 // those V rows once V lands (E4M3: in the transpose; BF16: zero_paged_v_tail). K needs nothing:
@@ -18,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/arch/atomic.hpp"
 #include "kernels/arch/barrier.hpp"
@@ -114,6 +116,31 @@ FP8ATTN_ARCH_FN void zero_paged_v_tail(uint32_t thread, uint8_t* v, uint32_t key
 }
 
 
+/// One E4M3 code (the low 8 bits) as BF16 bits, exactly: every E4M3 value is a BF16 value (4
+/// exponent bits inside BF16's 8, 3 fraction bits inside its 7); the CPU engine decodes the same
+/// codes to the same values (decode_row). The NaN codes 0x7F / 0xFF become BF16 quiet NaNs.
+/// NOTE: the 7 bits below the sign go to FP32's bits 20..26 (the exponent field's low 4 bits and
+/// the fraction's top 3), which makes an FP32 of the code's magnitude times 2^-120, an FP32
+/// denormal for E4M3's subnormals; times 2^120 is exact (no flush to zero: neither build uses
+/// fast math). Straight-line code: the branchy decode spilled the producer's 24 registers.
+FP8ATTN_HOST_DEVICE uint32_t e4m3_to_bf16_bits(uint32_t code) {
+  const uint32_t magnitude = code & 0x7Fu, sign = (code & 0x80u) << 8;
+  const uint32_t placed = magnitude << 20;
+  float scaled;
+  memcpy(&scaled, &placed, sizeof scaled);
+  scaled *= 0x1p120f;
+  uint32_t bits;
+  memcpy(&bits, &scaled, sizeof bits);
+  return sign | (magnitude == 0x7Fu ? 0x7FC0u : bits >> 16);
+}
+
+FP8ATTN_HOST_DEVICE uint64_t e4m3x4_to_bf16x4(uint32_t codes) {
+  uint64_t out = 0;
+  for (uint32_t i = 0; i < 4; ++i)
+    out |= static_cast<uint64_t>(e4m3_to_bf16_bits((codes >> (8 * i)) & 0xFFu)) << (16 * i);
+  return out;
+}
+
 /// Gather path: rows [0, BlockN) of K (kV false) or V of one block from key `key` of sequence b,
 /// KV head `head_kv`, one row per thread at a time (`thread` in [0, 96)), in 8-byte words: word j
 /// of row r lands at byte 8j of row r of chunk 8j / kChunkBytes, each chunk a
@@ -142,7 +169,13 @@ FP8ATTN_ARCH_FN void gather_paged_rows(const FwdPagedKv& kv, uint8_t* dst, uint3
     }
     FP8ATTN_NO_UNROLL
     for (uint32_t word = 0; word < kWords; ++word) {
-      const uint64_t value = src != nullptr ? *reinterpret_cast<const uint64_t*>(src + word * 8u) : 0ull;
+      uint64_t value = 0;
+      if (src != nullptr) {
+        // NOTE: an E4M3 cache under a BF16 kernel: the destination word's four BF16 values are
+        // four codes of the source row, decoded here (kv.e4m3_cache is uniform across the block).
+        if (Cfg::kBf16 && kv.e4m3_cache) value = e4m3x4_to_bf16x4(*reinterpret_cast<const uint32_t*>(src + word * 4u));
+        else value = *reinterpret_cast<const uint64_t*>(src + word * 8u);
+      }
       const uint32_t chunk = word * 8u / kChunkBytes, in_chunk = word * 8u % kChunkBytes;
       const uint32_t offset = arch::swizzle_address(row * kChunkBytes + in_chunk, kSwizzle);
       arch::smem_store(reinterpret_cast<uint64_t*>(dst + chunk * (Cfg::kBlockN * kChunkBytes) + offset), value);

@@ -61,7 +61,16 @@ struct FwdPagedKv {
   const uint8_t* v_cache = nullptr;
   int32_t k_page_bytes = 0, k_token_bytes = 0, k_head_bytes = 0;  ///< < 2^31 (the plan checks)
   int32_t v_page_bytes = 0, v_token_bytes = 0, v_head_bytes = 0;
+  /// BF16 kernels: the caches hold E4M3 codes, which the gather path (box_rows = 0: TMA cannot
+  /// convert) decodes exactly to BF16 in shared memory (fwd_paged_kv.hpp, e4m3x4_to_bf16x4).
+  bool e4m3_cache = false;
   FwdPagedFaults* faults = nullptr;
+  /// PER_TOKEN_HEAD descales (F32 [num_pages, page_size, heads_kv], strides in elements, < 2^31:
+  /// the plan checks), applied in the kernel (fwd_kv_token_scales.hpp); null without them.
+  const float* k_scale = nullptr;
+  const float* v_scale = nullptr;
+  int32_t k_scale_page_stride = 0, k_scale_token_stride = 0, k_scale_head_stride = 0;
+  int32_t v_scale_page_stride = 0, v_scale_token_stride = 0, v_scale_head_stride = 0;
 };
 
 /// Output element type of the epilogue. E4M3 stores round_e4m3_satfinite(O · out_scale).
@@ -116,6 +125,9 @@ enum class FwdBarrier : unsigned {
   kConsumerTurn0 = 1,    ///< ids 1..kConsumers: consumer c's turn on the tensor cores
   kTelemetryMerge = 8,   ///< the consumers' slots of the telemetry merge are written
   kProducerVt = 9,       ///< the producer warpgroup's parts of a stage's Vᵀ (or gathered K, V) are written
+  /// ids 10..9 + kConsumers: consumer c's threads have read the stage's per-token descales
+  /// (fwd_kv_token_scales.hpp), before its leader frees the stage
+  kTokenScalesRead0 = 10,
 };
 
 FP8ATTN_HOST_DEVICE constexpr unsigned barrier_id(FwdBarrier b, unsigned offset = 0) {

@@ -19,6 +19,7 @@
 #include "kernels/arch/tma.hpp"
 #include "kernels/arch/warp.hpp"
 #include "kernels/sm90/attention/fwd_config.hpp"
+#include "kernels/sm90/attention/fwd_kv_token_scales.hpp"
 #include "kernels/sm90/attention/fwd_paged_kv.hpp"
 #include "kernels/sm90/attention/fwd_params.hpp"
 #include "kernels/sm90/attention/fwd_tile_scheduler.hpp"
@@ -79,6 +80,15 @@ FP8ATTN_ARCH_FN void run_paged_kv(const AttentionFwdParams& p, FwdSharedStorage<
     arch::mbarrier_wait_parity(&smem.kv_request[stage], phase);
     if (arch::smem_load(&smem.kv_block[stage][0]) < 0) break;  // the end (run_loads)
     const PagedBlock at = read_paged_block(p, smem.kv_block[stage]);
+    // NOTE: the TMA path's k_full completes on the loading thread's expect_tx and its boxes: the
+    // barrier orders the other warps' descale stores before that arrival. The gather path's
+    // barrier before its arrival on k_full does so there.
+    if constexpr (FwdSharedStorage<Cfg>::kTokenScales)
+      if (p.paged.k_scale != nullptr) {
+        gather_token_scales<Cfg::kBlockN>(p.paged, smem.kv_token_scale[stage], arch::thread_idx_in_warpgroup() - 32,
+                                          at.b, at.head_kv, at.key, at.seqlen_k);
+        if (p.paged.box_rows != 0) arch::named_barrier_sync(barrier_id(FwdBarrier::kProducerVt), kTransposeThreads);
+      }
     if (p.paged.box_rows == 0) {
       gather_paged_block<Cfg>(p, arch::thread_idx_in_warpgroup() - 32, smem, stage, at);
       if constexpr (!Cfg::kBf16)

@@ -15,6 +15,7 @@
 #include "kernels/arch/cvt.hpp"
 #include "kernels/arch/warp.hpp"
 #include "kernels/arch/wgmma.hpp"
+#include "kernels/sm90/attention/fwd_kv_token_scales.hpp"
 #include "kernels/sm90/attention/fwd_params.hpp"
 #include "kernels/sm90/mask.hpp"
 #include "kernels/sm90/softmax_math.hpp"
@@ -120,10 +121,14 @@ inline constexpr int kSoftmaxWords = kBf16 ? 1 : kBlockN / 8;
 /// 2q+1 of each 8-column group c of row half h, pair pr = 2c + h, lowest column in the low byte)
 /// into `words`, two pairs per word (word 2·(c/2) + h, group c in the half c%2), and counts
 /// telemetry. BF16 leaves FP32 P̃ in `s` for cast_p_bf16.
+/// With `token_scales` (the stage's per-(token, head) descales of a paged cache, shared memory:
+/// fwd_kv_token_scales.hpp), K's multiply the logits after the per-block factor, and P̃ is scaled
+/// by V's ratios after the row sums; the block's largest V descale goes to `v_largest`.
 template <int kBlockN, bool kTelemetry, bool kBf16 = false>
 FP8ATTN_ARCH_FN void softmax_block(arch::WgmmaAccF32<kBlockN>& s, const FwdBlockSoftmax& b, const FwdArguments& p,
                                    FwdRowState& rows, float (&rescale)[2], uint32_t (&words)[kSoftmaxWords<kBlockN, kBf16>],
-                                   FwdThreadTelemetry& tel) {
+                                   FwdThreadTelemetry& tel, const float* token_scales = nullptr,
+                                   float* v_largest = nullptr) {
   constexpr int kRegs = kBlockN / 2;
   float block_max[2] = {kNegInf, kNegInf};
   float tile_abs[2] = {0.0f, 0.0f};
@@ -133,6 +138,7 @@ FP8ATTN_ARCH_FN void softmax_block(arch::WgmmaAccF32<kBlockN>& s, const FwdBlock
     FP8ATTN_UNROLL
     for (int i = 0; i < kRegs; ++i) s[i] *= b.block_factor;
   }
+  if (token_scales != nullptr) apply_k_token_scales<kBlockN>(s, token_scales);
   // NOTE: only the blocks that need it are masked (FlashAttention-3 masks its boundary, causal-
   // diagonal and window-edge blocks): one whose keys every row of the tile sees (`full`, from
   // mask.hpp's keys_inside, as the engine decides) and that has no padding columns takes the
@@ -176,6 +182,10 @@ FP8ATTN_ARCH_FN void softmax_block(arch::WgmmaAccF32<kBlockN>& s, const FwdBlock
     const int h = (i >> 1) & 1;
     s[i] = p_tilde(s[i], b.scale_log2, subtrahend[h]);
     rows.partial[h] += s[i];
+  }
+  if (token_scales != nullptr) {
+    *v_largest = v_token_largest<kBlockN>(token_scales, b.keys);
+    apply_v_token_ratios<kBlockN>(s, token_scales, b.keys, *v_largest);
   }
   if constexpr (kBf16) {
     (void)words;  // BF16 P is cast after the P·V wait, by cast_p_bf16

@@ -6,6 +6,7 @@
 
 #include "kernels/numerics/bfloat16.hpp"
 #include "kernels/sm90/decode_schedule.hpp"
+#include "kernels/sm90/kv_cache_math.hpp"
 #include "kernels/sm90/mask.hpp"
 #include "kernels/sm90/softmax_math.hpp"
 #include "lib/attention/engine/decode_rows.hpp"
@@ -146,7 +147,7 @@ void run_decode_tile(const AttentionConfig& c, const AttentionProblem& p, const 
                c.tile.mma_k_pv, false, c.mma_rule);
     ++visited;
     if (promote && (visited % promote_interval == 0 || visited == split_blocks)) {
-      const float vb = p.v_block_descale.at(at.batch, head_kv, block.index) * v_token_max;
+      const float vb = sm90::kv_token_pv_factor(p.v_block_descale.at(at.batch, head_kv, block.index), v_token_max);
       for (int64_t i = 0; i < static_cast<int64_t>(rows) * dv; ++i) {
         t.o[i] = v_blocks ? std::fmaf(t.o_fresh[i], vb, t.o[i]) : t.o[i] + t.o_fresh[i];
         t.o_fresh[i] = 0.0f;

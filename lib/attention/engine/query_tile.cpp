@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/sm90/kv_cache_math.hpp"
 #include "kernels/sm90/kv_schedule.hpp"
 #include "kernels/sm90/mask.hpp"
 #include "kernels/sm90/softmax_math.hpp"
@@ -136,9 +137,9 @@ float block_token_scales(const AttentionProblem& p, int64_t batch, int head_kv, 
     const int64_t key = key0 + j, page = kv.page(batch, key), token = key % kv.page_size;
     k_token[j] = kv.k_scale.at(page, token, head_kv);
     v_ratio[j] = kv.v_scale.at(page, token, head_kv);
-    v_max = std::max(v_max, v_ratio[j]);
+    v_max = sm90::kv_token_max(v_max, v_ratio[j]);
   }
-  for (int j = 0; j < keys; ++j) v_ratio[j] /= v_max;
+  for (int j = 0; j < keys; ++j) v_ratio[j] = sm90::kv_token_v_ratio(v_ratio[j], v_max);
   return v_max;
 }
 
@@ -288,7 +289,7 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
     // NOTE: two-level accumulation guards against the FP8 tensor core's accumulator keeping
     // fewer bits than FP32 (DESIGN §3): the fresh tile is added into O every N blocks.
     if (promote && ((step + 1) % promote_interval == 0 || step + 1 == schedule.count())) {
-      const float vb = p.v_block_descale.at(at.batch, head_kv, block.index) * v_token_max;
+      const float vb = sm90::kv_token_pv_factor(p.v_block_descale.at(at.batch, head_kv, block.index), v_token_max);
       for (int64_t i = 0; i < static_cast<int64_t>(rows) * dv; ++i) {
         t.o[i] = v_blocks ? std::fmaf(t.o_fresh[i], vb, t.o[i]) : t.o[i] + t.o_fresh[i];
         t.o_fresh[i] = 0.0f;

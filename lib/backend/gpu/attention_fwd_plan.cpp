@@ -132,10 +132,14 @@ void plan_paged_kv(const AttentionConfig& c, const AttentionProblem& p, void* wo
                    arch::TmaDataType type, uint32_t chunk, arch::Swizzle swizzle) {
   const PagedKv& kv = p.paged;
   const bool bf16 = !c.fp8();
-  // NOTE: PER_HEAD scale caches arrive as the problem's K and V descales (apply_paged_descales).
-  require(kv.scale_granularity != FP8ATTN_KV_SCALE_PER_TOKEN_HEAD, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
-          "a paged cache with per-token descales (FP8ATTN_KV_SCALE_PER_TOKEN_HEAD): the Hopper kernel applies "
-          "descales per sequence and KV head (or per KV head: FP8ATTN_KV_SCALE_PER_HEAD)");
+  // NOTE: PER_HEAD scale caches arrive as the problem's K and V descales (apply_paged_descales);
+  // PER_TOKEN_HEAD ones are read by the kernel (fwd_kv_token_scales.hpp) on the every-block
+  // kernel (promotion_of), which is E4M3's (plan_attention_fwd refuses BF16 Q) and the
+  // forward's, not the decode kernels'.
+  const bool per_token = kv.scale_granularity == FP8ATTN_KV_SCALE_PER_TOKEN_HEAD;
+  require(!per_token || !c.decode, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
+          "a paged cache with per-token descales (FP8ATTN_KV_SCALE_PER_TOKEN_HEAD) on the decode path (desc.decode "
+          "= 1): the Hopper decode kernels apply descales per KV head; use desc.decode = 0 or PER_HEAD descales");
   require(p.v.dim_stride == 1, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
           "a paged v_cache with its keys contiguous: the Hopper kernel reads cache rows (dim stride 1)");
   require(workspace != nullptr, FP8ATTN_STATUS_NULL_POINTER,
@@ -148,16 +152,30 @@ void plan_paged_kv(const AttentionConfig& c, const AttentionProblem& p, void* wo
           FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
           "a paged cache whose pages, keys or table offsets exceed the kernel's 32-bit indices");
   sm90::FwdPagedKv& a = l.args.paged;
-  a.box_rows = paged_box_rows(kv.page_size, c.tile.block_n, c.sink_tokens);
-  // NOTE: the gather path builds the maps too (a box of one row): both runtimes encode them.
+  // NOTE: BF16 Q over an E4M3 cache runs the BF16 kernel; its gather path decodes the codes to
+  // BF16 in shared memory (fwd_paged_kv.hpp), since TMA copies bytes and cannot convert.
+  const bool e4m3_cache = bf16 && p.k.dtype == FP8ATTN_DTYPE_E4M3;
+  a.e4m3_cache = e4m3_cache;
+  a.box_rows = e4m3_cache ? 0 : paged_box_rows(kv.page_size, c.tile.block_n, c.sink_tokens);
+  // NOTE: the gather path builds the maps too (a box of one row): both runtimes encode them. An
+  // E4M3 cache's maps are E4M3's (bytes, a swizzle span per row chunk), never loaded from.
   const uint32_t box_rows = a.box_rows > 0 ? static_cast<uint32_t>(a.box_rows) : 1u;
   const int64_t pages = std::max<int64_t>(kv.num_pages, 1);
-  l.k = attention_tensor_map("k_cache", p.k, type, kv.page_size, c.num_heads_kv, pages, c.head_dim, chunk, box_rows,
-                             swizzle);
-  l.v = bf16 ? attention_tensor_map("v_cache", p.v, type, kv.page_size, c.num_heads_kv, pages, c.head_dim, chunk,
-                                    box_rows, swizzle)
-             : attention_tensor_map("v_cache", p.v, type, kv.page_size, c.num_heads_kv, pages, c.head_dim,
-                                    c.head_dim, box_rows, arch::Swizzle::None);
+  const uint32_t cache_chunk = c.head_dim == 64 ? 64u : 128u;
+  const arch::Swizzle cache_swizzle = c.head_dim == 64 ? arch::Swizzle::B64 : arch::Swizzle::B128;
+  if (e4m3_cache) {
+    l.k = attention_tensor_map("k_cache", p.k, arch::TmaDataType::UInt8, kv.page_size, c.num_heads_kv, pages,
+                               c.head_dim, cache_chunk, 1, cache_swizzle);
+    l.v = attention_tensor_map("v_cache", p.v, arch::TmaDataType::UInt8, kv.page_size, c.num_heads_kv, pages,
+                               c.head_dim, cache_chunk, 1, cache_swizzle);
+  } else {
+    l.k = attention_tensor_map("k_cache", p.k, type, kv.page_size, c.num_heads_kv, pages, c.head_dim, chunk, box_rows,
+                               swizzle);
+    l.v = bf16 ? attention_tensor_map("v_cache", p.v, type, kv.page_size, c.num_heads_kv, pages, c.head_dim, chunk,
+                                      box_rows, swizzle)
+               : attention_tensor_map("v_cache", p.v, type, kv.page_size, c.num_heads_kv, pages, c.head_dim,
+                                      c.head_dim, box_rows, arch::Swizzle::None);
+  }
   a.block_table = kv.block_table;
   a.table_batch_stride = static_cast<int32_t>(kv.table_batch_stride);
   a.table_page_stride = static_cast<int32_t>(kv.table_page_stride);
@@ -165,7 +183,7 @@ void plan_paged_kv(const AttentionConfig& c, const AttentionProblem& p, void* wo
   a.seqused_stride = static_cast<int32_t>(kv.seqused_stride);
   a.page_size = static_cast<int32_t>(kv.page_size);
   a.num_pages = static_cast<int32_t>(kv.num_pages);
-  const int64_t e = bf16 ? 2 : 1;
+  const int64_t e = p.k.dtype == FP8ATTN_DTYPE_BF16 ? 2 : 1;  // the cache's element bytes
   for (const SeqTensor* t : {&p.k, &p.v})
     require(std::max({t->batch_stride, t->seq_stride, t->head_stride}) * e <= INT32_MAX,
             FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
@@ -179,6 +197,21 @@ void plan_paged_kv(const AttentionConfig& c, const AttentionProblem& p, void* wo
   a.v_page_bytes = static_cast<int32_t>(p.v.batch_stride * e);
   a.v_token_bytes = static_cast<int32_t>(p.v.seq_stride * e);
   a.v_head_bytes = static_cast<int32_t>(p.v.head_stride * e);
+  if (per_token) {
+    for (const PagedKv::ScaleCache* t : {&kv.k_scale, &kv.v_scale})
+      require(std::max({t->page_stride, t->token_stride, t->head_stride}) <= INT32_MAX,
+              FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
+              "a per-token scale cache whose page, token or head stride is 2^31 elements or more: the kernel's "
+              "descale gather counts in 32 bits");
+    a.k_scale = kv.k_scale.data;
+    a.v_scale = kv.v_scale.data;
+    a.k_scale_page_stride = static_cast<int32_t>(kv.k_scale.page_stride);
+    a.k_scale_token_stride = static_cast<int32_t>(kv.k_scale.token_stride);
+    a.k_scale_head_stride = static_cast<int32_t>(kv.k_scale.head_stride);
+    a.v_scale_page_stride = static_cast<int32_t>(kv.v_scale.page_stride);
+    a.v_scale_token_stride = static_cast<int32_t>(kv.v_scale.token_stride);
+    a.v_scale_head_stride = static_cast<int32_t>(kv.v_scale.head_stride);
+  }
   a.faults = reinterpret_cast<sm90::FwdPagedFaults*>(static_cast<unsigned char*>(workspace) + kPagedFaultsOffset);
   // NOTE: no cu_seqlens_k: sequence b's keys are seqused_k[b], clamped to seqlen_k (the bound).
   l.args.cu_seqlens_k = nullptr;
@@ -186,8 +219,10 @@ void plan_paged_kv(const AttentionConfig& c, const AttentionProblem& p, void* wo
 }
 
 sm90::PvPromotion promotion_of(const AttentionConfig& c, const AttentionProblem& p) {
-  // NOTE: a per-block V descale implies promotion after every block, as in the engine.
-  if (p.v_block_descale.present() || c.pv_promote_interval == 1) return sm90::PvPromotion::EveryBlock;
+  // NOTE: a per-block V descale, or a paged cache's per-token ones, imply promotion after every
+  // block, as in the engine.
+  const bool per_token = p.paged.present && p.paged.scale_granularity == FP8ATTN_KV_SCALE_PER_TOKEN_HEAD;
+  if (p.v_block_descale.present() || per_token || c.pv_promote_interval == 1) return sm90::PvPromotion::EveryBlock;
   return c.pv_promote_interval > 1 ? sm90::PvPromotion::EveryN : sm90::PvPromotion::Off;
 }
 
@@ -199,6 +234,10 @@ sm90::FwdLaunch plan_attention_fwd(const AttentionConfig& c, const AttentionProb
   const bool bf16 = !c.fp8();
   require(!bf16 || !p.v_block_descale.present(), FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
           "per-block V descales with BF16 inputs: the Hopper BF16 kernel has no per-block P·V promotion");
+  require(!bf16 || !p.paged.present || p.paged.scale_granularity != FP8ATTN_KV_SCALE_PER_TOKEN_HEAD,
+          FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
+          "a paged cache with per-token descales (FP8ATTN_KV_SCALE_PER_TOKEN_HEAD) under BF16 Q: they promote P·V "
+          "every block, and the Hopper BF16 kernel has no P·V promotion; use E4M3 Q or PER_HEAD descales");
   sm90::FwdLaunch l;
   l.key = {c.head_dim, promotion_of(c, p), c.telemetry, attention_fwd_input(c)};
   const sm90::FwdKernelShape shape = sm90::fwd_kernel_shape(l.key);
@@ -211,7 +250,8 @@ sm90::FwdLaunch plan_attention_fwd(const AttentionConfig& c, const AttentionProb
   const sm90::AttentionTile kernel_tile = sm90::attention_tile(c.head_dim, !bf16, l.key.promotion);
   require(kernel_tile.block_m == c.tile.block_m && kernel_tile.block_n == c.tile.block_n,
           FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
-          "per-block V descales with pv_promote_interval " + std::to_string(c.pv_promote_interval) +
+          "per-block (or a paged cache's per-token) V descales with pv_promote_interval " +
+              std::to_string(c.pv_promote_interval) +
               " at head_dim " + std::to_string(c.head_dim) +
               ": they promote every block, and the Hopper kernel that does so has a tile of BlockM " +
               std::to_string(kernel_tile.block_m) + " x BlockN " + std::to_string(kernel_tile.block_n) +

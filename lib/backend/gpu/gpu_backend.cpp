@@ -50,8 +50,16 @@ class GpuBackend final : public Backend {
   }
 
   /// A paged KV cache: the producer loads its pages (kernels/sm90/attention/fwd_paged_kv.hpp);
-  /// per-token scale caches are refused at the call (plan_attention_fwd).
+  /// per-token scale caches run on the E4M3 every-block kernel (fwd_kv_token_scales.hpp); the
+  /// call refuses them under BF16 Q and on the decode path (plan_attention_fwd).
   bool runs_paged_kv(const AttentionConfig&) const override { return true; }
+
+  /// BF16 Q over an E4M3 cache: the BF16 forward or decode kernel, whose paged gather decodes the
+  /// codes to BF16 (fwd_paged_kv.hpp). Not over contiguous K and V: TMA loads them and cannot
+  /// convert.
+  bool runs_mixed_kv_dtype(const AttentionConfig& config) const override {
+    return config.paged() && config.input_dtype == FP8ATTN_DTYPE_BF16 && config.kv_dtype == FP8ATTN_DTYPE_E4M3;
+  }
 
   bool measures_forward_amax() const override { return true; }
   int64_t forward_amax_offset() const override {
