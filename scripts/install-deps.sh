@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-main_job_debs=(cmake g++ make pkg-config libspdlog-dev libfmt-dev libbenchmark-dev libopenblas-dev
+main_job_debs=(cmake g++ make ccache pkg-config libspdlog-dev libfmt-dev libbenchmark-dev libopenblas-dev
                nlohmann-json3-dev)
 # qemu-user: tests/portability runs the default build on an emulated Haswell (qemu-x86_64).
 debs=("${main_job_debs[@]}" libgtest-dev libgmock-dev doxygen python3-venv git qemu-user
