@@ -8,8 +8,9 @@
 //     after the row sums it takes the block's largest V descale (a max over the quad's columns)
 //     and multiplies P̃'s column j by v_j / largest before P's cast; the block's P·V product is
 //     promoted with the largest as its V factor (the every-block kernel, run_blocks_serial);
-//   - BF16 P (BF16 Q over an E4M3 cache, heads up to 128): P̃'s column j times v_j whole, P·V
-//     straight into O (kv_token_v_whole), in both of the BF16 kernels' schedules.
+//   - BF16 P (BF16 Q over an E4M3 cache, head_dim up to 128): P̃'s column j times v_j whole just
+//     before P's cast (make_p), P·V straight into O (kv_token_v_whole), in both of the BF16
+//     kernels' schedules.
 // NOTE: the descales are read from shared memory where they are used, one load per S register,
 // rather than held: the consumers' registers are S, O and P (fwd_config.hpp).
 #pragma once

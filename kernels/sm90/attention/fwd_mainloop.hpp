@@ -132,13 +132,16 @@ FP8ATTN_ARCH_FN void issue_pv(arch::WgmmaAccF32<N>& acc, const arch::WgmmaAFragm
 }
 
 /// P's A fragments: E4M3 from the softmax's words by byte permutes and shuffles; BF16 by the cvt
-/// of the FP32 P̃ left in `s` (cast_p_bf16, which also counts its telemetry). Called once no P·V
-/// reads `pf` any more.
+/// of the FP32 P̃ left in `s` (cast_p_bf16, which also counts its telemetry), its columns first
+/// times V's per-token descales whole when `token_scales` (kv_cache_math.hpp). Called once no
+/// P·V reads `pf` any more.
 template <class Cfg>
 FP8ATTN_ARCH_FN void make_p(arch::WgmmaAFragment (&pf)[Cfg::kPFragments], const uint32_t (&words)[Cfg::kPWords],
-                            const arch::WgmmaAccF32<Cfg::kBlockN>& s, const FwdBlockSoftmax& sb, FwdThreadTelemetry& tel) {
+                            arch::WgmmaAccF32<Cfg::kBlockN>& s, const FwdBlockSoftmax& sb, FwdThreadTelemetry& tel,
+                            const float* token_scales) {
   static_assert(Cfg::kPWords == kSoftmaxWords<Cfg::kBlockN, Cfg::kBf16>, "the softmax's words are P's");
   if constexpr (Cfg::kBf16) {
+    if (token_scales != nullptr) apply_v_token_whole<Cfg::kBlockN>(s, token_scales, sb.keys);
     cast_p_bf16<Cfg::kBlockN, Cfg::kTelemetry>(s, sb, pf, tel);
   } else {
     FP8ATTN_UNROLL
@@ -189,7 +192,7 @@ FP8ATTN_ARCH_FN void run_blocks_overlapped(const AttentionFwdParams& p, FwdShare
   softmax_block<Cfg::kBlockN, Cfg::kTelemetry, Cfg::kBf16>(s, sb, p, rows, rescale, words, tel,
                                                            token_scales_of<Cfg>(p, smem, kv.stage));
   rescale_o<Cfg>(o, fresh, rescale);
-  make_p<Cfg>(pf, words, s, sb, tel);
+  make_p<Cfg>(pf, words, s, sb, tel, token_scales_of<Cfg>(p, smem, kv.stage));
 
   for (int32_t step = 1; step < blocks; ++step) {
     const PipelineState<Cfg::kStages> prev = kv;  // the stage of block step − 1, whose P·V is due
@@ -217,7 +220,8 @@ FP8ATTN_ARCH_FN void run_blocks_overlapped(const AttentionFwdParams& p, FwdShare
       }
     }
     rescale_o<Cfg>(o, fresh, rescale);
-    make_p<Cfg>(pf, words, s, sb, tel);  // after the wait: P·V of block step − 1 no longer reads pf
+    // after the wait: P·V of block step − 1 no longer reads pf
+    make_p<Cfg>(pf, words, s, sb, tel, token_scales_of<Cfg>(p, smem, kv.stage));
   }
 
   // The last block's P·V, and its promotion (the last block always closes an interval).
@@ -266,7 +270,7 @@ FP8ATTN_ARCH_FN void run_blocks_serial(const AttentionFwdParams& p, FwdSharedSto
     softmax_block<Cfg::kBlockN, Cfg::kTelemetry, Cfg::kBf16>(s, sb, p, rows, rescale, words, tel, token_scales,
                                                              &v_largest);
     arch::WgmmaAFragment pf[Cfg::kPFragments];
-    make_p<Cfg>(pf, words, s, sb, tel);
+    make_p<Cfg>(pf, words, s, sb, tel, token_scales);
     rescale_o<Cfg>(o, fresh, rescale);
 
     if constexpr (Cfg::kPromotion == PvPromotion::Off) {
