@@ -828,9 +828,10 @@ typedef enum fp8attn_kv_scale_granularity {
                                            the computation: K's on the logits, V's on P·V
                                            (under BF16 Q: whole on P's columns before its cast,
                                            docs/numerics.md). The emulator and CUDA backends
-                                           apply them in their forward kernels (E4M3, and BF16
-                                           Q over an E4M3 cache at head_dim 64 or 128) and
-                                           refuse them with desc.decode = 1 or under BF16 Q at
+                                           apply them in their E4M3 forward kernels and, under
+                                           BF16 Q over an E4M3 cache at head_dim 64 or 128, in
+                                           the BF16 forward and decode kernels; they refuse them
+                                           under E4M3 Q with desc.decode = 1 and under BF16 Q at
                                            head_dim 256 at the forward call
                                            (::FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND). */
 } fp8attn_kv_scale_granularity;

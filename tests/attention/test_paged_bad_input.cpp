@@ -127,10 +127,16 @@ TEST(PagedBadInput, EmulatorBackendRefusesWhatTheKernelLacks) {
   EXPECT_NE(c.o.message.find("decode path"), std::string::npos) << c.o.message;
   EXPECT_TRUE(c.o.untouched()) << "outputs written by a refused call";
   // BF16 Q over the E4M3 cache: the emulator runs it with per-token descales (V's whole on P̃,
-  // kv_cache_math.hpp) and with PER_HEAD ones.
-  c.desc.decode = 0;
+  // kv_cache_math.hpp), on the decode path too, and with PER_HEAD ones.
   c.desc.input_dtype = FP8ATTN_DTYPE_BF16;
   c.desc.kv_dtype = FP8ATTN_DTYPE_E4M3;
+  c.q = make_queries(FP8ATTN_DTYPE_BF16, 2, 64, {1, 1}, true, c.rng);
+  c.args = query_args(c.q, c.o, 64);
+  c.args.next = &c.pkv;
+  ASSERT_EQ(c.run(FP8ATTN_BACKEND_CPU).status, FP8ATTN_OK) << c.o.message;  // valid input
+  ASSERT_EQ(c.run(FP8ATTN_BACKEND_EMULATOR).status, FP8ATTN_OK) << c.o.message;
+  EXPECT_FALSE(c.o.untouched());
+  c.desc.decode = 0;
   c.q = make_queries(FP8ATTN_DTYPE_BF16, 2, 64, {8, 8}, true, c.rng);
   c.args = query_args(c.q, c.o, 64);
   c.args.next = &c.pkv;

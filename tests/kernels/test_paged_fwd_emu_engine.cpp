@@ -194,6 +194,17 @@ TEST(PagedFwdEmuEngine, MixedBf16QueriesOverE4m3CacheDecode) {
   expect_emulator_matches_engine(c);
 }
 
+// The BF16 decode kernels take per-token descales by the same rule (the forward's producer and
+// serial main loop), bit-equal to the engine's decode path.
+TEST(PagedFwdEmuEngine, MixedBf16QueriesPerTokenScalesDecode) {
+  EngineCase c{"page16 bf16 q over e4m3 gqa decode per-token", FP8ATTN_DTYPE_BF16, 8, 2, 128,
+               layout(16, {300, 17, 0, 230}, 0), {1, 4, 2, 1}, false, true};
+  c.kv_dtype = FP8ATTN_DTYPE_E4M3;
+  c.per_token_scales = true;
+  c.decode = true;
+  expect_emulator_matches_engine(c);
+}
+
 // The gather's decode of E4M3 codes to BF16, all 256 codes: the BF16 of the code's float value,
 // bit for bit (an E4M3 NaN becomes a BF16 NaN of its sign).
 TEST(PagedFwdEmuEngine, GatherDecodesEveryE4m3CodeToItsBf16) {

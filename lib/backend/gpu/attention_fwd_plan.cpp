@@ -134,13 +134,14 @@ void plan_paged_kv(const AttentionConfig& c, const AttentionProblem& p, void* wo
   const bool bf16 = !c.fp8();
   // NOTE: PER_HEAD scale caches arrive as the problem's K and V descales (apply_paged_descales);
   // PER_TOKEN_HEAD ones are read by the kernel (fwd_kv_token_scales.hpp): on E4M3's every-block
-  // kernel (promotion_of), and under BF16 Q by the BF16 kernel with V's descale whole on P̃
-  // (kv_cache_math.hpp) up to head_dim 128 (plan_attention_fwd); the forward's, not the decode
-  // kernels'.
+  // forward kernel (promotion_of), and under BF16 Q by the BF16 forward and decode kernels with
+  // V's descale whole on P̃ (kv_cache_math.hpp) up to head_dim 128 (plan_attention_fwd). The E4M3
+  // decode kernels have no promotion, which E4M3 P's split descales need.
   const bool per_token = kv.scale_granularity == FP8ATTN_KV_SCALE_PER_TOKEN_HEAD;
-  require(!per_token || !c.decode, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
-          "a paged cache with per-token descales (FP8ATTN_KV_SCALE_PER_TOKEN_HEAD) on the decode path (desc.decode "
-          "= 1): the Hopper decode kernels apply descales per KV head; use desc.decode = 0 or PER_HEAD descales");
+  require(!per_token || !c.decode || bf16, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
+          "a paged cache with per-token descales (FP8ATTN_KV_SCALE_PER_TOKEN_HEAD) under E4M3 Q on the decode path "
+          "(desc.decode = 1): they promote P·V every block, which the Hopper decode kernels do not; use "
+          "desc.decode = 0, BF16 Q or PER_HEAD descales");
   require(p.v.dim_stride == 1, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
           "a paged v_cache with its keys contiguous: the Hopper kernel reads cache rows (dim stride 1)");
   require(workspace != nullptr, FP8ATTN_STATUS_NULL_POINTER,
