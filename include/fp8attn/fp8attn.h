@@ -825,10 +825,14 @@ typedef enum fp8attn_kv_scale_granularity {
   FP8ATTN_KV_SCALE_PER_TOKEN_HEAD = 2 /**< F32 [num_pages, page_size, heads_kv]: a scale cache
                                            beside the pages, one descale per (token, KV head),
                                            written by fp8attn_kv_append_async(). Applied inside
-                                           the computation: K's on the logits, V's on P·V. The
-                                           emulator and CUDA backends apply them in their E4M3
-                                           forward kernel and refuse them under BF16 Q or with
-                                           desc.decode = 1 at the forward call
+                                           the computation: K's on the logits, V's on P·V
+                                           (under BF16 Q: whole on P's columns before its cast,
+                                           docs/numerics.md). The emulator and CUDA backends
+                                           apply them in their E4M3 forward kernels and, under
+                                           BF16 Q over an E4M3 cache at head_dim 64 or 128, in
+                                           the BF16 forward and decode kernels; they refuse them
+                                           under E4M3 Q with desc.decode = 1 and under BF16 Q at
+                                           head_dim 256 at the forward call
                                            (::FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND). */
 } fp8attn_kv_scale_granularity;
 

@@ -126,20 +126,23 @@ TEST(PagedBadInput, EmulatorBackendRefusesWhatTheKernelLacks) {
   EXPECT_NE(c.o.message.find("FP8ATTN_KV_SCALE_PER_TOKEN_HEAD"), std::string::npos) << c.o.message;
   EXPECT_NE(c.o.message.find("decode path"), std::string::npos) << c.o.message;
   EXPECT_TRUE(c.o.untouched()) << "outputs written by a refused call";
-  // BF16 Q over the E4M3 cache: the emulator runs it with PER_HEAD descales, and refuses
-  // per-token ones (they promote P·V every block, which the BF16 kernel does not).
-  c.desc.decode = 0;
+  // BF16 Q over the E4M3 cache: the emulator runs it with per-token descales (V's whole on P̃,
+  // kv_cache_math.hpp), on the decode path too, and with PER_HEAD ones.
   c.desc.input_dtype = FP8ATTN_DTYPE_BF16;
   c.desc.kv_dtype = FP8ATTN_DTYPE_E4M3;
+  c.q = make_queries(FP8ATTN_DTYPE_BF16, 2, 64, {1, 1}, true, c.rng);
+  c.args = query_args(c.q, c.o, 64);
+  c.args.next = &c.pkv;
+  ASSERT_EQ(c.run(FP8ATTN_BACKEND_CPU).status, FP8ATTN_OK) << c.o.message;  // valid input
+  ASSERT_EQ(c.run(FP8ATTN_BACKEND_EMULATOR).status, FP8ATTN_OK) << c.o.message;
+  EXPECT_FALSE(c.o.untouched());
+  c.desc.decode = 0;
   c.q = make_queries(FP8ATTN_DTYPE_BF16, 2, 64, {8, 8}, true, c.rng);
   c.args = query_args(c.q, c.o, 64);
   c.args.next = &c.pkv;
   ASSERT_EQ(c.run(FP8ATTN_BACKEND_CPU).status, FP8ATTN_OK) << c.o.message;  // valid input
-  c.run(FP8ATTN_BACKEND_EMULATOR);
-  EXPECT_EQ(c.o.status, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND) << c.o.message;
-  EXPECT_NE(c.o.message.find("FP8ATTN_KV_SCALE_PER_TOKEN_HEAD"), std::string::npos) << c.o.message;
-  EXPECT_NE(c.o.message.find("BF16 Q"), std::string::npos) << c.o.message;
-  EXPECT_TRUE(c.o.untouched()) << "outputs written by a refused call";
+  ASSERT_EQ(c.run(FP8ATTN_BACKEND_EMULATOR).status, FP8ATTN_OK) << c.o.message;
+  EXPECT_FALSE(c.o.untouched());
   c.pkv.scale_granularity = FP8ATTN_KV_SCALE_PER_HEAD;
   c.pkv.k_descale = dense_host_tensor(c.k_scales.data(), FP8ATTN_DTYPE_F32, {1});
   c.pkv.v_descale = dense_host_tensor(c.v_scales.data(), FP8ATTN_DTYPE_F32, {1});
@@ -151,6 +154,34 @@ TEST(PagedBadInput, EmulatorBackendRefusesWhatTheKernelLacks) {
   EXPECT_EQ(c.o.status, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND) << c.o.message;
   EXPECT_NE(c.o.message.find("desc.kv_dtype"), std::string::npos) << c.o.message;
   EXPECT_NE(c.o.message.find("over an E4M3 paged cache (desc.page_size >= 1)"), std::string::npos) << c.o.message;
+  EXPECT_TRUE(c.o.untouched()) << "outputs written by a refused call";
+}
+
+TEST(PagedBadInput, EmulatorBackendRefusesBf16PerTokenScalesAtHeadDim256) {
+  // NOTE: the BF16 kernel at head_dim 256 has no shared memory left for a stage's descales.
+  PagedCall c;
+  PagedLayout layout;
+  layout.page_size = 16;
+  layout.seqlen_k = {40, 17};
+  c.kv = make_paged_kv(layout, FP8ATTN_DTYPE_E4M3, 1, 256, c.rng);
+  c.desc.head_dim = 256;
+  c.desc.input_dtype = FP8ATTN_DTYPE_BF16;
+  c.desc.kv_dtype = FP8ATTN_DTYPE_E4M3;
+  c.q = make_queries(FP8ATTN_DTYPE_BF16, 2, 256, {8, 8}, true, c.rng);
+  c.args = query_args(c.q, c.o, 256);
+  c.pkv = c.kv.paged();
+  c.args.next = &c.pkv;
+  const size_t n = static_cast<size_t>(c.kv.num_pages * 16);
+  c.k_scales.assign(n, 0.25f);
+  c.v_scales.assign(n, 0.5f);
+  c.pkv.scale_granularity = FP8ATTN_KV_SCALE_PER_TOKEN_HEAD;
+  c.pkv.k_descale = dense_host_tensor(c.k_scales.data(), FP8ATTN_DTYPE_F32, {c.kv.num_pages, 16, 1});
+  c.pkv.v_descale = dense_host_tensor(c.v_scales.data(), FP8ATTN_DTYPE_F32, {c.kv.num_pages, 16, 1});
+  ASSERT_EQ(c.run(FP8ATTN_BACKEND_CPU).status, FP8ATTN_OK) << c.o.message;  // valid input
+  c.run(FP8ATTN_BACKEND_EMULATOR);
+  EXPECT_EQ(c.o.status, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND) << c.o.message;
+  EXPECT_NE(c.o.message.find("FP8ATTN_KV_SCALE_PER_TOKEN_HEAD"), std::string::npos) << c.o.message;
+  EXPECT_NE(c.o.message.find("head_dim 256"), std::string::npos) << c.o.message;
   EXPECT_TRUE(c.o.untouched()) << "outputs written by a refused call";
 }
 

@@ -30,7 +30,7 @@ struct EngineCase {
   bool padded, causal;
   int window_left = -1;
   bool per_head_scales = false;  ///< E4M3: a PER_HEAD scale cache instead of the args' descales
-  bool per_token_scales = false;  ///< E4M3: a PER_TOKEN_HEAD scale cache
+  bool per_token_scales = false;  ///< E4M3 cache: a PER_TOKEN_HEAD scale cache
   int32_t kv_dtype = -1;          ///< the cache's dtype when not Q's (BF16 Q over an E4M3 cache)
   bool decode = false;            ///< desc.decode = 1 (the decode kernels)
 };
@@ -166,10 +166,41 @@ TEST(PagedFwdEmuEngine, MixedBf16QueriesOverE4m3CachePage64) {
   expect_emulator_matches_engine(c);
 }
 
+// BF16 Q over an E4M3 cache with per-(token, head) descales: the BF16 kernel's producer gathers
+// them as the E4M3 kernel's does; its consumer scales the logits by K's and P̃'s columns by V's
+// whole before P's BF16 cast, with no promotion (kv_cache_math.hpp). Head_dim 64 runs the
+// serial schedule, 128 the overlapped one (fwd_config.hpp).
+TEST(PagedFwdEmuEngine, MixedBf16QueriesGatherPerTokenScalesPage3) {
+  EngineCase c{"page3 bf16 q over e4m3 gqa causal per-token", FP8ATTN_DTYPE_BF16, 6, 2, 128,
+               layout(3, {200, 61, 2}, 4), {33, 7, 2}, false, true};
+  c.kv_dtype = FP8ATTN_DTYPE_E4M3;
+  c.per_token_scales = true;
+  expect_emulator_matches_engine(c);
+}
+
+TEST(PagedFwdEmuEngine, MixedBf16QueriesPerTokenScalesPage64) {
+  EngineCase c{"page64 bf16 q over e4m3 gqa causal per-token", FP8ATTN_DTYPE_BF16, 4, 2, 64,
+               layout(64, {300, 64, 0, 129}), {40, 1, 3, 64}, false, true};
+  c.kv_dtype = FP8ATTN_DTYPE_E4M3;
+  c.per_token_scales = true;
+  expect_emulator_matches_engine(c);
+}
+
 TEST(PagedFwdEmuEngine, MixedBf16QueriesOverE4m3CacheDecode) {
   EngineCase c{"page16 bf16 q over e4m3 gqa decode", FP8ATTN_DTYPE_BF16, 8, 2, 128, layout(16, {300, 17, 0, 230}, 0),
                {1, 4, 2, 1}, false, true};
   c.kv_dtype = FP8ATTN_DTYPE_E4M3;
+  c.decode = true;
+  expect_emulator_matches_engine(c);
+}
+
+// The BF16 decode kernels take per-token descales by the same rule (the forward's producer and
+// serial main loop), bit-equal to the engine's decode path.
+TEST(PagedFwdEmuEngine, MixedBf16QueriesPerTokenScalesDecode) {
+  EngineCase c{"page16 bf16 q over e4m3 gqa decode per-token", FP8ATTN_DTYPE_BF16, 8, 2, 128,
+               layout(16, {300, 17, 0, 230}, 0), {1, 4, 2, 1}, false, true};
+  c.kv_dtype = FP8ATTN_DTYPE_E4M3;
+  c.per_token_scales = true;
   c.decode = true;
   expect_emulator_matches_engine(c);
 }

@@ -152,9 +152,10 @@ struct FwdSharedStorage {
   int32_t kv_block[Cfg::kStages][4];
   /// A paged cache's per-(token, head) descales of the stage's block: K's [0, BlockN), V's
   /// [BlockN, 2·BlockN) (fwd_kv_token_scales.hpp), written by warps 1-3 before k_full.
-  /// NOTE: E4M3 forward kernels only (the plan refuses them under BF16 Q and on the decode path):
-  /// BF16 at head_dim 256 has no 1 KB to spare; the others keep a one-float placeholder.
-  static constexpr bool kTokenScales = !Cfg::kBf16 && !Cfg::kDecode;
+  /// NOTE: E4M3's forward kernels (its decode kernels have no promotion, which E4M3 P's descales
+  /// need) and BF16's forward and decode kernels but at head_dim 256, which has no 1 KB to spare;
+  /// the plan refuses the rest, which keep a one-float placeholder.
+  static constexpr bool kTokenScales = Cfg::kBf16 ? Cfg::kHeadDim <= 128 : !Cfg::kDecode;
   float kv_token_scale[Cfg::kStages][kTokenScales ? 2 * Cfg::kBlockN : 1];
   /// A decode launch's split count, decided once per CTA from device memory before any role
   /// starts (kernels/sm90/decode/decode_tile_scheduler.hpp).

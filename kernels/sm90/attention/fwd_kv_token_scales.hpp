@@ -7,7 +7,10 @@
 //   - the consumer multiplies each logit by its key's K descale after the per-block factor;
 //     after the row sums it takes the block's largest V descale (a max over the quad's columns)
 //     and multiplies P̃'s column j by v_j / largest before P's cast; the block's P·V product is
-//     promoted with the largest as its V factor (the every-block kernel, run_blocks_serial).
+//     promoted with the largest as its V factor (the every-block kernel, run_blocks_serial);
+//   - BF16 P (BF16 Q over an E4M3 cache, head_dim up to 128): P̃'s column j times v_j whole just
+//     before P's cast (make_p), P·V straight into O (kv_token_v_whole), in both of the BF16
+//     kernels' schedules.
 // NOTE: the descales are read from shared memory where they are used, one load per S register,
 // rather than held: the consumers' registers are S, O and P (fwd_config.hpp).
 #pragma once
@@ -92,6 +95,18 @@ FP8ATTN_ARCH_FN void apply_v_token_ratios(arch::WgmmaAccF32<kBlockN>& s, const f
   for (int i = 0; i < kBlockN / 2; ++i) {
     const int col = token_column(i, q);
     if (col < keys) s[i] *= kv_token_v_ratio(arch::smem_load(v + col), largest);
+  }
+}
+
+/// BF16 P: P̃[col] ·= v_col whole for the block's keys (padding columns hold P̃ = 0 and are left).
+template <int kBlockN>
+FP8ATTN_ARCH_FN void apply_v_token_whole(arch::WgmmaAccF32<kBlockN>& s, const float* scales, int32_t keys) {
+  const int q = static_cast<int>(arch::thread_idx_in_warpgroup() % 4);
+  const float* v = scales + kBlockN;
+  FP8ATTN_UNROLL
+  for (int i = 0; i < kBlockN / 2; ++i) {
+    const int col = token_column(i, q);
+    if (col < keys) s[i] *= kv_token_v_whole(arch::smem_load(v + col));
   }
 }
 

@@ -91,6 +91,26 @@ FP8ATTN_ARCH_FN void pass_turn(const FwdConsumerRole& role) {
   if (Cfg::kFault != FwdFault::DropTurnBarrier || role.consumer != 0) arch::named_barrier_arrive(role.next_turn, 256);
 }
 
+/// The stage's per-token descales of a paged cache (fwd_kv_token_scales.hpp), or null: read by
+/// the every-block E4M3 kernel and by the BF16 kernels (their whole-V rule, kv_cache_math.hpp).
+template <class Cfg>
+FP8ATTN_ARCH_FN const float* token_scales_of(const AttentionFwdParams& p, FwdSharedStorage<Cfg>& smem, int stage) {
+  if constexpr (FwdSharedStorage<Cfg>::kTokenScales && (Cfg::kBf16 || Cfg::kPromotion == PvPromotion::EveryBlock))
+    if (p.paged.k_scale != nullptr) return smem.kv_token_scale[stage];
+  return nullptr;
+}
+
+/// Frees the stage (kv_empty) once this warpgroup's P·V of it has completed.
+/// NOTE: every thread read the stage's per-token descales with plain loads; the leader's arrival
+/// frees them only once all of its warpgroup has (one named barrier, only with the descales).
+template <class Cfg>
+FP8ATTN_ARCH_FN void release_kv(const AttentionFwdParams& p, FwdSharedStorage<Cfg>& smem, int stage,
+                                const FwdConsumerRole& role) {
+  if (token_scales_of<Cfg>(p, smem, stage) != nullptr)
+    arch::named_barrier_sync(barrier_id(FwdBarrier::kTokenScalesRead0, role.consumer), 128);
+  if (role.wg_leader) arch::mbarrier_arrive(&smem.kv_empty[stage]);
+}
+
 /// The stage's B operand of P·V: Vᵀ for E4M3 (transposed by the producer or loaded so), V as
 /// loaded for BF16 (read N-major). vt_full signals it in both cases.
 template <class Cfg>
@@ -112,13 +132,16 @@ FP8ATTN_ARCH_FN void issue_pv(arch::WgmmaAccF32<N>& acc, const arch::WgmmaAFragm
 }
 
 /// P's A fragments: E4M3 from the softmax's words by byte permutes and shuffles; BF16 by the cvt
-/// of the FP32 P̃ left in `s` (cast_p_bf16, which also counts its telemetry). Called once no P·V
-/// reads `pf` any more.
+/// of the FP32 P̃ left in `s` (cast_p_bf16, which also counts its telemetry), its columns first
+/// times V's per-token descales whole when `token_scales` (kv_cache_math.hpp). Called once no
+/// P·V reads `pf` any more.
 template <class Cfg>
 FP8ATTN_ARCH_FN void make_p(arch::WgmmaAFragment (&pf)[Cfg::kPFragments], const uint32_t (&words)[Cfg::kPWords],
-                            const arch::WgmmaAccF32<Cfg::kBlockN>& s, const FwdBlockSoftmax& sb, FwdThreadTelemetry& tel) {
+                            arch::WgmmaAccF32<Cfg::kBlockN>& s, const FwdBlockSoftmax& sb, FwdThreadTelemetry& tel,
+                            const float* token_scales) {
   static_assert(Cfg::kPWords == kSoftmaxWords<Cfg::kBlockN, Cfg::kBf16>, "the softmax's words are P's");
   if constexpr (Cfg::kBf16) {
+    if (token_scales != nullptr) apply_v_token_whole<Cfg::kBlockN>(s, token_scales, sb.keys);
     cast_p_bf16<Cfg::kBlockN, Cfg::kTelemetry>(s, sb, pf, tel);
   } else {
     FP8ATTN_UNROLL
@@ -166,9 +189,10 @@ FP8ATTN_ARCH_FN void run_blocks_overlapped(const AttentionFwdParams& p, FwdShare
   arch::wgmma_wait_group<0>();
   release_k<Cfg>(smem, kv, role);
   arch::wgmma_fence_operand(s);
-  softmax_block<Cfg::kBlockN, Cfg::kTelemetry, Cfg::kBf16>(s, sb, p, rows, rescale, words, tel);
+  softmax_block<Cfg::kBlockN, Cfg::kTelemetry, Cfg::kBf16>(s, sb, p, rows, rescale, words, tel,
+                                                           token_scales_of<Cfg>(p, smem, kv.stage));
   rescale_o<Cfg>(o, fresh, rescale);
-  make_p<Cfg>(pf, words, s, sb, tel);
+  make_p<Cfg>(pf, words, s, sb, tel, token_scales_of<Cfg>(p, smem, kv.stage));
 
   for (int32_t step = 1; step < blocks; ++step) {
     const PipelineState<Cfg::kStages> prev = kv;  // the stage of block step − 1, whose P·V is due
@@ -181,12 +205,13 @@ FP8ATTN_ARCH_FN void run_blocks_overlapped(const AttentionFwdParams& p, FwdShare
     arch::wgmma_wait_group<1>();  // Q·Kᵀ of this block is done; P·V of the last one may run on
     release_k<Cfg>(smem, kv, role);
     arch::wgmma_fence_operand(s);
-    softmax_block<Cfg::kBlockN, Cfg::kTelemetry, Cfg::kBf16>(s, sb, p, rows, rescale, words, tel);
+    softmax_block<Cfg::kBlockN, Cfg::kTelemetry, Cfg::kBf16>(s, sb, p, rows, rescale, words, tel,
+                                                             token_scales_of<Cfg>(p, smem, kv.stage));
     // The planted bug: P of this block written into the registers P·V of the last one still reads.
     if constexpr (Cfg::kFault == FwdFault::RewritePBeforeWait) pf[0] = p_fragment<Cfg::kBlockN>(words, 0);
     arch::wgmma_wait_group<0>();
     arch::wgmma_fence_operand(o);
-    if (role.wg_leader) arch::mbarrier_arrive(&smem.kv_empty[prev.stage]);  // V, Vᵀ of block step − 1 read
+    release_kv<Cfg>(p, smem, prev.stage, role);  // V, Vᵀ of block step − 1 read
     if constexpr (kEveryN) {
       arch::wgmma_fence_operand(fresh);
       if (step % p.promote_interval == 0) {  // block step − 1 closes an interval
@@ -195,7 +220,8 @@ FP8ATTN_ARCH_FN void run_blocks_overlapped(const AttentionFwdParams& p, FwdShare
       }
     }
     rescale_o<Cfg>(o, fresh, rescale);
-    make_p<Cfg>(pf, words, s, sb, tel);  // after the wait: P·V of block step − 1 no longer reads pf
+    // after the wait: P·V of block step − 1 no longer reads pf
+    make_p<Cfg>(pf, words, s, sb, tel, token_scales_of<Cfg>(p, smem, kv.stage));
   }
 
   // The last block's P·V, and its promotion (the last block always closes an interval).
@@ -203,7 +229,7 @@ FP8ATTN_ARCH_FN void run_blocks_overlapped(const AttentionFwdParams& p, FwdShare
   else issue_pv<Cfg>(o, pf, smem, kv, role.col0, p.v_transposed);
   arch::wgmma_wait_group<0>();
   arch::wgmma_fence_operand(o);
-  if (role.wg_leader) arch::mbarrier_arrive(&smem.kv_empty[kv.stage]);
+  release_kv<Cfg>(p, smem, kv.stage, role);
   if constexpr (kEveryN) {
     arch::wgmma_fence_operand(fresh);
     promote_into(o, fresh, 0, false, 1.0f);
@@ -237,16 +263,14 @@ FP8ATTN_ARCH_FN void run_blocks_serial(const AttentionFwdParams& p, FwdSharedSto
 
     float rescale[2];
     uint32_t words[Cfg::kPWords];
-    // NOTE: a paged cache's per-token descales run here only: they promote every block
-    // (fwd_kv_token_scales.hpp); v_largest stays 1 without them.
-    const float* token_scales = nullptr;
+    // NOTE: a paged cache's per-token descales: E4M3 promotes every block with the block's largest
+    // V descale (fwd_kv_token_scales.hpp); v_largest stays 1 without them and under BF16 P.
+    const float* token_scales = token_scales_of<Cfg>(p, smem, kv.stage);
     float v_largest = 1.0f;
-    if constexpr (Cfg::kPromotion == PvPromotion::EveryBlock && FwdSharedStorage<Cfg>::kTokenScales)
-      if (p.paged.k_scale != nullptr) token_scales = smem.kv_token_scale[kv.stage];
     softmax_block<Cfg::kBlockN, Cfg::kTelemetry, Cfg::kBf16>(s, sb, p, rows, rescale, words, tel, token_scales,
                                                              &v_largest);
     arch::WgmmaAFragment pf[Cfg::kPFragments];
-    make_p<Cfg>(pf, words, s, sb, tel);
+    make_p<Cfg>(pf, words, s, sb, tel, token_scales);
     rescale_o<Cfg>(o, fresh, rescale);
 
     if constexpr (Cfg::kPromotion == PvPromotion::Off) {
@@ -273,11 +297,7 @@ FP8ATTN_ARCH_FN void run_blocks_serial(const AttentionFwdParams& p, FwdSharedSto
         arch::wgmma_fence_operand(o);
       }
     }
-    // NOTE: every thread read the stage's per-token descales with plain loads; the leader's
-    // arrival on kv_empty frees them only once all of its warpgroup has.
-    if (token_scales != nullptr)
-      arch::named_barrier_sync(barrier_id(FwdBarrier::kTokenScalesRead0, role.consumer), 128);
-    if (role.wg_leader) arch::mbarrier_arrive(&smem.kv_empty[kv.stage]);  // this stage's V, Vᵀ are read
+    release_kv<Cfg>(p, smem, kv.stage, role);  // this stage's V, Vᵀ (and descales) are read
   }
 }
 

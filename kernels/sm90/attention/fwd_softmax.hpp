@@ -123,7 +123,8 @@ inline constexpr int kSoftmaxWords = kBf16 ? 1 : kBlockN / 8;
 /// telemetry. BF16 leaves FP32 P̃ in `s` for cast_p_bf16.
 /// With `token_scales` (the stage's per-(token, head) descales of a paged cache, shared memory:
 /// fwd_kv_token_scales.hpp), K's multiply the logits after the per-block factor, and P̃ is scaled
-/// by V's ratios after the row sums; the block's largest V descale goes to `v_largest`.
+/// by V's ratios after the row sums; the block's largest V descale goes to `v_largest`. BF16 P
+/// takes V's whole instead, in make_p, and leaves `v_largest` (kv_cache_math.hpp).
 template <int kBlockN, bool kTelemetry, bool kBf16 = false>
 FP8ATTN_ARCH_FN void softmax_block(arch::WgmmaAccF32<kBlockN>& s, const FwdBlockSoftmax& b, const FwdArguments& p,
                                    FwdRowState& rows, float (&rescale)[2], uint32_t (&words)[kSoftmaxWords<kBlockN, kBf16>],
@@ -184,8 +185,13 @@ FP8ATTN_ARCH_FN void softmax_block(arch::WgmmaAccF32<kBlockN>& s, const FwdBlock
     rows.partial[h] += s[i];
   }
   if (token_scales != nullptr) {
-    *v_largest = v_token_largest<kBlockN>(token_scales, b.keys);
-    apply_v_token_ratios<kBlockN>(s, token_scales, b.keys, *v_largest);
+    // NOTE: BF16 P takes V's whole descales in make_p (fwd_mainloop.hpp), just before its cast,
+    // where the previous block's P is no longer live: here, next to S, O and that P, the
+    // overlapped head_dim 128 consumer spilled (ptxas -warn-spills: 32 to 72 bytes).
+    if constexpr (!kBf16) {
+      *v_largest = v_token_largest<kBlockN>(token_scales, b.keys);
+      apply_v_token_ratios<kBlockN>(s, token_scales, b.keys, *v_largest);
+    }
   }
   if constexpr (kBf16) {
     (void)words;  // BF16 P is cast after the P·V wait, by cast_p_bf16

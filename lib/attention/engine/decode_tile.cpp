@@ -83,9 +83,10 @@ void run_decode_tile(const AttentionConfig& c, const AttentionProblem& p, const 
   const float natural_scale = c.softmax_scale * q_descale * k_descale;
   const float tie_tol_raw = c.stabilized_tie_tol / natural_scale;
   const bool stabilized = c.softmax_variant == FP8ATTN_SOFTMAX_STABILIZED;
-  // NOTE: a paged cache's per-token descales as in the forward's tile (query_tile.cpp).
+  // NOTE: a paged cache's per-token descales as in the forward's tile (query_tile.cpp): split and
+  // promoted every block for E4M3 P, whole on P̃'s columns for BF16 P.
   const bool per_token = p.paged.present && p.paged.scale_granularity == FP8ATTN_KV_SCALE_PER_TOKEN_HEAD;
-  const bool v_blocks = p.v_block_descale.present() || per_token;
+  const bool v_blocks = p.v_block_descale.present() || (per_token && fp8);
   const bool promote = c.pv_promote_interval > 0 || v_blocks;
   const int64_t promote_interval = v_blocks ? 1 : c.pv_promote_interval;
   float* pv_acc = promote ? t.o_fresh : t.o;
@@ -123,7 +124,7 @@ void run_decode_tile(const AttentionConfig& c, const AttentionProblem& p, const 
     engine::decoded_block(c, p, span, at.batch, head_kv, block, kv, &k_panels, &v_panels);
     // NOTE: block_token_scales is query_tile.cpp's, in this translation unit (isa/query_tile_in_isa.cpp).
     const float v_token_max =
-        per_token ? block_token_scales(p, at.batch, head_kv, key0, keys, t.k_token, t.v_ratio) : 1.0f;
+        per_token ? block_token_scales(p, at.batch, head_kv, key0, keys, t.k_token, t.v_ratio, fp8) : 1.0f;
     panel_gemm(t.q, d, k_panels, static_cast<int64_t>(d) * kPanelWidth, (keys + kPanelWidth - 1) / kPanelWidth, t.s, bn,
                rows, d, c.tile.mma_k_qk, true, c.mma_rule);
     const float k_block = k_blocks ? p.k_block_descale.at(at.batch, head_kv, block.index) : 1.0f;

@@ -128,9 +128,10 @@ void decoded_block(const AttentionConfig& c, const AttentionProblem& p, const Se
 namespace {
 
 /// A paged cache's per-(token, KV head) descales of one KV block: K's into k_token, V's divided
-/// by their largest into v_ratio (each ≤ 1); returns that largest.
+/// by their largest into v_ratio (each ≤ 1); returns that largest. With `split` false (BF16 P:
+/// kv_cache_math.hpp) V's go into v_ratio whole and the return is 1.
 float block_token_scales(const AttentionProblem& p, int64_t batch, int head_kv, int64_t key0, int keys, float* k_token,
-                         float* v_ratio) {
+                         float* v_ratio, bool split) {
   const PagedKv& kv = p.paged;
   float v_max = 0.0f;
   for (int j = 0; j < keys; ++j) {
@@ -138,6 +139,10 @@ float block_token_scales(const AttentionProblem& p, int64_t batch, int head_kv, 
     k_token[j] = kv.k_scale.at(page, token, head_kv);
     v_ratio[j] = kv.v_scale.at(page, token, head_kv);
     v_max = sm90::kv_token_max(v_max, v_ratio[j]);
+  }
+  if (!split) {
+    for (int j = 0; j < keys; ++j) v_ratio[j] = sm90::kv_token_v_whole(v_ratio[j]);
+    return 1.0f;
   }
   for (int j = 0; j < keys; ++j) v_ratio[j] = sm90::kv_token_v_ratio(v_ratio[j], v_max);
   return v_max;
@@ -178,9 +183,11 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
   // key's logits, as a per-block K descale does its block's; V's are split into the block's largest,
   // applied to the block's P·V product as a per-block V descale is, and each key's ratio to it
   // (≤ 1), applied to P̃'s column before P's cast. Dividing by the block's largest keeps P̃'s
-  // largest entries where S_p put them, away from E4M3's underflow.
+  // largest entries where S_p put them, away from E4M3's underflow. BF16 P (BF16 Q over an E4M3
+  // cache) needs no such split: V's descale multiplies P̃'s column whole and P·V goes straight
+  // into O, no promotion (kv_cache_math.hpp).
   const bool per_token = p.paged.present && p.paged.scale_granularity == FP8ATTN_KV_SCALE_PER_TOKEN_HEAD;
-  const bool v_blocks = p.v_block_descale.present() || per_token;
+  const bool v_blocks = p.v_block_descale.present() || (per_token && fp8);
   const bool promote = c.pv_promote_interval > 0 || v_blocks;
   const int64_t promote_interval = v_blocks ? 1 : c.pv_promote_interval;
   float* pv_acc = promote ? t.o_fresh : t.o;
@@ -212,7 +219,7 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
     const float *k_panels = nullptr, *v_panels = nullptr;
     decoded_block(c, p, span, at.batch, head_kv, block, kv, &k_panels, &v_panels);
     const float v_token_max =
-        per_token ? block_token_scales(p, at.batch, head_kv, key0, keys, t.k_token, t.v_ratio) : 1.0f;
+        per_token ? block_token_scales(p, at.batch, head_kv, key0, keys, t.k_token, t.v_ratio, fp8) : 1.0f;
 
     // S = Q·Kᵀ, over the block's keys rounded up to whole panels
     panel_gemm(t.q, d, k_panels, static_cast<int64_t>(d) * kPanelWidth, (keys + kPanelWidth - 1) / kPanelWidth, t.s, bn,

@@ -50,8 +50,9 @@ class GpuBackend final : public Backend {
   }
 
   /// A paged KV cache: the producer loads its pages (kernels/sm90/attention/fwd_paged_kv.hpp);
-  /// per-token scale caches run on the E4M3 every-block kernel (fwd_kv_token_scales.hpp); the
-  /// call refuses them under BF16 Q and on the decode path (plan_attention_fwd).
+  /// per-token scale caches run on the E4M3 every-block kernel and the BF16 forward and decode
+  /// kernels up to head_dim 128 (fwd_kv_token_scales.hpp); the call refuses them under E4M3 Q on
+  /// the decode path and under BF16 Q at head_dim 256 (plan_attention_fwd).
   bool runs_paged_kv(const AttentionConfig&) const override { return true; }
 
   /// BF16 Q over an E4M3 cache: the BF16 forward or decode kernel, whose paged gather decodes the
