@@ -11,6 +11,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 minutes=${1:?usage: scripts/fuzz.sh MINUTES}
 [[ $minutes =~ ^[0-9]+$ ]] && ((minutes >= 1)) || { echo "MINUTES must be a positive integer" >&2; exit 2; }
+# FP8ATTN_FUZZ_SECONDS, when set, replaces MINUTES with a budget in seconds (CI's smoke stage).
+seconds=${FP8ATTN_FUZZ_SECONDS:-$((minutes * 60))}
+[[ $seconds =~ ^[0-9]+$ ]] && ((seconds >= 1)) || { echo "FP8ATTN_FUZZ_SECONDS must be a positive integer" >&2; exit 2; }
 # -O1 -g1 as the sanitizer stages of scripts/run-tests.sh (which exports them), -O2 -g otherwise.
 flags=${FP8ATTN_SANITIZER_FLAGS:-"-O2 -g -DNDEBUG"}
 targets=(fuzz_forward fuzz_paged_forward fuzz_quantize fuzz_spectral fuzz_scale_state fuzz_predict fuzz_combine
@@ -29,7 +32,7 @@ fuzz_one() {
   rm -f "build-fuzz/logs/$t.passed"
   mkdir -p "build-fuzz/corpus/$t"
   if ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-      "build-fuzz/tests/fuzz/$t" -max_total_time=$((minutes * 60)) -timeout=25 -rss_limit_mb=4096 \
+      "build-fuzz/tests/fuzz/$t" -max_total_time="$seconds" -timeout=25 -rss_limit_mb=4096 \
       -malloc_limit_mb=2048 -print_final_stats=1 -artifact_prefix="build-fuzz/artifacts/$t-" \
       "build-fuzz/corpus/$t" "tests/fuzz/corpus/$t" >"build-fuzz/logs/$t.log" 2>&1; then
     touch "build-fuzz/logs/$t.passed"
@@ -39,7 +42,7 @@ fuzz_one() {
 # three rounds of MINUTES instead of five, with the same fuzzing time per target.
 parallel=${FP8ATTN_FUZZ_JOBS:-$(nproc)}
 for t in "${targets[@]}"; do
-  echo "== fuzzing $t for $minutes min"
+  echo "== fuzzing $t for $seconds s"
   fuzz_one "$t" &
   while (($(jobs -rp | wc -l) >= parallel)); do wait -n || true; done
 done
@@ -55,4 +58,4 @@ for t in "${targets[@]}"; do
   fi
 done
 ((${#failed[@]} == 0)) || { echo "fuzzing: findings in ${failed[*]} (reproducers in build-fuzz/artifacts)"; exit 1; }
-echo "fuzzing: every target ran $minutes min without a finding"
+echo "fuzzing: every target ran $seconds s without a finding"
