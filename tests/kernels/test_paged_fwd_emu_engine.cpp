@@ -33,6 +33,7 @@ struct EngineCase {
   bool per_token_scales = false;  ///< E4M3 cache: a PER_TOKEN_HEAD scale cache
   int32_t kv_dtype = -1;          ///< the cache's dtype when not Q's (BF16 Q over an E4M3 cache)
   bool decode = false;            ///< desc.decode = 1 (the decode kernels)
+  bool telemetry = false;         ///< desc.telemetry = 1: the counts and max |logit| compared too
 };
 
 void expect_emulator_matches_engine(const EngineCase& c) {
@@ -56,6 +57,7 @@ void expect_emulator_matches_engine(const EngineCase& c) {
   d.causal = c.causal;
   d.window_left = c.window_left;
   d.page_size = static_cast<int32_t>(c.layout.page_size);
+  d.telemetry = c.telemetry ? 1 : 0;
   std::vector<float> k_scale(static_cast<size_t>(c.heads_kv)), v_scale(k_scale.size());
   std::uniform_real_distribution<float> scale(0.25f, 2.0f);
   for (size_t h = 0; h < k_scale.size(); ++h) k_scale[h] = scale(rng), v_scale[h] = scale(rng);
@@ -76,8 +78,11 @@ void expect_emulator_matches_engine(const EngineCase& c) {
         }
   }
 
-  auto run = [&](int32_t backend, const std::string& schedule, Outputs& o) {
+  auto run = [&](int32_t backend, const std::string& schedule, Outputs& o, fp8attn_telemetry& tel) {
     fp8attn_attention_args a = query_args(q, o, c.head_dim);
+    // NOTE: poisoned counts, so a backend that leaves them unwritten cannot match the other.
+    tel = fp8attn_telemetry{sizeof(fp8attn_telemetry), 0xA5A5A5A5u, 0x5A5A5A5Au, -1.0f};
+    if (c.telemetry) a.telemetry = &tel;
     fp8attn_paged_kv pkv = kv.paged();
     if (c.per_head_scales) {
       pkv.scale_granularity = FP8ATTN_KV_SCALE_PER_HEAD;
@@ -95,17 +100,25 @@ void expect_emulator_matches_engine(const EngineCase& c) {
     unsetenv("FP8ATTN_EMULATOR_SCHEDULE");
   };
   Outputs engine;
-  run(FP8ATTN_BACKEND_CPU, "", engine);
+  fp8attn_telemetry engine_tel{}, kernel_tel{};
+  run(FP8ATTN_BACKEND_CPU, "", engine, engine_tel);
   ASSERT_EQ(engine.status, FP8ATTN_OK) << c.name << ": " << engine.message;
   for (const std::string& schedule : {std::string("round-robin"), "shuffle:" + std::to_string(seed)}) {
     Outputs kernel;
-    run(FP8ATTN_BACKEND_EMULATOR, schedule, kernel);
+    run(FP8ATTN_BACKEND_EMULATOR, schedule, kernel, kernel_tel);
     ASSERT_EQ(kernel.status, FP8ATTN_OK) << c.name << ": " << kernel.message << " (seed " << seed << ")";
     std::string where;
     EXPECT_TRUE(same_bits(engine.out, kernel.out, &where))
         << c.name << " out, " << where << ", " << schedule << ", seed " << seed;
     EXPECT_TRUE(same_bits(engine.lse, kernel.lse, &where))
         << c.name << " lse, " << where << ", " << schedule << ", seed " << seed;
+    if (c.telemetry) {
+      EXPECT_GT(engine_tel.p_positive, 0u) << c.name << ", seed " << seed;
+      EXPECT_EQ(engine_tel.p_positive, kernel_tel.p_positive) << c.name << ", " << schedule << ", seed " << seed;
+      EXPECT_EQ(engine_tel.p_underflow, kernel_tel.p_underflow) << c.name << ", " << schedule << ", seed " << seed;
+      EXPECT_EQ(engine_tel.max_abs_scaled_logit, kernel_tel.max_abs_scaled_logit)
+          << c.name << ", " << schedule << ", seed " << seed;
+    }
     std::printf("%s [%s]: %zu outputs compared\n", c.name, schedule.c_str(), kernel.out.size());
   }
 }
@@ -139,6 +152,16 @@ TEST(PagedFwdEmuEngine, TmaBoxesPerTokenScalesChunkedPrefillGqa) {
   EngineCase c{"page64 e4m3 gqa causal per-token", FP8ATTN_DTYPE_E4M3, 4, 2, 64,
                layout(64, {300, 64, 0, 129}), {40, 1, 3, 64}, false, true};
   c.per_token_scales = true;
+  expect_emulator_matches_engine(c);
+}
+
+// The telemetry's counts and max |logit| under per-token descales: the logit figure includes
+// each key's K descale, and the P counts are taken on P̃ after V's ratios, as in the engine.
+TEST(PagedFwdEmuEngine, PerTokenScalesWithTelemetry) {
+  EngineCase c{"page16 e4m3 gqa causal per-token telemetry", FP8ATTN_DTYPE_E4M3, 4, 2, 64,
+               layout(16, {150, 33}), {20, 5}, false, true};
+  c.per_token_scales = true;
+  c.telemetry = true;
   expect_emulator_matches_engine(c);
 }
 
