@@ -22,6 +22,7 @@
 #include "kernels/arch/thread_index.hpp"
 #include "kernels/arch/warp.hpp"
 #include "kernels/arch/wgmma.hpp"
+#include "kernels/sm90/attention/fwd_paged_kv.hpp"
 #include "kernels/sm90/attention/fwd_params.hpp"
 #include "kernels/sm90/kv_cache_math.hpp"
 
@@ -29,7 +30,7 @@ namespace fp8attn::sm90 {
 
 /// Producer warps 1-3 (`thread` in [0, 96)): K's descales of keys [key, key + BlockN) of sequence
 /// b into dst[0, BlockN), V's into dst[BlockN, 2·BlockN); 0 past seqlen_k. One key per thread at
-/// a time, the page looked up and clamped as gather_paged_rows does.
+/// a time, the page looked up and clamped by paged_kv_page, as gather_paged_rows does.
 template <int kBlockN>
 FP8ATTN_ARCH_FN void gather_token_scales(const FwdPagedKv& kv, float* dst, uint32_t thread, int32_t b,
                                          int32_t head_kv, int32_t key, int32_t seqlen_k) {
@@ -38,13 +39,8 @@ FP8ATTN_ARCH_FN void gather_token_scales(const FwdPagedKv& kv, float* dst, uint3
     const int32_t k = key + static_cast<int32_t>(row);
     float k_scale = 0.0f, v_scale = 0.0f;
     if (k < seqlen_k) {
-      const int32_t index = k / kv.page_size;
-      int32_t page = kv.block_table[b * kv.table_batch_stride + index * kv.table_page_stride];
-      if (static_cast<uint32_t>(page) >= static_cast<uint32_t>(kv.num_pages)) {
-        arch::atomic_max_u32(&kv.faults->page_out_of_range, 1u);
-        page = 0;
-      }
-      const int32_t token = k - index * kv.page_size;
+      const int32_t page = paged_kv_page(kv, b, k);
+      const int32_t token = k % kv.page_size;
       k_scale = kv.k_scale[static_cast<int64_t>(page) * kv.k_scale_page_stride + token * kv.k_scale_token_stride +
                            head_kv * kv.k_scale_head_stride];
       v_scale = kv.v_scale[static_cast<int64_t>(page) * kv.v_scale_page_stride + token * kv.v_scale_token_stride +

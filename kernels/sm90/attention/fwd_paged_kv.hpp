@@ -157,14 +157,9 @@ FP8ATTN_ARCH_FN void gather_paged_rows(const FwdPagedKv& kv, uint8_t* dst, uint3
     const int32_t k = key + static_cast<int32_t>(row);
     const uint8_t* src = nullptr;
     if (k < seqlen_k) {
-      const int32_t index = k / kv.page_size;
-      int32_t page = kv.block_table[b * kv.table_batch_stride + index * kv.table_page_stride];
-      if (static_cast<uint32_t>(page) >= static_cast<uint32_t>(kv.num_pages)) {
-        arch::atomic_max_u32(&kv.faults->page_out_of_range, 1u);
-        page = 0;
-      }
+      const int32_t page = paged_kv_page(kv, b, k);
       src = (kV ? kv.v_cache : kv.k_cache) + static_cast<int64_t>(page) * (kV ? kv.v_page_bytes : kv.k_page_bytes) +
-            (k - index * kv.page_size) * (kV ? kv.v_token_bytes : kv.k_token_bytes) +
+            (k % kv.page_size) * (kV ? kv.v_token_bytes : kv.k_token_bytes) +
             head_kv * (kV ? kv.v_head_bytes : kv.k_head_bytes);
     }
     FP8ATTN_NO_UNROLL
