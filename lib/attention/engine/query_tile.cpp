@@ -140,10 +140,8 @@ float block_token_scales(const AttentionProblem& p, int64_t batch, int head_kv, 
     v_ratio[j] = kv.v_scale.at(page, token, head_kv);
     v_max = sm90::kv_token_max(v_max, v_ratio[j]);
   }
-  if (!split) {
-    for (int j = 0; j < keys; ++j) v_ratio[j] = sm90::kv_token_v_whole(v_ratio[j]);
-    return 1.0f;
-  }
+  // NOTE: BF16 P keeps V's descales whole (kv_token_v_whole is the identity): v_ratio already holds them.
+  if (!split) return 1.0f;
   for (int j = 0; j < keys; ++j) v_ratio[j] = sm90::kv_token_v_ratio(v_ratio[j], v_max);
   return v_max;
 }
