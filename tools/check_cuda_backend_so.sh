@@ -10,8 +10,8 @@
 #      instantiation table (tools/print_fwd_kernels.cpp), three backward kernels (main,
 #      preprocessing, dQ) per entry of the backward's (tools/print_bwd_kernels.cpp), the 6
 #      quantizer kernels, the 2 spectral kernels, the 10 KV append kernels (no rotation, and
-#      K's rotation at head_dim 1, 2, 4, …, 256), the combine kernel and the 6 decode kernels (the
-#      forward kernel with a DecodeConfig: head_dim 64, 128, 256 × E4M3, BF16;
+#      K's rotation at head_dim 1, 2, 4, …, 256), the combine kernel and the 9 decode kernels (the
+#      forward kernel with a DecodeConfig: head_dim 64, 128, 256 × E4M3, BF16, E4M3 every-block;
 #      kernels/sm90/decode/decode_config.hpp).
 # Exit 0 when every check passes, 1 when one fails, 77 without cuobjdump.
 # Usage: tools/check_cuda_backend_so.sh path/to/libfp8attn_cuda.so
@@ -59,11 +59,11 @@ combine=$(echo "$usage" | grep "Function " | grep -c "combine_kernel")
 # NOTE: the decode kernels are attention_fwd_kernel instances whose config is a DecodeConfig.
 decode=$(echo "$usage" | grep "Function " | grep "attention_fwd_kernel" | grep -c "DecodeConfig")
 # NOTE: each backward table entry is three kernels: the main one, its preprocessing and its dQ kernel.
-if [ "$attention" -eq $((table + 6)) ] && [ "$decode" -eq 6 ] && [ "$backward" -eq $((3 * bwd_table)) ] &&
-    [ "$kv_append" -eq 10 ] && [ "$combine" -eq 1 ] && [ "$kernels" -eq $((table + 3 * bwd_table + 25)) ]; then
+if [ "$attention" -eq $((table + 9)) ] && [ "$decode" -eq 9 ] && [ "$backward" -eq $((3 * bwd_table)) ] &&
+    [ "$kv_append" -eq 10 ] && [ "$combine" -eq 1 ] && [ "$kernels" -eq $((table + 3 * bwd_table + 28)) ]; then
   pass "$kernels kernels: $((attention - decode)) attention forward (the table's $table), $decode decode, $backward backward, 6 quantizer, 2 spectral, 10 KV append, 1 combine"
 else
-  fail "$kernels kernels ($attention forward with $decode decode, $backward backward, $kv_append KV append, $combine combine); expected $((table + 3 * bwd_table + 25)) ($table forward, 6 decode, $((3 * bwd_table)) backward, 6 quantizer, 2 spectral, 10 KV append, 1 combine)"
+  fail "$kernels kernels ($attention forward with $decode decode, $backward backward, $kv_append KV append, $combine combine); expected $((table + 3 * bwd_table + 28)) ($table forward, 9 decode, $((3 * bwd_table)) backward, 6 quantizer, 2 spectral, 10 KV append, 1 combine)"
 fi
 bad=$(echo "$usage" | grep -A1 "Function " | grep -oE "LOCAL:[0-9]+" | grep -vc "LOCAL:0")
 if [ "$bad" -eq 0 ]; then pass "no local memory in any kernel"; else fail "$bad kernels use local memory"; fi

@@ -37,6 +37,7 @@ struct Shape {
   int window_left = -1, window_right = -1;
   int sink_tokens = 0;
   int32_t softmax_variant = FP8ATTN_SOFTMAX_STANDARD;
+  int32_t pv_promote_interval = 0;  ///< 1: E4M3's every-block decode kernel
 };
 
 void PrintTo(const Shape& s, std::ostream* os) { *os << s.name; }
@@ -55,6 +56,7 @@ fp8attn_attention_desc decode_desc(const Shape& s, int32_t splits) {
   d.window_right = s.window_right;
   d.sink_tokens = s.sink_tokens;
   d.softmax_variant = s.softmax_variant;
+  d.pv_promote_interval = s.pv_promote_interval;
   d.page_size = static_cast<int32_t>(s.page_size);
   d.decode = 1;
   d.num_splits = splits;
@@ -202,6 +204,17 @@ std::vector<Shape> shapes() {
   window.window_left = 300;
   window.window_right = 0;
   v.push_back(window);
+  // Two-level accumulation after every KV block (pv_promote_interval 1): the every-block decode
+  // kernel, each split promoting its own blocks as the engine does.
+  for (int hd : {64, 256}) {
+    Shape promote;
+    promote.name = "gqa4to1_page16_e4m3_hd" + std::to_string(hd) + "_promote_every_block";
+    promote.head_dim = hd;
+    promote.seqlen_k = {900, 1, 260, 40};
+    promote.seqlen_q = {3, 1, 8, 2};
+    promote.pv_promote_interval = 1;
+    v.push_back(promote);
+  }
   Shape wide;
   wide.name = "gqa4to1_page16_e4m3_hd128_non_causal_q_len_1_to_8";
   wide.head_dim = 128;
@@ -242,7 +255,8 @@ TEST(DecodeEmulatedPadded, decode_emulated_padded_layout_equals_engine) {
 }
 
 /// Per-(sequence, KV head) K and V descales and per-KV-block K descales (folded into each block's
-/// logits, by slot: the split grid's blocks), with GQA 4:1.
+/// logits, by slot: the split grid's blocks), with GQA 4:1; then per-KV-block V descales too, which
+/// run the every-block decode kernel (each block's P·V promoted with its V descale).
 TEST(DecodeEmulatedDescales, decode_emulated_block_descales_equal_engine) {
   use_four_emulated_sms();
   const uint64_t seed = workloads::fresh_seed();
@@ -259,8 +273,10 @@ TEST(DecodeEmulatedDescales, decode_emulated_block_descales_equal_engine) {
   std::vector<float> k_desc, v_desc;
   for (int64_t i = 0; i < batch * s.heads_kv; ++i) k_desc.push_back(scale(rng)), v_desc.push_back(scale(rng));
   std::string where;
+  for (const bool v_blocks : {false, true})
   for (int32_t splits : {1, 3, 0}) {
-    SCOPED_TRACE("num_splits " + std::to_string(splits) + ", seed " + std::to_string(seed));
+    SCOPED_TRACE("num_splits " + std::to_string(splits) + (v_blocks ? ", V block descales" : "") + ", seed " +
+                 std::to_string(seed));
     std::vector<Outputs> got;
     for (int32_t backend : {FP8ATTN_BACKEND_CPU, FP8ATTN_BACKEND_EMULATOR}) {
       Session session(backend, decode_desc(s, splits), batch, in.q.max_len(), in.kv.max_seqlen_k);
@@ -269,8 +285,9 @@ TEST(DecodeEmulatedDescales, decode_emulated_block_descales_equal_engine) {
       ASSERT_EQ(fp8attn_plan_get_tile(session.plan, &block_m, &block_n, nullptr), FP8ATTN_OK);
       const int64_t slots = 1 + (in.kv.max_seqlen_k - s.sink_tokens + block_n - 1) / block_n;
       std::mt19937_64 block_rng(seed + 1);  // the same block descales on both backends
-      std::vector<float> k_block;
+      std::vector<float> k_block, v_block;
       for (int64_t i = 0; i < batch * s.heads_kv * slots; ++i) k_block.push_back(scale(block_rng));
+      for (int64_t i = 0; i < batch * s.heads_kv * slots; ++i) v_block.push_back(scale(block_rng));
       Outputs o;
       fp8attn_attention_args a = query_args(in.q, o, s.head_dim);
       fp8attn_paged_kv pkv = in.kv.paged();
@@ -278,6 +295,7 @@ TEST(DecodeEmulatedDescales, decode_emulated_block_descales_equal_engine) {
       a.k_descale = dense_host_tensor(k_desc.data(), FP8ATTN_DTYPE_F32, {batch, s.heads_kv});
       a.v_descale = dense_host_tensor(v_desc.data(), FP8ATTN_DTYPE_F32, {batch, s.heads_kv});
       a.k_block_descale = dense_host_tensor(k_block.data(), FP8ATTN_DTYPE_F32, {batch, s.heads_kv, slots});
+      if (v_blocks) a.v_block_descale = dense_host_tensor(v_block.data(), FP8ATTN_DTYPE_F32, {batch, s.heads_kv, slots});
       session.run(a, o);
       ASSERT_EQ(o.status, FP8ATTN_OK) << o.message;
       got.push_back(o);
@@ -378,6 +396,13 @@ TEST(DecodeEmulatedBadInput, decode_emulated_refuses_with_specific_status_and_un
   EXPECT_EQ(group3.status, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND) << group3.message;
   EXPECT_NE(group3.message.find("query heads per KV head"), std::string::npos) << group3.message;
   EXPECT_TRUE(group3.untouched());
+  // Promotion every 2 blocks: no decode kernel keeps a second O tile across blocks.
+  Shape every2 = s;
+  every2.pv_promote_interval = 2;
+  const Outputs promote2 = decode_call(FP8ATTN_BACKEND_EMULATOR, every2, ok, 2, true);
+  EXPECT_EQ(promote2.status, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND) << promote2.message;
+  EXPECT_NE(promote2.message.find("pv_promote_interval 2"), std::string::npos) << promote2.message;
+  EXPECT_TRUE(promote2.untouched());
 }
 
 }  // namespace

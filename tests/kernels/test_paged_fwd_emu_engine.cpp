@@ -96,7 +96,9 @@ void expect_emulator_matches_engine(const EngineCase& c) {
     }
     a.next = &pkv;
     if (!schedule.empty()) setenv("FP8ATTN_EMULATOR_SCHEDULE", schedule.c_str(), 1);
-    run_forward(backend, d, a, q.batch(), q.max_len(), kv.max_seqlen_k, o);
+    // NOTE: the decode path's split heuristic (num_splits 0) counts workers: the engine's threads
+    // match the emulator's SMs (4 unless FP8ATTN_EMULATOR_SMS says otherwise).
+    run_forward(backend, d, a, q.batch(), q.max_len(), kv.max_seqlen_k, o, c.decode ? 4 : 2);
     unsetenv("FP8ATTN_EMULATOR_SCHEDULE");
   };
   Outputs engine;
@@ -172,6 +174,25 @@ TEST(PagedFwdEmuEngine, GatherPerTokenScalesChunkedPrefillGqa) {
   expect_emulator_matches_engine(c);
 }
 
+// The decode path under E4M3 Q: the every-block decode kernels take the per-token descales as
+// the forward's every-block kernel does (each block's P·V promoted by its largest V descale),
+// split by split as the engine's decode path, through the TMA boxes and the gather.
+TEST(PagedFwdEmuEngine, PerTokenScalesDecodeTmaBoxes) {
+  EngineCase c{"page16 e4m3 gqa decode per-token", FP8ATTN_DTYPE_E4M3, 8, 2, 128, layout(16, {300, 17, 0, 230}, 0),
+               {1, 4, 2, 1}, false, true};
+  c.per_token_scales = true;
+  c.decode = true;
+  expect_emulator_matches_engine(c);
+}
+
+TEST(PagedFwdEmuEngine, PerTokenScalesDecodeGather) {
+  EngineCase c{"page3 e4m3 gqa decode per-token", FP8ATTN_DTYPE_E4M3, 4, 1, 64, layout(3, {500, 2, 61}, 3),
+               {8, 1, 3}, false, true};
+  c.per_token_scales = true;
+  c.decode = true;
+  expect_emulator_matches_engine(c);
+}
+
 // BF16 Q over an E4M3 cache: the BF16 kernel, its gather decoding the codes to BF16 (also at
 // page sizes whose TMA boxes would fit), with PER_HEAD descales or none.
 TEST(PagedFwdEmuEngine, MixedBf16QueriesOverE4m3CachePage16) {
@@ -206,6 +227,34 @@ TEST(PagedFwdEmuEngine, MixedBf16QueriesPerTokenScalesPage64) {
                layout(64, {300, 64, 0, 129}), {40, 1, 3, 64}, false, true};
   c.kv_dtype = FP8ATTN_DTYPE_E4M3;
   c.per_token_scales = true;
+  expect_emulator_matches_engine(c);
+}
+
+// Head_dim 256: the BF16 kernel's stage descales fit because its shared storage is not rounded
+// up to whole KB (fwd_config.hpp); overlapped without telemetry, serial with it.
+TEST(PagedFwdEmuEngine, MixedBf16QueriesPerTokenScalesHeadDim256) {
+  EngineCase c{"page16 bf16 q over e4m3 hd256 causal per-token", FP8ATTN_DTYPE_BF16, 4, 2, 256,
+               layout(16, {170, 33}), {20, 5}, false, true};
+  c.kv_dtype = FP8ATTN_DTYPE_E4M3;
+  c.per_token_scales = true;
+  expect_emulator_matches_engine(c);
+}
+
+TEST(PagedFwdEmuEngine, MixedBf16QueriesPerTokenScalesHeadDim256Telemetry) {
+  EngineCase c{"page3 bf16 q over e4m3 hd256 per-token telemetry", FP8ATTN_DTYPE_BF16, 2, 1, 256,
+               layout(3, {100, 7}, 2), {9}, true, false};
+  c.kv_dtype = FP8ATTN_DTYPE_E4M3;
+  c.per_token_scales = true;
+  c.telemetry = true;
+  expect_emulator_matches_engine(c);
+}
+
+TEST(PagedFwdEmuEngine, MixedBf16QueriesPerTokenScalesHeadDim256Decode) {
+  EngineCase c{"page16 bf16 q over e4m3 hd256 decode per-token", FP8ATTN_DTYPE_BF16, 8, 2, 256,
+               layout(16, {200, 17}), {1, 3}, false, true};
+  c.kv_dtype = FP8ATTN_DTYPE_E4M3;
+  c.per_token_scales = true;
+  c.decode = true;
   expect_emulator_matches_engine(c);
 }
 

@@ -133,14 +133,18 @@ struct FwdConfig {
   static constexpr uint32_t kVtBytes = kBf16 ? 16 : kVBytes;
 };
 
-/// Shared memory of one CTA. Swizzled tiles start on their 1024-byte period (their sizes keep
-/// it); raw V and Vᵀ only need 16-byte alignment.
+/// Shared memory of one CTA, placed by the kernel on a 1024-byte boundary. The swizzled tiles
+/// start on their 1024-byte period because every tile before them is a whole number of periods
+/// (checked below); raw V and Vᵀ only need 16-byte alignment.
+/// NOTE: no member is alignas(1024): that would round the storage's size up to a whole 1024 bytes
+/// (and the kernel's storage, with the telemetry slots after it, once more), which is the room the
+/// BF16 head_dim-256 kernel's per-token descales need under the 227 KB limit.
 template <class Cfg>
 struct FwdSharedStorage {
-  alignas(1024) uint8_t q[Cfg::kChunks][Cfg::kQChunkBytes];
-  alignas(1024) uint8_t k[Cfg::kStages][Cfg::kChunks][Cfg::kKChunkBytes];
-  alignas(1024) uint8_t v[Cfg::kStages][Cfg::kVBytes];   // V rows as loaded (BF16: in K's chunks, N-major B of P·V)
-  alignas(1024) uint8_t vt[Cfg::kStages][Cfg::kVtBytes];  // Vᵀ, written by the producer (E4M3 only)
+  alignas(16) uint8_t q[Cfg::kChunks][Cfg::kQChunkBytes];
+  alignas(16) uint8_t k[Cfg::kStages][Cfg::kChunks][Cfg::kKChunkBytes];
+  alignas(16) uint8_t v[Cfg::kStages][Cfg::kVBytes];   // V rows as loaded (BF16: in K's chunks, N-major B of P·V)
+  alignas(16) uint8_t vt[Cfg::kStages][Cfg::kVtBytes];  // Vᵀ, written by the producer (E4M3 only)
   uint64_t q_full, q_empty;
   uint64_t k_full[Cfg::kStages], v_full[Cfg::kStages], vt_full[Cfg::kStages], kv_empty[Cfg::kStages];
   /// The stage's K read: the consumers' Q·Kᵀ of its block has completed (kv_empty: P·V too, so V,
@@ -152,22 +156,23 @@ struct FwdSharedStorage {
   int32_t kv_block[Cfg::kStages][4];
   /// A paged cache's per-(token, head) descales of the stage's block: K's [0, BlockN), V's
   /// [BlockN, 2·BlockN) (fwd_kv_token_scales.hpp), written by warps 1-3 before k_full.
-  /// NOTE: E4M3's forward kernels (its decode kernels have no promotion, which E4M3 P's descales
-  /// need) and BF16's forward and decode kernels but at head_dim 256, which has no 1 KB to spare;
-  /// the plan refuses the rest, which keep a one-float placeholder.
-  static constexpr bool kTokenScales = Cfg::kBf16 ? Cfg::kHeadDim <= 128 : !Cfg::kDecode;
+  /// NOTE: the kernels that take them: E4M3's every-block ones (E4M3 P's descales promote every
+  /// block) and every BF16 one (V's whole on P̃); the plan picks no other kernel for them, and the
+  /// others keep a one-float placeholder.
+  static constexpr bool kTokenScales = Cfg::kBf16 || Cfg::kPromotion == PvPromotion::EveryBlock;
   float kv_token_scale[Cfg::kStages][kTokenScales ? 2 * Cfg::kBlockN : 1];
   /// A decode launch's split count, decided once per CTA from device memory before any role
   /// starts (kernels/sm90/decode/decode_tile_scheduler.hpp).
   int32_t decode_splits;
+
+  // The swizzle's base offset is 0 only on a 1024-byte period (PTX_FACTS.md): Q and K's chunks
+  // (Q·Kᵀ's operands, 64B or 128B swizzle), V (BF16: P·V's B through 128B swizzle) and Vᵀ (32B
+  // swizzle when loaded by TMA).
+  static_assert(Cfg::kQChunkBytes % 1024 == 0 && Cfg::kKChunkBytes % 1024 == 0 && Cfg::kVBytes % 1024 == 0,
+                "each tile a whole number of 1024-byte periods, so the next starts on one");
 };
 
 /// Extra dynamic shared memory to align the storage to the 1024-byte swizzle period.
 inline constexpr uint32_t kFwdSmemSlack = 1024;
-
-template <class Cfg>
-constexpr size_t fwd_smem_bytes() {
-  return sizeof(FwdSharedStorage<Cfg>) + kFwdSmemSlack;
-}
 
 }  // namespace fp8attn::sm90

@@ -95,7 +95,7 @@ FP8ATTN_ARCH_FN void pass_turn(const FwdConsumerRole& role) {
 /// the every-block E4M3 kernel and by the BF16 kernels (their whole-V rule, kv_cache_math.hpp).
 template <class Cfg>
 FP8ATTN_ARCH_FN const float* token_scales_of(const AttentionFwdParams& p, FwdSharedStorage<Cfg>& smem, int stage) {
-  if constexpr (FwdSharedStorage<Cfg>::kTokenScales && (Cfg::kBf16 || Cfg::kPromotion == PvPromotion::EveryBlock))
+  if constexpr (FwdSharedStorage<Cfg>::kTokenScales)
     if (p.paged.k_scale != nullptr) return smem.kv_token_scale[stage];
   return nullptr;
 }

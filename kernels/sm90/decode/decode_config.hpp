@@ -28,19 +28,27 @@ struct DecodeConfig : Base {
                 "register budgets over the CTA's launch pool: setmaxnreg.inc would wait forever");
 };
 
-/// Which decode kernels exist: every head dim and input type, promotion Off, no telemetry (the
-/// plan refuses the rest on the decode path; docs/kernels.md).
-constexpr bool decode_kernel_exists(int head_dim, PvPromotion promotion, bool telemetry) {
-  return (head_dim == 64 || head_dim == 128 || head_dim == 256) && promotion == PvPromotion::Off && !telemetry;
+/// Which decode kernels exist: every head dim and input type with promotion Off, and E4M3 with
+/// promotion after every block (pv_promote_interval 1, per-block V descales, a paged cache's
+/// per-token descales: the serial main loop's every-block P·V, as the forward's), no telemetry
+/// (the plan refuses the rest on the decode path; docs/kernels.md).
+/// NOTE: every-N promotion keeps a second O tile alive across blocks, which the decode consumers'
+/// budget has no room for next to the serial loop's S and O.
+constexpr bool decode_kernel_exists(int head_dim, PvPromotion promotion, bool telemetry, FwdInput input) {
+  const bool promotion_ok =
+      promotion == PvPromotion::Off || (promotion == PvPromotion::EveryBlock && input == FwdInput::E4M3);
+  return (head_dim == 64 || head_dim == 128 || head_dim == 256) && promotion_ok && !telemetry;
 }
 
-/// Calls f(Cfg{}) with the decode config of (head_dim, input); false when there is none.
+/// Calls f(Cfg{}) with the decode config of (head_dim, promotion, input); false when there is none.
 template <class F>
 bool with_decode_config(int head_dim, PvPromotion promotion, bool telemetry, FwdInput input, F&& f) {
-  if (!decode_kernel_exists(head_dim, promotion, telemetry)) return false;
+  if (!decode_kernel_exists(head_dim, promotion, telemetry, input)) return false;
   auto by_dim = [&](auto hd) {
     constexpr int kHd = decltype(hd)::value;
     if (input == FwdInput::BF16) f(DecodeConfig<FwdConfig<kHd, PvPromotion::Off, false, FwdInput::BF16>>{});
+    else if (promotion == PvPromotion::EveryBlock)
+      f(DecodeConfig<FwdConfig<kHd, PvPromotion::EveryBlock, false, FwdInput::E4M3>>{});
     else f(DecodeConfig<FwdConfig<kHd, PvPromotion::Off, false, FwdInput::E4M3>>{});
     return true;
   };

@@ -21,8 +21,8 @@ namespace fp8attn::sm90 {
 
 template <class Cfg>
 FP8ATTN_ARCH_FN void run_decode_consumer(const AttentionFwdParams& p, FwdSharedStorage<Cfg>& smem) {
-  static_assert(Cfg::kDecode && !Cfg::kTelemetry && Cfg::kPromotion == PvPromotion::Off && Cfg::kHeadDimSplit == 1,
-                "decode kernels: promotion Off, no telemetry, a warpgroup owns all of O's columns");
+  static_assert(Cfg::kDecode && !Cfg::kTelemetry && Cfg::kPromotion != PvPromotion::EveryN && Cfg::kHeadDimSplit == 1,
+                "decode kernels: promotion Off or every block, no telemetry, a warpgroup owns all of O's columns");
   FwdConsumerRole role;
   role.consumer = arch::warpgroup_idx() - 1;
   role.rows = role.consumer;
@@ -62,8 +62,9 @@ FP8ATTN_ARCH_FN void run_decode_consumer(const AttentionFwdParams& p, FwdSharedS
     const int64_t token_end = (row_begin + tile.rows - 1) / group + 1;
     const KeyRange all = keys_seen_by_all(tile.mask, tile.row0, token_end);
     // NOTE: q_len ≤ 8 < BlockM: every token lies in the forward's query block 0.
-    const FwdTileArgs ta{p.q_block_descale.at(tile.batch, tile.head, 0), false, static_cast<int32_t>(all.first),
-                         static_cast<int32_t>(all.last)};
+    const FwdTileArgs ta{p.q_block_descale.at(tile.batch, tile.head, 0),
+                         p.v_block_descale.data != nullptr || p.paged.k_scale != nullptr,
+                         static_cast<int32_t>(all.first), static_cast<int32_t>(all.last)};
 
     arch::WgmmaAccF32<Cfg::kHeadDimO> o;
     fill(o, 0.0f);

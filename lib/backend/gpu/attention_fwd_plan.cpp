@@ -134,14 +134,9 @@ void plan_paged_kv(const AttentionConfig& c, const AttentionProblem& p, void* wo
   const bool bf16 = !c.fp8();
   // NOTE: PER_HEAD scale caches arrive as the problem's K and V descales (apply_paged_descales);
   // PER_TOKEN_HEAD ones are read by the kernel (fwd_kv_token_scales.hpp): on E4M3's every-block
-  // forward kernel (promotion_of), and under BF16 Q by the BF16 forward and decode kernels with
-  // V's descale whole on P̃ (kv_cache_math.hpp) up to head_dim 128 (plan_attention_fwd). The E4M3
-  // decode kernels have no promotion, which E4M3 P's split descales need.
+  // forward and decode kernels (promotion_of), and under BF16 Q by the BF16 forward and decode
+  // kernels with V's descale whole on P̃ (kv_cache_math.hpp).
   const bool per_token = kv.scale_granularity == FP8ATTN_KV_SCALE_PER_TOKEN_HEAD;
-  require(!per_token || !c.decode || bf16, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
-          "a paged cache with per-token descales (FP8ATTN_KV_SCALE_PER_TOKEN_HEAD) under E4M3 Q on the decode path "
-          "(desc.decode = 1): they promote P·V every block, which the Hopper decode kernels do not; use "
-          "desc.decode = 0, BF16 Q or PER_HEAD descales");
   require(p.v.dim_stride == 1, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
           "a paged v_cache with its keys contiguous: the Hopper kernel reads cache rows (dim stride 1)");
   require(workspace != nullptr, FP8ATTN_STATUS_NULL_POINTER,
@@ -238,14 +233,6 @@ sm90::FwdLaunch plan_attention_fwd(const AttentionConfig& c, const AttentionProb
   const bool bf16 = !c.fp8();
   require(!bf16 || !p.v_block_descale.present(), FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
           "per-block V descales with BF16 inputs: the Hopper BF16 kernel has no per-block P·V promotion");
-  // NOTE: the BF16 kernel at head_dim 256 has no shared memory left for a stage's descales
-  // (fwd_config.hpp, FwdSharedStorage::kTokenScales).
-  require(!bf16 || !p.paged.present || p.paged.scale_granularity != FP8ATTN_KV_SCALE_PER_TOKEN_HEAD ||
-              c.head_dim <= 128,
-          FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
-          "a paged cache with per-token descales (FP8ATTN_KV_SCALE_PER_TOKEN_HEAD) under BF16 Q at head_dim 256: "
-          "the Hopper BF16 kernel has no shared memory left for them there; use head_dim 64 or 128, E4M3 Q or "
-          "PER_HEAD descales");
   sm90::FwdLaunch l;
   l.key = {c.head_dim, promotion_of(c, p), c.telemetry, attention_fwd_input(c)};
   const sm90::FwdKernelShape shape = sm90::fwd_kernel_shape(l.key);

@@ -25,9 +25,10 @@ int num_splits(const AttentionConfig& c, int workers, int64_t batch, int64_t max
 }  // namespace
 
 void check_decode_supported(const AttentionConfig& c) {
-  require(c.pv_promote_interval == 0, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
+  require(c.pv_promote_interval <= 1, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
           "desc.decode = 1 with pv_promote_interval " + std::to_string(c.pv_promote_interval) +
-              ": the Hopper decode kernels have no two-level accumulation; use 0 (or the CPU backend)");
+              ": the Hopper decode kernels promote P·V after every block or not at all; use 0 or 1 (or the CPU "
+              "backend)");
   require(!c.telemetry, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
           "desc.decode = 1 with telemetry (desc.telemetry, amax_o or a scale state): the Hopper decode kernels keep "
           "no counters; use the CPU backend for a measured decode");
@@ -57,9 +58,6 @@ void plan_decode(const AttentionConfig& c, const AttentionProblem& p, void* part
           "desc.decode = 1 with per-block Q descales and " + std::to_string(group) +
               " query heads per KV head: a packed tile's rows have different Q descales, which the Hopper decode "
               "kernels do not apply per row");
-  require(l.key.promotion == sm90::PvPromotion::Off, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
-          "desc.decode = 1 with per-block V descales: they promote P·V every block, which the Hopper decode kernels "
-          "do not; use the CPU backend");
   l.key.decode = true;
   const sm90::FwdKernelShape shape = sm90::fwd_kernel_shape(l.key);
   require(shape.threads > 0, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,

@@ -38,8 +38,11 @@ class GpuBackend final : public Backend {
   /// telemetry kernel whatever the plan's desc.telemetry (capi/forward_api.cpp).
   void check_attention(const AttentionConfig& config) const override {
     gpu::check_attention_fwd_supported(config);
-    if (config.decode) {  // one kernel: promotion Off, no telemetry (decode_plan.cpp refuses the rest)
-      runtime_->prepare_attention_fwd({config.head_dim, sm90::PvPromotion::Off, false, gpu::attention_fwd_input(config), true});
+    if (config.decode) {  // promotion Off or every block, no telemetry (decode_plan.cpp refuses the rest)
+      for (const auto promotion : {sm90::PvPromotion::Off, sm90::PvPromotion::EveryBlock}) {
+        const sm90::FwdKernelKey key{config.head_dim, promotion, false, gpu::attention_fwd_input(config), true};
+        if (sm90::fwd_kernel_shape(key).threads > 0) runtime_->prepare_attention_fwd(key);
+      }
       return;
     }
     for (const auto promotion : {sm90::PvPromotion::Off, sm90::PvPromotion::EveryBlock, sm90::PvPromotion::EveryN})
@@ -50,9 +53,8 @@ class GpuBackend final : public Backend {
   }
 
   /// A paged KV cache: the producer loads its pages (kernels/sm90/attention/fwd_paged_kv.hpp);
-  /// per-token scale caches run on the E4M3 every-block kernel and the BF16 forward and decode
-  /// kernels up to head_dim 128 (fwd_kv_token_scales.hpp); the call refuses them under E4M3 Q on
-  /// the decode path and under BF16 Q at head_dim 256 (plan_attention_fwd).
+  /// per-token scale caches run on the E4M3 every-block forward and decode kernels and on every
+  /// BF16 forward and decode kernel (fwd_kv_token_scales.hpp).
   bool runs_paged_kv(const AttentionConfig&) const override { return true; }
 
   /// BF16 Q over an E4M3 cache: the BF16 forward or decode kernel, whose paged gather decodes the
