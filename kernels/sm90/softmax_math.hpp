@@ -25,6 +25,20 @@ FP8ATTN_HOST_DEVICE float logit_scale_log2(float softmax_scale, float q_descale,
   return softmax_scale * kLog2e * q_descale * k_descale;
 }
 
+/// The logit scales of one (sequence, KV head), folded once per tile from the host's arguments
+/// by the CPU engine's tiles and the kernels' consumers alike.
+struct LogitScales {
+  float scale_log2;     ///< raw S to the exp2 domain (logit_scale_log2)
+  float natural_scale;  ///< raw S to natural logits: softmax_scale · q_descale · k_descale
+  float tie_tol_raw;    ///< the stabilized variant's tie tolerance τ (natural units) in raw S units
+};
+
+FP8ATTN_HOST_DEVICE LogitScales logit_scales(float softmax_scale, float q_descale, float k_descale,
+                                             float tie_tol) {
+  const float natural = softmax_scale * q_descale * k_descale;
+  return {logit_scale_log2(softmax_scale, q_descale, k_descale), natural, tie_tol / natural};
+}
+
 /// The max used for a row in the exp2 step: −inf (no visible key yet) becomes 0, so that
 /// exp2(−inf − 0) = 0 rather than NaN.
 FP8ATTN_HOST_DEVICE float finite_or_zero(float row_max) { return row_max == kNegInf ? 0.0f : row_max; }

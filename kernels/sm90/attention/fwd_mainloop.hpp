@@ -41,6 +41,20 @@ struct FwdConsumerRole {
   unsigned next_turn;  ///< the next consumer's
 };
 
+/// This thread's consumer warpgroup's role, from its warpgroup index (warpgroup 0 produces).
+template <class Cfg>
+FP8ATTN_ARCH_FN FwdConsumerRole consumer_role() {
+  FwdConsumerRole role;
+  role.consumer = arch::warpgroup_idx() - 1;
+  role.rows = role.consumer / Cfg::kHeadDimSplit;
+  role.col0 = Cfg::kHeadDimO * static_cast<int>(role.consumer % Cfg::kHeadDimSplit);
+  role.row_owner = role.consumer % Cfg::kHeadDimSplit == 0;
+  role.wg_leader = arch::thread_idx_in_warpgroup() == 0;
+  role.my_turn = barrier_id(FwdBarrier::kConsumerTurn0, role.consumer);
+  role.next_turn = barrier_id(FwdBarrier::kConsumerTurn0, (role.consumer + 1) % Cfg::kConsumers);
+  return role;
+}
+
 /// The per-tile arguments of the block loops, folded once per tile as the engine does.
 struct FwdTileArgs {
   float q_block;      ///< per-block Q descale of the tile's query block
@@ -304,14 +318,7 @@ FP8ATTN_ARCH_FN void run_blocks_serial(const AttentionFwdParams& p, FwdSharedSto
 /// A consumer warpgroup's loop over the CTA's tiles.
 template <class Cfg>
 FP8ATTN_ARCH_FN void run_consumer(const AttentionFwdParams& p, FwdSharedStorage<Cfg>& smem, FwdTelemetrySlots& slots) {
-  FwdConsumerRole role;
-  role.consumer = arch::warpgroup_idx() - 1;
-  role.rows = role.consumer / Cfg::kHeadDimSplit;
-  role.col0 = Cfg::kHeadDimO * static_cast<int>(role.consumer % Cfg::kHeadDimSplit);
-  role.row_owner = role.consumer % Cfg::kHeadDimSplit == 0;
-  role.wg_leader = arch::thread_idx_in_warpgroup() == 0;
-  role.my_turn = barrier_id(FwdBarrier::kConsumerTurn0, role.consumer);
-  role.next_turn = barrier_id(FwdBarrier::kConsumerTurn0, (role.consumer + 1) % Cfg::kConsumers);
+  const FwdConsumerRole role = consumer_role<Cfg>();
   const unsigned t = arch::thread_idx_in_warpgroup();
   // This thread's h = 0 row in the tile (wgmma_d_coord).
   const int32_t my_row = static_cast<int32_t>(64 * role.rows + 16 * (t / 32) + (t % 32) / 4);
@@ -329,9 +336,9 @@ FP8ATTN_ARCH_FN void run_consumer(const AttentionFwdParams& p, FwdSharedStorage<
     const float k_descale = p.k_descale.at(tile.batch, tile.head_kv);
     const float v_descale = p.v_descale.at(tile.batch, tile.head_kv);
     FwdBlockSoftmax sb{};
-    sb.scale_log2 = logit_scale_log2(p.softmax_scale, q_descale, k_descale);
-    const float natural_scale = p.softmax_scale * q_descale * k_descale;
-    sb.tie_tol_raw = p.stabilized_tie_tol / natural_scale;
+    const LogitScales ls = logit_scales(p.softmax_scale, q_descale, k_descale, p.stabilized_tie_tol);
+    sb.scale_log2 = ls.scale_log2;
+    sb.tie_tol_raw = ls.tie_tol_raw;
     sb.row_lo = tile.row0 + my_row;
     sb.valid[0] = my_row < tile.rows;
     sb.valid[1] = my_row + 8 < tile.rows;
@@ -365,7 +372,7 @@ FP8ATTN_ARCH_FN void run_consumer(const AttentionFwdParams& p, FwdSharedStorage<
       // NOTE: with the head-dim split both warpgroups run the same softmax on the same rows; only
       // the rows' first one counts P̃, so the counts are the engine's (max |logit| is a max).
       if (!role.row_owner) tel.tile_positive = tel.tile_underflow = 0;
-      flush_tile_telemetry(tel, natural_scale, slots);
+      flush_tile_telemetry(tel, ls.natural_scale, slots);
     }
     // NOTE: the telemetry kernels also measure max |O| (amax_o): the same per-CTA merge, and the
     // API runs them whenever a call asks for an amax (capi/forward_api.cpp).

@@ -23,14 +23,7 @@ template <class Cfg>
 FP8ATTN_ARCH_FN void run_decode_consumer(const AttentionFwdParams& p, FwdSharedStorage<Cfg>& smem) {
   static_assert(Cfg::kDecode && !Cfg::kTelemetry && Cfg::kPromotion != PvPromotion::EveryN && Cfg::kHeadDimSplit == 1,
                 "decode kernels: promotion Off or every block, no telemetry, a warpgroup owns all of O's columns");
-  FwdConsumerRole role;
-  role.consumer = arch::warpgroup_idx() - 1;
-  role.rows = role.consumer;
-  role.col0 = 0;
-  role.row_owner = true;
-  role.wg_leader = arch::thread_idx_in_warpgroup() == 0;
-  role.my_turn = barrier_id(FwdBarrier::kConsumerTurn0, role.consumer);
-  role.next_turn = barrier_id(FwdBarrier::kConsumerTurn0, (role.consumer + 1) % Cfg::kConsumers);
+  const FwdConsumerRole role = consumer_role<Cfg>();  // kHeadDimSplit 1: rows = consumer, all columns
   const unsigned t = arch::thread_idx_in_warpgroup();
   const int32_t my_row = static_cast<int32_t>(64 * role.rows + 16 * (t / 32) + (t % 32) / 4);
   if (role.consumer == Cfg::kConsumers - 1) arch::named_barrier_arrive(barrier_id(FwdBarrier::kConsumerTurn0), 256);
@@ -46,8 +39,9 @@ FP8ATTN_ARCH_FN void run_decode_consumer(const AttentionFwdParams& p, FwdSharedS
     const float q_descale = p.q_descale.at(tile.batch, tile.head_kv);
     const float k_descale = p.k_descale.at(tile.batch, tile.head_kv);
     FwdBlockSoftmax sb{};
-    sb.scale_log2 = logit_scale_log2(p.softmax_scale, q_descale, k_descale);
-    sb.tie_tol_raw = p.stabilized_tie_tol / (p.softmax_scale * q_descale * k_descale);
+    const LogitScales ls = logit_scales(p.softmax_scale, q_descale, k_descale, p.stabilized_tie_tol);
+    sb.scale_log2 = ls.scale_log2;
+    sb.tie_tol_raw = ls.tie_tol_raw;
     // NOTE: only the mask bounds of the rows' tokens live through the main loop; the rows' tokens
     // and heads are found again for the epilogue (decode_rows_of): registers, as in the forward.
     FP8ATTN_UNROLL

@@ -96,10 +96,9 @@ void run_decode_fp32_tile(const AttentionConfig& c, const AttentionProblem& p, c
   const float q_descale = p.q_descale.at(at.batch, head_kv);
   const float k_descale = p.k_descale.at(at.batch, head_kv);
   const float v_descale = p.v_descale.at(at.batch, head_kv);
-  const float scale_log2 = sm90::logit_scale_log2(c.softmax_scale, q_descale, k_descale);
+  const auto [scale_log2, natural_scale, tie_tol_raw] =
+      sm90::logit_scales(c.softmax_scale, q_descale, k_descale, c.stabilized_tie_tol);
   const float p_scale_log2 = static_cast<float>(c.p_scale_log2);
-  const float natural_scale = c.softmax_scale * q_descale * k_descale;
-  const float tie_tol_raw = c.stabilized_tie_tol / natural_scale;
   const bool stabilized = c.softmax_variant == FP8ATTN_SOFTMAX_STABILIZED;
 
   for (int r = 0; r < rows; ++r)

@@ -169,11 +169,9 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
   const float q_descale = p.q_descale.at(at.batch, head_kv);
   const float k_descale = p.k_descale.at(at.batch, head_kv);
   const float v_descale = p.v_descale.at(at.batch, head_kv);
-  const float scale_log2 = sm90::logit_scale_log2(c.softmax_scale, q_descale, k_descale);
+  const auto [scale_log2, natural_scale, tie_tol_raw] =
+      sm90::logit_scales(c.softmax_scale, q_descale, k_descale, c.stabilized_tie_tol);
   const float p_scale_log2 = static_cast<float>(c.p_scale_log2);
-  const float natural_scale = c.softmax_scale * q_descale * k_descale;
-  // The tie tolerance τ is in natural logit units; in raw S units it is τ / natural_scale.
-  const float tie_tol_raw = c.stabilized_tie_tol / natural_scale;
   const bool stabilized = c.softmax_variant == FP8ATTN_SOFTMAX_STABILIZED;
   // NOTE: a per-block V descale needs each block's PV product on its own, so it implies
   // two-level accumulation with promotion after every block.
