@@ -491,11 +491,13 @@ typedef struct fp8attn_attention_desc {
                            n = 1 gives the plain forward's bits; a fixed n also gives the same
                            bits for any thread count. 0 (the default) picks n by a heuristic
                            (kernels/sm90/decode_schedule.hpp) from the longest real KV length
-                           (at most the host's max_seqlen_k, which sizes the workspace), the
-                           batch, the query heads and the worker count (CPU threads; SMs on the
-                           GPU backends, decided on the device from seqused_k): about two
-                           work items per worker, at least two KV blocks per split; its bits
-                           depend on those, so it is neither batch- nor thread-invariant.
+                           (at most the host's max_seqlen_k, which sizes the workspace; on
+                           the GPU backends decided on the device from seqused_k), the batch
+                           and the query heads: about two work items per worker of a fixed
+                           count of 132 (a Hopper's SMs, on every backend), at least two KV
+                           blocks per split. Its bits depend on those, so it is not
+                           batch-invariant, but it gives the same bits for any thread count
+                           and on every backend.
                            Negative or above 256: ::FP8ATTN_STATUS_BAD_OPTION. The workspace
                            (fp8attn_plan_workspace_size()) counts the splits' partial O (F32)
                            and LSE. */

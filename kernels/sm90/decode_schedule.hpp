@@ -69,15 +69,24 @@ FP8ATTN_HOST_DEVICE constexpr int64_t decode_row_tiles(int64_t q_len, int group,
   return (decode_rows(q_len, group) + block_m - 1) / block_m;
 }
 
+/// The workers the heuristic of num_splits = 0 fills: an H100's or H200's 132 SMs, on every
+/// backend and whatever its threads or SMs.
+/// NOTE: a constant, not the machine's count: the split count decides the bits (each split's
+/// blocks, then the combine), so with it the CPU engine at any thread count, the emulated kernel
+/// at any SM count and the Hopper kernel give the same bits for num_splits = 0, as they do for a
+/// fixed num_splits. A CPU of fewer cores gets more splits than it needs; each is a partial row
+/// of O per query row and a share of the combine.
+inline constexpr int kDecodeHeuristicWorkers = 132;
+
 /// The heuristic of num_splits = 0, from the longest sequence's KV blocks and the number of
-/// (sequence, KV head, row tile) items: enough splits for about two items per worker (CPU
-/// threads, or SMs), at least two blocks per split, one split when the items already fill the
-/// workers. Monotone in `max_blocks`, so the host's max_seqlen_k bounds the splits (and the
+/// (sequence, KV head, row tile) items: enough splits for about two items per worker
+/// (kDecodeHeuristicWorkers), at least two blocks per split, one split when the items already fill
+/// the workers. Monotone in `max_blocks`, so the host's max_seqlen_k bounds the splits (and the
 /// workspace) of any real lengths below it.
 /// NOTE: two halves: `want` depends on host values only (the kernels get it from the plan), the
 /// rest on the blocks, which the kernels count on the device in 32 bits.
-FP8ATTN_HOST_DEVICE constexpr int decode_heuristic_want(int64_t items, int workers) {
-  const int64_t want = items <= 0 ? 1 : (2 * static_cast<int64_t>(workers) + items - 1) / items;
+FP8ATTN_HOST_DEVICE constexpr int decode_heuristic_want(int64_t items) {
+  const int64_t want = items <= 0 ? 1 : (2 * static_cast<int64_t>(kDecodeHeuristicWorkers) + items - 1) / items;
   return want > kMaxDecodeSplits ? kMaxDecodeSplits : static_cast<int>(want);
 }
 template <class I = int64_t>
@@ -87,8 +96,8 @@ FP8ATTN_HOST_DEVICE constexpr int decode_heuristic_from_want(int want, typename 
   if (n > kMaxDecodeSplits) n = kMaxDecodeSplits;
   return n < 1 ? 1 : static_cast<int>(n);
 }
-FP8ATTN_HOST_DEVICE constexpr int decode_heuristic_splits(int64_t max_blocks, int64_t items, int workers) {
-  return decode_heuristic_from_want(decode_heuristic_want(items, workers), max_blocks);
+FP8ATTN_HOST_DEVICE constexpr int decode_heuristic_splits(int64_t max_blocks, int64_t items) {
+  return decode_heuristic_from_want(decode_heuristic_want(items), max_blocks);
 }
 
 /// The splits of a decode call: `num_splits` when fixed, else the heuristic over the longest
@@ -99,11 +108,11 @@ FP8ATTN_HOST_DEVICE constexpr int decode_heuristic_splits(int64_t max_blocks, in
 /// blocks from the KV length given: the longest real one at the call, max_seqlen_k when sizing.
 /// The heuristic is monotone in the blocks, so the sizing bounds the call.
 FP8ATTN_HOST_DEVICE constexpr int decode_num_splits(int num_splits, int heads_kv, int group, int block_m,
-                                                    int block_n, int64_t sink_tokens, int workers, int64_t batch,
-                                                    int64_t max_q, int64_t max_k) {
+                                                    int block_n, int64_t sink_tokens, int64_t batch, int64_t max_q,
+                                                    int64_t max_k) {
   if (num_splits > 0) return num_splits;
   const int64_t items = batch * heads_kv * decode_row_tiles(max_q, group, block_m);
-  return decode_heuristic_splits(kv_descale_slots(max_k, sink_tokens, block_n), items, workers);
+  return decode_heuristic_splits(kv_descale_slots(max_k, sink_tokens, block_n), items);
 }
 
 }  // namespace fp8attn::sm90

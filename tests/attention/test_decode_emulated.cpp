@@ -1,8 +1,9 @@
 // The decode kernels (kernels/sm90/decode) on the SIMT emulator (FP8ATTN_BACKEND_EMULATOR)
 // against the CPU engine's decode path, bit for bit (out and LSE): num_splits 1, 2, 3 and 0 (the
 // heuristic, decided on the device), GQA 8:1, 4:1 and MHA, q_len 1..8, pages of 1, 16 and 64
-// keys, E4M3 and BF16. The engine runs on as many threads as the emulator has SMs
-// (FP8ATTN_EMULATOR_SMS, 4 by default), the heuristic's workers on both. Graph safety: one plan,
+// keys, E4M3 and BF16. The heuristic fills a fixed worker count (kDecodeHeuristicWorkers), so the
+// engine's threads (3 here) and the emulator's SMs (FP8ATTN_EMULATOR_SMS: 4) need not match, and
+// DecodeEmulatedThreads checks other counts on both. Graph safety: one plan,
 // workspace and argument struct run three times while seqused_k and the block table (device
 // memory) change between the runs; each run gives the engine's answer for what it read. Bad
 // input: a specific status with the outputs untouched. Inputs: fresh N(0, 1) codes, outputs
@@ -22,7 +23,8 @@
 namespace fp8attn::paged_test {
 namespace {
 
-constexpr int kWorkers = 4;  ///< the emulator's SMs (set below) and the engine's threads
+constexpr int kWorkers = 4;        ///< the emulator's SMs (set below)
+constexpr int kEngineThreads = 3;  ///< the engine's: not the emulator's SM count, on purpose
 
 void use_emulated_sms(int n) { setenv("FP8ATTN_EMULATOR_SMS", std::to_string(n).c_str(), 1); }
 void use_four_emulated_sms() { use_emulated_sms(kWorkers); }
@@ -72,7 +74,7 @@ struct Session {
   int32_t status = FP8ATTN_OK;
 
   Session(int32_t backend, const fp8attn_attention_desc& d, int64_t batch, int64_t max_q, int64_t max_k,
-          int workers = kWorkers) {
+          int workers = kEngineThreads) {
     err.struct_size = sizeof err;
     fp8attn_context_options opt{};
     opt.struct_size = sizeof opt;
@@ -309,8 +311,8 @@ TEST(DecodeEmulatedDescales, decode_emulated_block_descales_equal_engine) {
 /// memory, as a captured graph's replays would see them); the host arguments stay fixed. The
 /// heuristic's splits follow the lengths on the device.
 TEST(DecodeGraphSafety, decode_emulated_replay_reads_lengths_and_tables_from_device_memory) {
-  // NOTE: 16 workers, so that the heuristic's split count follows the longest sequence here
-  // (6, 6, then 2 splits of the host bound's 6): with 4 it is 2 whatever the lengths.
+  // NOTE: the heuristic's split count follows the longest sequence here (7, 6, then 2 of the
+  // host bound's 7: 6 items, at most two blocks per split).
   constexpr int kReplayWorkers = 16;
   use_emulated_sms(kReplayWorkers);
   const uint64_t seed = workloads::fresh_seed();
@@ -362,6 +364,45 @@ TEST(DecodeGraphSafety, decode_emulated_replay_reads_lengths_and_tables_from_dev
     EXPECT_FALSE(same_bits(seen[0].out, seen[1].out, &where)) << "the replays read the same lengths";
     EXPECT_FALSE(same_bits(seen[1].out, seen[2].out, &where)) << "the replays read the same lengths";
   }
+}
+
+/// num_splits 0 gives the same bits whatever the engine's threads and the emulator's SMs: the
+/// heuristic fills a fixed worker count (kDecodeHeuristicWorkers), not the machine's.
+TEST(DecodeEmulatedThreads, decode_heuristic_splits_do_not_depend_on_threads_or_sms) {
+  const uint64_t seed = workloads::fresh_seed();
+  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  std::mt19937_64 rng(seed);
+  Shape s;
+  s.name = "threads";
+  s.seqlen_k = {2000, 40, 700};
+  s.seqlen_q = {1, 4, 2};
+  Inputs in(s, rng);
+  auto run = [&](int32_t backend, int workers) {
+    Outputs o;
+    fp8attn_attention_args a = query_args(in.q, o, s.head_dim);
+    fp8attn_paged_kv pkv = in.kv.paged();
+    a.next = &pkv;
+    Session session(backend, decode_desc(s, 0), in.q.batch(), in.q.max_len(), in.kv.max_seqlen_k, workers);
+    session.run(a, o);
+    return o;
+  };
+  const Outputs one = run(FP8ATTN_BACKEND_CPU, 1);
+  ASSERT_EQ(one.status, FP8ATTN_OK) << one.message;
+  std::string where;
+  for (int threads : {2, 5}) {
+    const Outputs o = run(FP8ATTN_BACKEND_CPU, threads);
+    ASSERT_EQ(o.status, FP8ATTN_OK) << o.message;
+    EXPECT_TRUE(same_bits(o.out, one.out, &where)) << threads << " threads, out, " << where << ", seed " << seed;
+    EXPECT_TRUE(same_bits(o.lse, one.lse, &where)) << threads << " threads, lse, " << where << ", seed " << seed;
+  }
+  for (int sms : {1, 7}) {
+    use_emulated_sms(sms);
+    const Outputs o = run(FP8ATTN_BACKEND_EMULATOR, 1);
+    ASSERT_EQ(o.status, FP8ATTN_OK) << o.message;
+    EXPECT_TRUE(same_bits(o.out, one.out, &where)) << sms << " SMs, out, " << where << ", seed " << seed;
+    EXPECT_TRUE(same_bits(o.lse, one.lse, &where)) << sms << " SMs, lse, " << where << ", seed " << seed;
+  }
+  use_four_emulated_sms();
 }
 
 TEST(DecodeEmulatedBadInput, decode_emulated_refuses_with_specific_status_and_untouched_outputs) {

@@ -96,9 +96,7 @@ void expect_emulator_matches_engine(const EngineCase& c) {
     }
     a.next = &pkv;
     if (!schedule.empty()) setenv("FP8ATTN_EMULATOR_SCHEDULE", schedule.c_str(), 1);
-    // NOTE: the decode path's split heuristic (num_splits 0) counts workers: the engine's threads
-    // match the emulator's SMs (4 unless FP8ATTN_EMULATOR_SMS says otherwise).
-    run_forward(backend, d, a, q.batch(), q.max_len(), kv.max_seqlen_k, o, c.decode ? 4 : 2);
+    run_forward(backend, d, a, q.batch(), q.max_len(), kv.max_seqlen_k, o);
     unsetenv("FP8ATTN_EMULATOR_SCHEDULE");
   };
   Outputs engine;

@@ -15,7 +15,7 @@ struct FwdDecode {
   int32_t num_splits = 0;    ///< desc.num_splits: fixed, or 0 for the heuristic decided on the device
   int32_t max_splits = 1;    ///< the host's bound: the launch's tiles and the partials' extent
   int32_t row_tiles = 1;     ///< row tiles of the longest q_len (max_seqlen_q): tiles per (b, KV head, split)
-  int32_t want = 1;          ///< the heuristic's host half (decode_heuristic_want of the items and SMs)
+  int32_t want = 1;          ///< the heuristic's host half (decode_heuristic_want of the items)
   int32_t max_q = 0;         ///< max_seqlen_q: the partials' token extent
   float* part_o = nullptr;   ///< [max_splits][batch][max_q][heads_q][head_dim] F32; null: one split
   float* part_lse = nullptr; ///< [max_splits][batch][max_q][heads_q]

@@ -64,14 +64,14 @@ int64_t row_tiles(const AttentionConfig& c, int64_t q_len) {
 
 }  // namespace
 
-int decode_num_splits(const AttentionConfig& c, int workers, int64_t batch, int64_t max_q, int64_t max_k) {
+int decode_num_splits(const AttentionConfig& c, int64_t batch, int64_t max_q, int64_t max_k) {
   return sm90::decode_num_splits(c.num_splits, c.num_heads_kv, c.heads_per_kv(), c.tile.block_m, c.tile.block_n,
-                                 c.sink_tokens, workers, batch, max_q, max_k);
+                                 c.sink_tokens, batch, max_q, max_k);
 }
 
 size_t decode_engine_workspace_size(const AttentionConfig& c, int workers, int64_t batch, int64_t max_q,
                                     int64_t max_k) {
-  return layout(c, workers, batch, max_q, max_k, decode_num_splits(c, workers, batch, max_q, max_k)).total;
+  return layout(c, workers, batch, max_q, max_k, decode_num_splits(c, batch, max_q, max_k)).total;
 }
 
 void decode_engine_forward(const AttentionConfig& c, const AttentionProblem& p, ThreadPool& pool, void* workspace) {
@@ -83,7 +83,7 @@ void decode_engine_forward(const AttentionConfig& c, const AttentionProblem& p, 
                         " queries, above FP8ATTN_MAX_DECODE_Q_LEN = 8");
     longest_k = std::max(longest_k, span.seqlen_k);
   }
-  const int splits = decode_num_splits(c, pool.size(), p.batch, p.max_seqlen_q, longest_k);
+  const int splits = decode_num_splits(c, p.batch, p.max_seqlen_q, longest_k);
   const Layout l = layout(c, pool.size(), p.batch, p.max_seqlen_q, p.max_seqlen_k, splits);
   auto* base = static_cast<unsigned char*>(workspace);
   auto* telemetry = reinterpret_cast<TileTelemetry*>(base + l.telemetry);

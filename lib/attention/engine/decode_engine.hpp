@@ -13,9 +13,9 @@
 namespace fp8attn::engine {
 
 /// The splits a call runs: desc.num_splits, or the heuristic's choice for `max_seqlen_k` keys
-/// (the longest real sequence at the call; an upper bound when sizing the workspace).
-int decode_num_splits(const AttentionConfig& config, int workers, int64_t batch, int64_t max_seqlen_q,
-                      int64_t max_seqlen_k);
+/// (the longest real sequence at the call; an upper bound when sizing the workspace), which does
+/// not depend on the thread count (sm90::kDecodeHeuristicWorkers).
+int decode_num_splits(const AttentionConfig& config, int64_t batch, int64_t max_seqlen_q, int64_t max_seqlen_k);
 
 /// Bytes of workspace: per-worker tile scratch and decoded K/V blocks, the work-item table and
 /// the splits' partials (O in F32 and LSE per split and row).

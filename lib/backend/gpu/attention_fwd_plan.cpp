@@ -91,9 +91,9 @@ arch::TensorMapSpec attention_tensor_map(const char* name, const SeqTensor& t, a
 // NOTE: the counters' bytes whether or not the plan asks for telemetry: a call may ask for
 // amax_o or name a scale state, which runs the telemetry kernel (it measures max |O| too), and
 // the workspace query cannot know that in advance.
-size_t attention_fwd_workspace_bytes(const AttentionConfig& c, int sm_count, int64_t batch, int64_t max_seqlen_q,
+size_t attention_fwd_workspace_bytes(const AttentionConfig& c, int64_t batch, int64_t max_seqlen_q,
                                      int64_t max_seqlen_k) {
-  return kTelemetryBytes + (c.decode ? decode_partials_bytes(c, sm_count, batch, max_seqlen_q, max_seqlen_k) : 0);
+  return kTelemetryBytes + (c.decode ? decode_partials_bytes(c, batch, max_seqlen_q, max_seqlen_k) : 0);
 }
 
 sm90::FwdInput attention_fwd_input(const AttentionConfig& c) {

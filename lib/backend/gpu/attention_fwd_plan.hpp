@@ -48,8 +48,8 @@ void copy_sequence_args(const AttentionConfig& c, const AttentionProblem& p, Ker
 /// Workspace bytes of one forward call: the telemetry counters and amaxes (always: a call's
 /// amax_o or scale state runs the telemetry kernel whatever the plan says).
 /// A decode plan adds its splits' partials (decode_plan.hpp) for the given bounds.
-size_t attention_fwd_workspace_bytes(const AttentionConfig& config, int sm_count = 1, int64_t batch = 0,
-                                     int64_t max_seqlen_q = 0, int64_t max_seqlen_k = 0);
+size_t attention_fwd_workspace_bytes(const AttentionConfig& config, int64_t batch = 0, int64_t max_seqlen_q = 0,
+                                     int64_t max_seqlen_k = 0);
 
 /// Throws Error(UNSUPPORTED_ON_BACKEND or UNSUPPORTED_DTYPE) when the kernel cannot run `config`.
 void check_attention_fwd_supported(const AttentionConfig& config);

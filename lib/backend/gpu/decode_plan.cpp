@@ -16,10 +16,10 @@ int64_t row_tiles(const AttentionConfig& c, int64_t max_q) {
   return sm90::decode_row_tiles(max_q, c.heads_per_kv(), c.tile.block_m);
 }
 
-/// The engine's split count (sm90::decode_num_splits) with the SMs as its workers.
-int num_splits(const AttentionConfig& c, int workers, int64_t batch, int64_t max_q, int64_t max_k) {
+/// The engine's split count (sm90::decode_num_splits).
+int num_splits(const AttentionConfig& c, int64_t batch, int64_t max_q, int64_t max_k) {
   return sm90::decode_num_splits(c.num_splits, c.num_heads_kv, c.heads_per_kv(), c.tile.block_m, c.tile.block_n,
-                                 c.sink_tokens, workers, batch, max_q, max_k);
+                                 c.sink_tokens, batch, max_q, max_k);
 }
 
 }  // namespace
@@ -41,8 +41,8 @@ void check_decode_supported(const AttentionConfig& c) {
               std::to_string(c.tile.block_m) + " or be a multiple of it");
 }
 
-size_t decode_partials_bytes(const AttentionConfig& c, int sm_count, int64_t batch, int64_t max_q, int64_t max_k) {
-  const int splits = num_splits(c, std::max(sm_count, 1), batch, max_q, max_k);
+size_t decode_partials_bytes(const AttentionConfig& c, int64_t batch, int64_t max_q, int64_t max_k) {
+  const int splits = num_splits(c, batch, max_q, max_k);
   if (splits <= 1) return 0;
   const size_t rows = checked_mul(checked_mul(static_cast<size_t>(splits), static_cast<size_t>(batch), "partials"),
                                   static_cast<size_t>(max_q) * c.num_heads_q, "partials");
@@ -75,14 +75,14 @@ void plan_decode(const AttentionConfig& c, const AttentionProblem& p, void* part
                              l.q.swizzle, box_heads);
 
   const int workers = std::max(sm_count, 1);
-  const int max_splits = num_splits(c, workers, p.batch, p.max_seqlen_q, p.max_seqlen_k);
+  const int max_splits = num_splits(c, p.batch, p.max_seqlen_q, p.max_seqlen_k);
   sm90::FwdDecode& d = l.args.decode;
   d.group = group;
   d.num_splits = c.num_splits;
   d.max_splits = max_splits;
   d.row_tiles = static_cast<int32_t>(row_tiles(c, p.max_seqlen_q));
   const int64_t items = p.batch * c.num_heads_kv * row_tiles(c, p.max_seqlen_q);
-  d.want = sm90::decode_heuristic_want(items, workers);
+  d.want = sm90::decode_heuristic_want(items);
   d.max_q = static_cast<int32_t>(p.max_seqlen_q);
   const int64_t tiles = items * max_splits;
   require(tiles <= INT32_MAX, FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,

@@ -1,8 +1,8 @@
 // The decode path on the Hopper backend (desc.decode = 1): the forward kernel over GQA-packed
 // decode tiles (kernels/sm90/decode), then, with several splits, the combine kernel over their
 // partials. The split count and the partials' extent follow the CPU engine
-// (engine::decode_num_splits) with the SM count as its workers, so the emulated kernels give the
-// engine's bits on a context with as many threads as the emulator has SMs.
+// (engine::decode_num_splits; the heuristic's workers are a constant, not the SM count), so the
+// emulated kernels give the engine's bits whatever the engine's threads and the emulator's SMs.
 #pragma once
 
 #include <cstddef>
@@ -19,7 +19,7 @@ void check_decode_supported(const AttentionConfig& config);
 
 /// The splits' partials: O (F32) and LSE per split, sequence, token and query head, for the host
 /// bounds (the heuristic's bound at max_seqlen_k); 0 with one split.
-size_t decode_partials_bytes(const AttentionConfig& config, int sm_count, int64_t batch, int64_t max_seqlen_q,
+size_t decode_partials_bytes(const AttentionConfig& config, int64_t batch, int64_t max_seqlen_q,
                              int64_t max_seqlen_k);
 
 /// Turns the forward's launch `l` into the decode launch: the key, Q's packed-row box, the tiles,

@@ -82,7 +82,7 @@ class GpuBackend final : public Backend {
   size_t attention_workspace_size(const AttentionConfig& config, int64_t batch, int64_t max_seqlen_q,
                                   int64_t max_seqlen_k) const override {
     gpu::check_attention_fwd_supported(config);
-    return gpu::attention_fwd_workspace_bytes(config, runtime_->sm_count(), batch, max_seqlen_q, max_seqlen_k);
+    return gpu::attention_fwd_workspace_bytes(config, batch, max_seqlen_q, max_seqlen_k);
   }
 
   /// NOTE: no allocation and no synchronization: the counters live in the caller's workspace and
