@@ -99,7 +99,6 @@ void run_decode_fp32_tile(const AttentionConfig& c, const AttentionProblem& p, c
   const auto [scale_log2, natural_scale, tie_tol_raw] =
       sm90::logit_scales(c.softmax_scale, q_descale, k_descale, c.stabilized_tie_tol);
   const float p_scale_log2 = static_cast<float>(c.p_scale_log2);
-  const bool stabilized = c.softmax_variant == FP8ATTN_SOFTMAX_STABILIZED;
 
   for (int r = 0; r < rows; ++r)
     decode_contiguous(p.q, element_offset(p.q, at.batch, span.q_offset + token_of(r), head_of(r), 0), d, t.q + r * d);
@@ -107,12 +106,8 @@ void run_decode_fp32_tile(const AttentionConfig& c, const AttentionProblem& p, c
   std::fill(t.row_max, t.row_max + rows, sm90::kNegInf);
   std::fill(t.row_sum, t.row_sum + static_cast<size_t>(rows) * 4, 0.0f);
 
-  const sm90::MaskParams mask{c.causal, c.window_left, c.window_right, span.seqlen_q, span.seqlen_k};
-  const DecodeRowRules rules{mask,         scale_log2, p_scale_log2, tie_tol_raw, c.stabilized_beta,
-                             c.stabilized_shift_cap_log2, stabilized, c.telemetry != 0, fp8};
-  const int64_t tok0 = token_of(0), tok1 = token_of(rows - 1) + 1;
-  const sm90::KvSchedule schedule =
-      sm90::make_kv_schedule(mask, tok0, tok1, bn, c.sink_tokens, c.kv_order == FP8ATTN_KV_ORDER_REVERSE);
+  const DecodeRowRules rules = decode_row_rules(c, span, scale_log2, tie_tol_raw);
+  const sm90::KvSchedule schedule = decode_kv_schedule(c, rules, token_of(0), token_of(rows - 1) + 1);
   const int64_t blocks = sm90::kv_descale_slots(span.seqlen_k, c.sink_tokens, bn);
   float tile_max_abs_logit = 0.0f;
 

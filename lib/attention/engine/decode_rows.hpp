@@ -13,6 +13,7 @@
 #include <limits>
 
 #include "kernels/sm90/decode_schedule.hpp"
+#include "kernels/sm90/kv_schedule.hpp"
 #include "kernels/sm90/mask.hpp"
 #include "kernels/sm90/softmax_math.hpp"
 #include "lib/attention/engine/decode_tile.hpp"
@@ -44,6 +45,27 @@ struct DecodeRowRules {
   float scale_log2, p_scale_log2, tie_tol_raw, stabilized_beta, stabilized_shift_cap_log2;
   bool stabilized, telemetry, fp8;
 };
+
+/// The rules of a decode tile's rows for sequence `span`, with the tile's folded logit scales.
+inline DecodeRowRules decode_row_rules(const AttentionConfig& c, const SeqSpan& span, float scale_log2,
+                                       float tie_tol_raw) {
+  return {sm90::MaskParams{c.causal, c.window_left, c.window_right, span.seqlen_q, span.seqlen_k},
+          scale_log2,
+          static_cast<float>(c.p_scale_log2),
+          tie_tol_raw,
+          c.stabilized_beta,
+          c.stabilized_shift_cap_log2,
+          c.softmax_variant == FP8ATTN_SOFTMAX_STABILIZED,
+          c.telemetry != 0,
+          c.fp8()};
+}
+
+/// The KV blocks a decode tile's rows (query tokens [tok0, tok1)) visit, in the forward's order.
+inline sm90::KvSchedule decode_kv_schedule(const AttentionConfig& c, const DecodeRowRules& rules, int64_t tok0,
+                                           int64_t tok1) {
+  return sm90::make_kv_schedule(rules.mask, tok0, tok1, c.tile.block_n, c.sink_tokens,
+                                c.kv_order == FP8ATTN_KV_ORDER_REVERSE);
+}
 
 /// One packed row (query `token`) over one block of `keys` keys from key0: s holds the row's
 /// logits; on return it holds the cast P. Before the mask: s times k_factor when k_factor is not

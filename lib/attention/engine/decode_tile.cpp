@@ -12,6 +12,7 @@
 #include "lib/attention/engine/decode_rows.hpp"
 #include "lib/attention/engine/panel_gemm.hpp"
 #include "lib/attention/engine/row_softmax.hpp"
+#include "lib/attention/engine/tile_rules.hpp"
 #include "lib/numerics/element_io.hpp"
 
 namespace fp8attn::engine {
@@ -81,13 +82,9 @@ void run_decode_tile(const AttentionConfig& c, const AttentionProblem& p, const 
   const auto [scale_log2, natural_scale, tie_tol_raw] =
       sm90::logit_scales(c.softmax_scale, q_descale, k_descale, c.stabilized_tie_tol);
   const float p_scale_log2 = static_cast<float>(c.p_scale_log2);
-  const bool stabilized = c.softmax_variant == FP8ATTN_SOFTMAX_STABILIZED;
-  // NOTE: a paged cache's per-token descales as in the forward's tile (query_tile.cpp): split and
+  // NOTE: a paged cache's per-token descales as in the forward's tile (tile_rules.hpp): split and
   // promoted every block for E4M3 P, whole on P̃'s columns for BF16 P.
-  const bool per_token = p.paged.present && p.paged.scale_granularity == FP8ATTN_KV_SCALE_PER_TOKEN_HEAD;
-  const bool v_blocks = p.v_block_descale.present() || (per_token && fp8);
-  const bool promote = c.pv_promote_interval > 0 || v_blocks;
-  const int64_t promote_interval = v_blocks ? 1 : c.pv_promote_interval;
+  const auto [per_token, v_blocks, promote, promote_interval] = pv_rules(c, p);
   float* pv_acc = promote ? t.o_fresh : t.o;
   const bool k_blocks = p.k_block_descale.present() || p.q_block_descale.present();
 
@@ -98,12 +95,8 @@ void run_decode_tile(const AttentionConfig& c, const AttentionProblem& p, const 
   std::fill(t.row_max, t.row_max + rows, sm90::kNegInf);
   std::fill(t.row_sum, t.row_sum + static_cast<size_t>(rows) * 4, 0.0f);
 
-  const sm90::MaskParams mask{c.causal, c.window_left, c.window_right, span.seqlen_q, span.seqlen_k};
-  const DecodeRowRules rules{mask,         scale_log2, p_scale_log2, tie_tol_raw, c.stabilized_beta,
-                             c.stabilized_shift_cap_log2, stabilized, c.telemetry != 0, fp8};
-  const int64_t tok0 = token_of(0), tok1 = token_of(rows - 1) + 1;
-  const sm90::KvSchedule schedule =
-      sm90::make_kv_schedule(mask, tok0, tok1, bn, c.sink_tokens, c.kv_order == FP8ATTN_KV_ORDER_REVERSE);
+  const DecodeRowRules rules = decode_row_rules(c, span, scale_log2, tie_tol_raw);
+  const sm90::KvSchedule schedule = decode_kv_schedule(c, rules, token_of(0), token_of(rows - 1) + 1);
   const int64_t blocks = sm90::kv_descale_slots(span.seqlen_k, c.sink_tokens, bn);
   float tile_max_abs_logit = 0.0f;
   int64_t visited = 0;  // this split's blocks so far: the promotion counts them as the forward's steps

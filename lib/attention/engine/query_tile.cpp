@@ -9,6 +9,7 @@
 #include "kernels/sm90/mask.hpp"
 #include "kernels/sm90/softmax_math.hpp"
 #include "lib/attention/engine/row_softmax.hpp"
+#include "lib/attention/engine/tile_rules.hpp"
 #include "lib/attention/engine/panel_gemm.hpp"
 #include "kernels/numerics/bfloat16.hpp"
 #include "lib/numerics/element_io.hpp"
@@ -173,19 +174,11 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
       sm90::logit_scales(c.softmax_scale, q_descale, k_descale, c.stabilized_tie_tol);
   const float p_scale_log2 = static_cast<float>(c.p_scale_log2);
   const bool stabilized = c.softmax_variant == FP8ATTN_SOFTMAX_STABILIZED;
-  // NOTE: a per-block V descale needs each block's PV product on its own, so it implies
-  // two-level accumulation with promotion after every block.
   // NOTE: per-token descales of a paged cache (docs/numerics.md, "KV scales"): K's multiply each
-  // key's logits, as a per-block K descale does its block's; V's are split into the block's largest,
-  // applied to the block's P·V product as a per-block V descale is, and each key's ratio to it
-  // (≤ 1), applied to P̃'s column before P's cast. Dividing by the block's largest keeps P̃'s
-  // largest entries where S_p put them, away from E4M3's underflow. BF16 P (BF16 Q over an E4M3
-  // cache) needs no such split: V's descale multiplies P̃'s column whole and P·V goes straight
-  // into O, no promotion (kv_cache_math.hpp).
-  const bool per_token = p.paged.present && p.paged.scale_granularity == FP8ATTN_KV_SCALE_PER_TOKEN_HEAD;
-  const bool v_blocks = p.v_block_descale.present() || (per_token && fp8);
-  const bool promote = c.pv_promote_interval > 0 || v_blocks;
-  const int64_t promote_interval = v_blocks ? 1 : c.pv_promote_interval;
+  // key's logits, as a per-block K descale does its block's; V's follow pv_rules (tile_rules.hpp).
+  // Dividing by the block's largest keeps P̃'s largest entries where S_p put them, away from
+  // E4M3's underflow.
+  const auto [per_token, v_blocks, promote, promote_interval] = pv_rules(c, p);
   float* pv_acc = promote ? t.o_fresh : t.o;
   const int64_t tile_index = at.row_begin / c.tile.block_m;
   const float q_block_descale = p.q_block_descale.at(at.batch, at.head, tile_index);
