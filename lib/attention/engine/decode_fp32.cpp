@@ -96,8 +96,9 @@ void run_decode_fp32_tile(const AttentionConfig& c, const AttentionProblem& p, c
   const float q_descale = p.q_descale.at(at.batch, head_kv);
   const float k_descale = p.k_descale.at(at.batch, head_kv);
   const float v_descale = p.v_descale.at(at.batch, head_kv);
-  const auto [scale_log2, natural_scale, tie_tol_raw] =
-      sm90::logit_scales(c.softmax_scale, q_descale, k_descale, c.stabilized_tie_tol);
+  // NOTE: named copies, not a structured binding: clang before 16 cannot capture one in a lambda.
+  const sm90::LogitScales logit = sm90::logit_scales(c.softmax_scale, q_descale, k_descale, c.stabilized_tie_tol);
+  const float scale_log2 = logit.scale_log2, natural_scale = logit.natural_scale, tie_tol_raw = logit.tie_tol_raw;
   const float p_scale_log2 = static_cast<float>(c.p_scale_log2);
 
   for (int r = 0; r < rows; ++r)

@@ -79,12 +79,15 @@ void run_decode_tile(const AttentionConfig& c, const AttentionProblem& p, const 
   const float q_descale = p.q_descale.at(at.batch, head_kv);
   const float k_descale = p.k_descale.at(at.batch, head_kv);
   const float v_descale = p.v_descale.at(at.batch, head_kv);
-  const auto [scale_log2, natural_scale, tie_tol_raw] =
-      sm90::logit_scales(c.softmax_scale, q_descale, k_descale, c.stabilized_tie_tol);
+  // NOTE: named copies, not a structured binding: clang before 16 cannot capture one in a lambda.
+  const sm90::LogitScales logit = sm90::logit_scales(c.softmax_scale, q_descale, k_descale, c.stabilized_tie_tol);
+  const float scale_log2 = logit.scale_log2, natural_scale = logit.natural_scale, tie_tol_raw = logit.tie_tol_raw;
   const float p_scale_log2 = static_cast<float>(c.p_scale_log2);
   // NOTE: a paged cache's per-token descales as in the forward's tile (tile_rules.hpp): split and
   // promoted every block for E4M3 P, whole on P̃'s columns for BF16 P.
-  const auto [per_token, v_blocks, promote, promote_interval] = pv_rules(c, p);
+  const PvRules pv = pv_rules(c, p);
+  const bool per_token = pv.per_token, v_blocks = pv.v_blocks, promote = pv.promote;
+  const int64_t promote_interval = pv.promote_interval;
   float* pv_acc = promote ? t.o_fresh : t.o;
   const bool k_blocks = p.k_block_descale.present() || p.q_block_descale.present();
 

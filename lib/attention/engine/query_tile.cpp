@@ -170,15 +170,18 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
   const float q_descale = p.q_descale.at(at.batch, head_kv);
   const float k_descale = p.k_descale.at(at.batch, head_kv);
   const float v_descale = p.v_descale.at(at.batch, head_kv);
-  const auto [scale_log2, natural_scale, tie_tol_raw] =
-      sm90::logit_scales(c.softmax_scale, q_descale, k_descale, c.stabilized_tie_tol);
+  // NOTE: named copies, not a structured binding: clang before 16 cannot capture one in a lambda.
+  const sm90::LogitScales logit = sm90::logit_scales(c.softmax_scale, q_descale, k_descale, c.stabilized_tie_tol);
+  const float scale_log2 = logit.scale_log2, natural_scale = logit.natural_scale, tie_tol_raw = logit.tie_tol_raw;
   const float p_scale_log2 = static_cast<float>(c.p_scale_log2);
   const bool stabilized = c.softmax_variant == FP8ATTN_SOFTMAX_STABILIZED;
   // NOTE: per-token descales of a paged cache (docs/numerics.md, "KV scales"): K's multiply each
   // key's logits, as a per-block K descale does its block's; V's follow pv_rules (tile_rules.hpp).
   // Dividing by the block's largest keeps P̃'s largest entries where S_p put them, away from
   // E4M3's underflow.
-  const auto [per_token, v_blocks, promote, promote_interval] = pv_rules(c, p);
+  const PvRules pv = pv_rules(c, p);
+  const bool per_token = pv.per_token, v_blocks = pv.v_blocks, promote = pv.promote;
+  const int64_t promote_interval = pv.promote_interval;
   float* pv_acc = promote ? t.o_fresh : t.o;
   const int64_t tile_index = at.row_begin / c.tile.block_m;
   const float q_block_descale = p.q_block_descale.at(at.batch, at.head, tile_index);
