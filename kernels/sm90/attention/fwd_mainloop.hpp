@@ -63,6 +63,12 @@ struct FwdTileArgs {
   int32_t all_last;   ///< (block_fully_visible, with the mask folded once per tile)
 };
 
+/// Per-block V descales, or a paged cache's per-token ones (which the kernel promotes the same
+/// way): each block's P·V is scaled at its promotion (FwdTileArgs::v_blocks).
+FP8ATTN_ARCH_FN bool tile_v_blocks(const AttentionFwdParams& p) {
+  return p.v_block_descale.data != nullptr || p.paged.k_scale != nullptr;
+}
+
 /// Points the softmax at the step-th KV block of the tile: its keys, the mask shortcut and the
 /// per-block descale factor.
 FP8ATTN_ARCH_FN KeyBlock begin_block(FwdBlockSoftmax& sb, const AttentionFwdParams& p, const FwdTile& tile,
@@ -350,8 +356,7 @@ FP8ATTN_ARCH_FN void run_consumer(const AttentionFwdParams& p, FwdSharedStorage<
       sb.vis_last[h] = static_cast<int32_t>(vis.last);
     }
     const KeyRange all = keys_seen_by_all(tile.mask, tile.row0, tile.row0 + tile.rows);
-    const FwdTileArgs ta{p.q_block_descale.at(tile.batch, tile.head, tile.m_block),
-                         p.v_block_descale.data != nullptr || p.paged.k_scale != nullptr,
+    const FwdTileArgs ta{p.q_block_descale.at(tile.batch, tile.head, tile.m_block), tile_v_blocks(p),
                          static_cast<int32_t>(all.first), static_cast<int32_t>(all.last)};
 
     constexpr bool kEveryN = Cfg::kPromotion == PvPromotion::EveryN;

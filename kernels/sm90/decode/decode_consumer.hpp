@@ -56,8 +56,7 @@ FP8ATTN_ARCH_FN void run_decode_consumer(const AttentionFwdParams& p, FwdSharedS
     const int64_t token_end = (row_begin + tile.rows - 1) / group + 1;
     const KeyRange all = keys_seen_by_all(tile.mask, tile.row0, token_end);
     // NOTE: q_len ≤ 8 < BlockM: every token lies in the forward's query block 0.
-    const FwdTileArgs ta{p.q_block_descale.at(tile.batch, tile.head, 0),
-                         p.v_block_descale.data != nullptr || p.paged.k_scale != nullptr,
+    const FwdTileArgs ta{p.q_block_descale.at(tile.batch, tile.head, 0), tile_v_blocks(p),
                          static_cast<int32_t>(all.first), static_cast<int32_t>(all.last)};
 
     arch::WgmmaAccF32<Cfg::kHeadDimO> o;

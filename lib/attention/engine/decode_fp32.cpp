@@ -99,7 +99,6 @@ void run_decode_fp32_tile(const AttentionConfig& c, const AttentionProblem& p, c
   // NOTE: named copies, not a structured binding: clang before 16 cannot capture one in a lambda.
   const sm90::LogitScales logit = sm90::logit_scales(c.softmax_scale, q_descale, k_descale, c.stabilized_tie_tol);
   const float scale_log2 = logit.scale_log2, natural_scale = logit.natural_scale, tie_tol_raw = logit.tie_tol_raw;
-  const float p_scale_log2 = static_cast<float>(c.p_scale_log2);
 
   for (int r = 0; r < rows; ++r)
     decode_contiguous(p.q, element_offset(p.q, at.batch, span.q_offset + token_of(r), head_of(r), 0), d, t.q + r * d);
@@ -169,8 +168,8 @@ void run_decode_fp32_tile(const AttentionConfig& c, const AttentionProblem& p, c
   telemetry.max_abs_scaled_logit = std::max(telemetry.max_abs_scaled_logit, tile_max_abs_logit * natural_scale);
 
   // Epilogue: decode_tile.cpp's (the forward's with one split, else the split's partial rows).
-  decode_rows_epilogue(p, at, span, group, rows, dv, t.o, t.row_max, t.row_sum, v_descale, scale_log2, p_scale_log2,
-                       parts, telemetry);
+  decode_rows_epilogue(p, at, span, group, rows, dv, t.o, t.row_max, t.row_sum, v_descale, scale_log2,
+                       rules.p_scale_log2, parts, telemetry);
 }
 
 }  // namespace fp8attn::engine

@@ -82,7 +82,6 @@ void run_decode_tile(const AttentionConfig& c, const AttentionProblem& p, const 
   // NOTE: named copies, not a structured binding: clang before 16 cannot capture one in a lambda.
   const sm90::LogitScales logit = sm90::logit_scales(c.softmax_scale, q_descale, k_descale, c.stabilized_tie_tol);
   const float scale_log2 = logit.scale_log2, natural_scale = logit.natural_scale, tie_tol_raw = logit.tie_tol_raw;
-  const float p_scale_log2 = static_cast<float>(c.p_scale_log2);
   // NOTE: a paged cache's per-token descales as in the forward's tile (tile_rules.hpp): split and
   // promoted every block for E4M3 P, whole on P̃'s columns for BF16 P.
   const PvRules pv = pv_rules(c, p);
@@ -153,8 +152,8 @@ void run_decode_tile(const AttentionConfig& c, const AttentionProblem& p, const 
   telemetry.max_abs_scaled_logit = std::max(telemetry.max_abs_scaled_logit, tile_max_abs_logit * natural_scale);
 
   // Epilogue: the forward's (one split), or the split's partial rows for the combine.
-  decode_rows_epilogue(p, at, span, group, rows, dv, t.o, t.row_max, t.row_sum, v_descale, scale_log2, p_scale_log2,
-                       parts, telemetry);
+  decode_rows_epilogue(p, at, span, group, rows, dv, t.o, t.row_max, t.row_sum, v_descale, scale_log2,
+                       rules.p_scale_log2, parts, telemetry);
 }
 
 }  // namespace fp8attn::engine
