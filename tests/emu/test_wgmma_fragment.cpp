@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <set>
 
+#include "kernels/sm90/pv_key_order.hpp"
 #include "tests/emu/wgmma_test_support.hpp"
 
 namespace fp8attn::test {
@@ -174,6 +175,30 @@ TEST(WgmmaFragment, RegisterAOperandBf16AndE4m3) {
   expect_register_a_matches<64>(MmaInputType::BF16, 11);
   expect_register_a_matches<64>(MmaInputType::E4M3, 12);
   expect_register_a_matches<16>(MmaInputType::E4M3, 13);
+}
+
+// The E4M3 forward's P·V key order (kernels/sm90/pv_key_order.hpp): every FP8 A element a thread
+// holds is, at key pv_key_of_slot(slot), an accumulator element of the same thread, in the
+// register the softmax packs into that A register's byte (word 4kb + r holds the cast column
+// pairs of groups 4kb + 2(r/2) and + 1 of row half r % 2, the lower group in the low half).
+TEST(WgmmaFragment, PvKeyOrderPutsPInPlace) {
+  for (int k = 0; k < 256; ++k) {
+    EXPECT_EQ(sm90::pv_key_of_slot(sm90::pv_slot_of_key(k)), k);
+    EXPECT_EQ(sm90::pv_slot_of_key(k) / sm90::kPvKeyPeriod, k / sm90::kPvKeyPeriod) << "the order leaves its 16 keys";
+  }
+  int checked = 0;
+  for (int kb = 0; kb < 7; ++kb)  // BlockN up to 224
+    for (int t = 0; t < arch::kWarpgroupThreads; ++t)
+      for (int v = 0; v < 16; ++v) {
+        const arch::FragmentCoord a = arch::wgmma_a_fp8_coord(t, v);
+        const int key = 32 * kb + sm90::pv_key_of_slot(a.col);
+        const int r = v / 4, b = v % 4;
+        const int group = 4 * kb + 2 * (r / 2) + b / 2, half = r % 2, e = b % 2;
+        ASSERT_EQ(arch::wgmma_d_thread(a.row, key), t) << "slot " << a.col << " of chunk " << kb;
+        ASSERT_EQ(arch::wgmma_d_register(a.row, key), 4 * group + 2 * half + e) << "thread " << t << " element " << v;
+        ++checked;
+      }
+  std::printf("checked %d A elements against their accumulator registers\n", checked);
 }
 
 }  // namespace

@@ -74,11 +74,9 @@ struct FwdConfig {
   static constexpr uint32_t kAtomBytes = 8 * kChunkBytes;  // SBO: 8 rows of one swizzle span
   /// Q·Kᵀ wgmmas per block: each covers 32 bytes of K (32 E4M3 or 16 BF16 elements).
   static constexpr int kQkSteps = static_cast<int>(kRowBytes / 32);
-  /// P as A fragments, one per P·V wgmma, and the 32-bit words of E4M3 P the softmax packs them
-  /// from (4 per word, regrouped by shuffles); BF16 P is cast from FP32 P̃ straight into the
-  /// fragments (fwd_softmax.hpp, cast_p_bf16), so its words are a one-word placeholder.
+  /// P as A fragments, one per P·V wgmma, cast from FP32 P̃ after the previous P·V's wait
+  /// (fwd_softmax.hpp: cast_p_e4m3, cast_p_bf16).
   static constexpr int kPFragments = kBlockN / kMmaK;
-  static constexpr int kPWords = kBf16 ? 1 : kBlockN / 8;
 
   // Vᵀ ([head_dim][BlockN], keys contiguous) in the canonical no-swizzle K-major layout: 8x16 B
   // core matrices, adjacent along K (LBO 128 B), 8-row groups BlockN·8 B apart (SBO).

@@ -151,21 +151,19 @@ FP8ATTN_ARCH_FN void issue_pv(arch::WgmmaAccF32<N>& acc, const arch::WgmmaAFragm
   arch::wgmma_commit_group();
 }
 
-/// P's A fragments: E4M3 from the softmax's words by byte permutes and shuffles; BF16 by the cvt
-/// of the FP32 P̃ left in `s` (cast_p_bf16, which also counts its telemetry), its columns first
-/// times V's per-token descales whole when `token_scales` (kv_cache_math.hpp). Called once no
-/// P·V reads `pf` any more.
+/// P's A fragments, cast from the FP32 P̃ left in `s`: E4M3 by cast_p_e4m3 (the accumulator's
+/// registers in place: pv_key_order.hpp), BF16 by cast_p_bf16, its columns first times V's
+/// per-token descales whole when `token_scales` (kv_cache_math.hpp); both count P's telemetry.
+/// Called once no P·V reads `pf` any more.
 template <class Cfg>
-FP8ATTN_ARCH_FN void make_p(arch::WgmmaAFragment (&pf)[Cfg::kPFragments], const uint32_t (&words)[Cfg::kPWords],
-                            arch::WgmmaAccF32<Cfg::kBlockN>& s, const FwdBlockSoftmax& sb, FwdThreadTelemetry& tel,
-                            const float* token_scales) {
-  static_assert(Cfg::kPWords == kSoftmaxWords<Cfg::kBlockN, Cfg::kBf16>, "the softmax's words are P's");
+FP8ATTN_ARCH_FN void make_p(arch::WgmmaAFragment (&pf)[Cfg::kPFragments], arch::WgmmaAccF32<Cfg::kBlockN>& s,
+                            const FwdBlockSoftmax& sb, FwdThreadTelemetry& tel, const float* token_scales) {
   if constexpr (Cfg::kBf16) {
     if (token_scales != nullptr) apply_v_token_whole<Cfg::kBlockN>(s, token_scales, sb.keys);
     cast_p_bf16<Cfg::kBlockN, Cfg::kTelemetry>(s, sb, pf, tel);
   } else {
-    FP8ATTN_UNROLL
-    for (int kb = 0; kb < Cfg::kPFragments; ++kb) pf[kb] = p_fragment<Cfg::kBlockN>(words, kb);
+    (void)token_scales;  // E4M3 P took V's ratios in the softmax
+    cast_p_e4m3<Cfg::kBlockN, Cfg::kTelemetry>(s, sb, pf, tel);
   }
 }
 
@@ -199,7 +197,6 @@ FP8ATTN_ARCH_FN void run_blocks_overlapped(const AttentionFwdParams& p, FwdShare
   if (blocks == 0) return;
   arch::WgmmaAccF32<Cfg::kBlockN> s;
   float rescale[2];
-  uint32_t words[Cfg::kPWords];
   arch::WgmmaAFragment pf[Cfg::kPFragments];
 
   // Block 0: Q·Kᵀ and the softmax alone; its P·V goes out with the next block's Q·Kᵀ.
@@ -209,10 +206,10 @@ FP8ATTN_ARCH_FN void run_blocks_overlapped(const AttentionFwdParams& p, FwdShare
   arch::wgmma_wait_group<0>();
   release_k<Cfg>(smem, kv, role);
   arch::wgmma_fence_operand(s);
-  softmax_block<Cfg::kBlockN, Cfg::kTelemetry, Cfg::kBf16>(s, sb, p, rows, rescale, words, tel,
+  softmax_block<Cfg::kBlockN, Cfg::kTelemetry, Cfg::kBf16>(s, sb, p, rows, rescale, tel,
                                                            token_scales_of<Cfg>(p, smem, kv.stage));
   rescale_o<Cfg>(o, fresh, rescale);
-  make_p<Cfg>(pf, words, s, sb, tel, token_scales_of<Cfg>(p, smem, kv.stage));
+  make_p<Cfg>(pf, s, sb, tel, token_scales_of<Cfg>(p, smem, kv.stage));
 
   for (int32_t step = 1; step < blocks; ++step) {
     const PipelineState<Cfg::kStages> prev = kv;  // the stage of block step − 1, whose P·V is due
@@ -225,10 +222,10 @@ FP8ATTN_ARCH_FN void run_blocks_overlapped(const AttentionFwdParams& p, FwdShare
     arch::wgmma_wait_group<1>();  // Q·Kᵀ of this block is done; P·V of the last one may run on
     release_k<Cfg>(smem, kv, role);
     arch::wgmma_fence_operand(s);
-    softmax_block<Cfg::kBlockN, Cfg::kTelemetry, Cfg::kBf16>(s, sb, p, rows, rescale, words, tel,
+    softmax_block<Cfg::kBlockN, Cfg::kTelemetry, Cfg::kBf16>(s, sb, p, rows, rescale, tel,
                                                              token_scales_of<Cfg>(p, smem, kv.stage));
     // The planted bug: P of this block written into the registers P·V of the last one still reads.
-    if constexpr (Cfg::kFault == FwdFault::RewritePBeforeWait) pf[0] = p_fragment<Cfg::kBlockN>(words, 0);
+    if constexpr (Cfg::kFault == FwdFault::RewritePBeforeWait) pf[0] = p_fragment<Cfg::kBlockN>(s, 0);
     arch::wgmma_wait_group<0>();
     arch::wgmma_fence_operand(o);
     release_kv<Cfg>(p, smem, prev.stage, role);  // V, Vᵀ of block step − 1 read
@@ -241,7 +238,7 @@ FP8ATTN_ARCH_FN void run_blocks_overlapped(const AttentionFwdParams& p, FwdShare
     }
     rescale_o<Cfg>(o, fresh, rescale);
     // after the wait: P·V of block step − 1 no longer reads pf
-    make_p<Cfg>(pf, words, s, sb, tel, token_scales_of<Cfg>(p, smem, kv.stage));
+    make_p<Cfg>(pf, s, sb, tel, token_scales_of<Cfg>(p, smem, kv.stage));
   }
 
   // The last block's P·V, and its promotion (the last block always closes an interval).
@@ -282,20 +279,19 @@ FP8ATTN_ARCH_FN void run_blocks_serial(const AttentionFwdParams& p, FwdSharedSto
     arch::wgmma_fence_operand(s);
 
     float rescale[2];
-    uint32_t words[Cfg::kPWords];
-    // NOTE: a paged cache's per-token descales: E4M3 promotes every block with the block's largest
+      // NOTE: a paged cache's per-token descales: E4M3 promotes every block with the block's largest
     // V descale (fwd_kv_token_scales.hpp); v_largest stays 1 without them and under BF16 P.
     const float* token_scales = token_scales_of<Cfg>(p, smem, kv.stage);
     float v_largest = 1.0f;
-    softmax_block<Cfg::kBlockN, Cfg::kTelemetry, Cfg::kBf16>(s, sb, p, rows, rescale, words, tel, token_scales,
+    softmax_block<Cfg::kBlockN, Cfg::kTelemetry, Cfg::kBf16>(s, sb, p, rows, rescale, tel, token_scales,
                                                              &v_largest);
     arch::WgmmaAFragment pf[Cfg::kPFragments];
-    make_p<Cfg>(pf, words, s, sb, tel, token_scales);
+    make_p<Cfg>(pf, s, sb, tel, token_scales);
     rescale_o<Cfg>(o, fresh, rescale);
 
     if constexpr (Cfg::kPromotion == PvPromotion::Off) {
       issue_pv<Cfg>(o, pf, smem, kv, 0, p.v_transposed);
-      if constexpr (Cfg::kFault == FwdFault::RewritePBeforeWait) pf[0] = p_fragment<Cfg::kBlockN>(words, 1);
+      if constexpr (Cfg::kFault == FwdFault::RewritePBeforeWait) pf[0] = p_fragment<Cfg::kBlockN>(s, 1);
       arch::wgmma_wait_group<0>();
       arch::wgmma_fence_operand(o);
     } else {
@@ -310,7 +306,7 @@ FP8ATTN_ARCH_FN void run_blocks_serial(const AttentionFwdParams& p, FwdSharedSto
         arch::wgmma_fence();
         mma_pv<Cfg>(part, pf, pv_operand(smem, kv.stage), n0, false, p.v_transposed);
         arch::wgmma_commit_group();
-        if constexpr (Cfg::kFault == FwdFault::RewritePBeforeWait) pf[0] = p_fragment<Cfg::kBlockN>(words, 1);
+        if constexpr (Cfg::kFault == FwdFault::RewritePBeforeWait) pf[0] = p_fragment<Cfg::kBlockN>(s, 1);
         arch::wgmma_wait_group<0>();
         arch::wgmma_fence_operand(part);
         promote_into(o, part, n0 / 2, ta.v_blocks, vb);

@@ -41,7 +41,8 @@ FP8ATTN_ARCH_FN int32_t cta_kv_blocks(const AttentionFwdParams& p, const FwdShar
 }
 
 /// Warps 1-3: Vᵀ of each stage once its V has landed, in the loads' order (the loads of a stage
-/// follow the consumers' release of it, so its Vᵀ buffer is free by then).
+/// follow the consumers' release of it, so its Vᵀ buffer is free by then): transposed from V, or,
+/// for V given keys-contiguous, TMA's Vᵀ put into the P·V key order (pv_key_order.hpp).
 template <class Cfg>
 FP8ATTN_ARCH_FN void run_v_transposer(const AttentionFwdParams& p, FwdSharedStorage<Cfg>& smem) {
   const uint32_t thread = arch::thread_idx_in_warpgroup() - 32;
@@ -49,7 +50,8 @@ FP8ATTN_ARCH_FN void run_v_transposer(const AttentionFwdParams& p, FwdSharedStor
   PipelineState<Cfg::kStages> kv{0, 0};
   for (int32_t block = 0; block < blocks; ++block, kv.advance()) {
     arch::mbarrier_wait_parity(&smem.v_full[kv.stage], kv.phase);
-    transpose_v<Cfg>(thread, smem.v[kv.stage], smem.vt[kv.stage], &smem.vt_full[kv.stage]);
+    if (p.v_transposed) order_vt_slabs<Cfg>(thread, smem.vt[kv.stage], &smem.vt_full[kv.stage]);
+    else transpose_v<Cfg>(thread, smem.v[kv.stage], smem.vt[kv.stage], &smem.vt_full[kv.stage]);
   }
 }
 
@@ -166,10 +168,11 @@ FP8ATTN_ARCH_FN void run_loads(const AttentionFwdParams& p, FwdSharedStorage<Cfg
           arch::tma_load<4>(smem.v[kv.stage] + c * Cfg::kKChunkBytes, p.tma_v, &smem.vt_full[kv.stage],
                             {c * Cfg::kChunkElements, tile.head_kv, key, b});
       } else if (p.v_transposed) {
-        // tma_v is {key, dim, head, batch}: one box of 32 keys x head_dim per slab.
-        arch::mbarrier_arrive_expect_tx(&smem.vt_full[kv.stage], Cfg::kVBytes);
+        // tma_v is {key, dim, head, batch}: one box of 32 keys x head_dim per slab, into Vᵀ, which
+        // warps 1-3 then put into the P·V key order (run_v_transposer).
+        arch::mbarrier_arrive_expect_tx(&smem.v_full[kv.stage], Cfg::kVBytes);
         for (int slab = 0; slab < Cfg::kBlockN / 32; ++slab)
-          arch::tma_load<4>(smem.vt[kv.stage] + slab * Cfg::kVtSlabBytes, p.tma_v, &smem.vt_full[kv.stage],
+          arch::tma_load<4>(smem.vt[kv.stage] + slab * Cfg::kVtSlabBytes, p.tma_v, &smem.v_full[kv.stage],
                             {key + 32 * slab, 0, tile.head_kv, b});
       } else {
         arch::mbarrier_arrive_expect_tx(&smem.v_full[kv.stage], Cfg::kVBytes);
@@ -184,7 +187,7 @@ FP8ATTN_ARCH_FN void run_loads(const AttentionFwdParams& p, FwdSharedStorage<Cfg
   }
 }
 
-/// The producer warpgroup: the loads, and for E4M3 V in its natural layout, Vᵀ; on a paged cache
+/// The producer warpgroup: the loads, and for E4M3 Vᵀ in the P·V key order; on a paged cache
 /// thread 0 loads Q and posts each KV block, which warps 1-3 load (run_paged_kv).
 template <class Cfg>
 FP8ATTN_ARCH_FN void run_producer(const AttentionFwdParams& p, FwdSharedStorage<Cfg>& smem) {
@@ -195,7 +198,7 @@ FP8ATTN_ARCH_FN void run_producer(const AttentionFwdParams& p, FwdSharedStorage<
   } else if (p.paged.block_table != nullptr) {
     run_paged_kv<Cfg>(p, smem);
   } else if constexpr (!Cfg::kBf16) {
-    if (!p.v_transposed) run_v_transposer<Cfg>(p, smem);
+    run_v_transposer<Cfg>(p, smem);
   }
 }
 

@@ -111,23 +111,16 @@ FP8ATTN_ARCH_FN void mask_and_max(arch::WgmmaAccF32<kBlockN>& s, const FwdBlockS
 
 }  // namespace softmax_detail
 
-/// Words of cast P̃ per thread: E4M3 packs two column pairs per word; BF16 P is not cast by the
-/// softmax (cast_p_bf16), so its words are a one-word placeholder.
-template <int kBlockN, bool kBf16>
-inline constexpr int kSoftmaxWords = kBf16 ? 1 : kBlockN / 8;
-
 /// Runs the softmax of one block on `s` (raw Q·Kᵀ in, FP32 P̃ out), updates `rows`, returns the
-/// rescale factor of each row in `rescale`, and for E4M3 writes the cast pairs of P̃ (cols 2q,
-/// 2q+1 of each 8-column group c of row half h, pair pr = 2c + h, lowest column in the low byte)
-/// into `words`, two pairs per word (word 2·(c/2) + h, group c in the half c%2), and counts
-/// telemetry. BF16 leaves FP32 P̃ in `s` for cast_p_bf16.
+/// rescale factor of each row in `rescale`, and leaves FP32 P̃ in `s` for the cast after the P·V
+/// wait (cast_p_e4m3, cast_p_bf16), which counts P's telemetry.
 /// With `token_scales` (the stage's per-(token, head) descales of a paged cache, shared memory:
 /// fwd_kv_token_scales.hpp), K's multiply the logits after the per-block factor, and P̃ is scaled
 /// by V's ratios after the row sums; the block's largest V descale goes to `v_largest`. BF16 P
 /// takes V's whole instead, in make_p, and leaves `v_largest` (kv_cache_math.hpp).
 template <int kBlockN, bool kTelemetry, bool kBf16 = false>
 FP8ATTN_ARCH_FN void softmax_block(arch::WgmmaAccF32<kBlockN>& s, const FwdBlockSoftmax& b, const FwdArguments& p,
-                                   FwdRowState& rows, float (&rescale)[2], uint32_t (&words)[kSoftmaxWords<kBlockN, kBf16>],
+                                   FwdRowState& rows, float (&rescale)[2],
                                    FwdThreadTelemetry& tel, const float* token_scales = nullptr,
                                    float* v_largest = nullptr) {
   constexpr int kRegs = kBlockN / 2;
@@ -153,6 +146,8 @@ FP8ATTN_ARCH_FN void softmax_block(arch::WgmmaAccF32<kBlockN>& s, const FwdBlock
       if (b.valid[h] && tel.tile_max_abs_raw < tile_abs[h]) tel.tile_max_abs_raw = tile_abs[h];
   }
   if (p.stabilized) {
+    // NOTE: two counters and two butterflies, not both rows packed in one word for one: the
+    // packed form spilled the overlapped head_dim 128 consumer (ptxas -warn-spills: 56 bytes).
     int ties[2] = {0, 0};
     FP8ATTN_UNROLL
     for (int i = 0; i < kRegs; ++i) {
@@ -193,24 +188,6 @@ FP8ATTN_ARCH_FN void softmax_block(arch::WgmmaAccF32<kBlockN>& s, const FwdBlock
       apply_v_token_ratios<kBlockN>(s, token_scales, b.keys, *v_largest);
     }
   }
-  if constexpr (kBf16) {
-    (void)words;  // BF16 P is cast after the P·V wait, by cast_p_bf16
-  } else {
-    FP8ATTN_UNROLL
-    for (int w = 0; w < kBlockN / 8; ++w) words[w] = 0;
-    FP8ATTN_UNROLL
-    for (int pr = 0; pr < kRegs / 2; ++pr) {  // pair pr = 2c + h
-      const uint32_t bytes = arch::cvt_e4m3x2(s[2 * pr], s[2 * pr + 1]);
-      words[((pr >> 2) << 1) | (pr & 1)] |= bytes << (((pr >> 1) & 1) * 16);
-      if constexpr (kTelemetry) {
-        const int h = pr & 1;
-        if (b.valid[h]) {
-          tel.tile_positive += (s[2 * pr] > 0.0f) + (s[2 * pr + 1] > 0.0f);
-          tel.tile_underflow += (s[2 * pr] > 0.0f && (bytes & 0xffu) == 0) + (s[2 * pr + 1] > 0.0f && (bytes >> 8) == 0);
-        }
-      }
-    }
-  }
 }
 
 /// BF16 P for P·V: pair pr of FP32 P̃ (see softmax_block) through cvt.rn.bf16x2 is register
@@ -235,28 +212,46 @@ FP8ATTN_ARCH_FN void cast_p_bf16(const arch::WgmmaAccF32<kBlockN>& s, const FwdB
   }
 }
 
-/// The FP8 A fragment of P for keys [32·kb, 32·kb + 32): the S-fragment pairs regrouped into the
-/// A layout (wgmma_a_fp8_coord) by two shuffles and a byte permute per register.
-/// NOTE: thread q needs columns 4q..4q+3 (+16), which quad threads 2(q%2) and 2(q%2)+1 hold in
-/// their 8-column group 2·colhi + q/2; each source offers both groups in one word and the
-/// requester keeps the half it needs, so every lane sends the same register (shfl semantics).
-template <int kBlockN>
-FP8ATTN_ARCH_FN arch::WgmmaAFragment p_fragment(const uint32_t (&words)[kBlockN / 8], int kb) {
-  const unsigned lane = arch::lane_idx();
-  const int q = static_cast<int>(lane % 4);
-  const int src0 = static_cast<int>(lane & ~3u) + 2 * (q & 1);
-  const uint32_t select = (q >> 1) ? 0x7632u : 0x5410u;
-  arch::WgmmaAFragment a;
+/// E4M3 P for P·V: pair pr = 2c + h of FP32 P̃ (columns 8c + 2q, + 1 of row half h) through
+/// cvt.rn.satfinite.e4m3x2 is half c % 2 of register 2·((c % 4) / 2) + h of fragment c / 4, which
+/// is the A layout because V's rows follow the P·V key order (kernels/sm90/pv_key_order.hpp): no
+/// shuffle. Counts telemetry as the engine's row_cast_p<true> (a positive P̃ whose E4M3 is +0
+/// underflowed).
+/// NOTE: called after the wait for the previous block's P·V (as cast_p_bf16): with the cast in
+/// the softmax and P copied into the fragments after the wait, ptxas merged the copy away, gave
+/// the cast the registers of the P that the in-flight P·V still read and serialized every wgmma
+/// (C7513).
+template <int kBlockN, bool kTelemetry>
+FP8ATTN_ARCH_FN void cast_p_e4m3(const arch::WgmmaAccF32<kBlockN>& s, const FwdBlockSoftmax& b,
+                                 arch::WgmmaAFragment (&pf)[kBlockN / 32], FwdThreadTelemetry& tel) {
   FP8ATTN_UNROLL
-  for (int colhi = 0; colhi < 2; ++colhi)
+  for (int c = 0; c < kBlockN / 8; c += 2)
     FP8ATTN_UNROLL
     for (int h = 0; h < 2; ++h) {
-      // groups 4kb + 2colhi (low half) and 4kb + 2colhi + 1 (high half) of row half h
-      const uint32_t word = words[2 * (2 * kb + colhi) + h];
-      const uint32_t w0 = arch::shfl_sync(0xffffffffu, word, src0);
-      const uint32_t w1 = arch::shfl_sync(0xffffffffu, word, src0 + 1);
-      a.reg[2 * colhi + h] = arch::byte_perm(w0, w1, select);
+      const int lo = 2 * (2 * c + h), hi = 2 * (2 * (c + 1) + h);  // the pairs of groups c, c + 1
+      const uint32_t low = arch::cvt_e4m3x2(s[lo], s[lo + 1]), high = arch::cvt_e4m3x2(s[hi], s[hi + 1]);
+      pf[c / 4].reg[2 * ((c % 4) / 2) + h] = low | high << 16;
+      if constexpr (kTelemetry) {
+        if (b.valid[h]) {
+          tel.tile_positive += (s[lo] > 0.0f) + (s[lo + 1] > 0.0f) + (s[hi] > 0.0f) + (s[hi + 1] > 0.0f);
+          tel.tile_underflow += (s[lo] > 0.0f && (low & 0xffu) == 0) + (s[lo + 1] > 0.0f && (low >> 8) == 0) +
+                                (s[hi] > 0.0f && (high & 0xffu) == 0) + (s[hi + 1] > 0.0f && (high >> 8) == 0);
+        }
+      }
     }
+}
+
+/// One E4M3 A fragment of P, the K slots [32·kb, 32·kb + 32), cast from FP32 P̃ as cast_p_e4m3
+/// does (no telemetry): the planted fault's early cast (FwdFault::RewritePBeforeWait).
+template <int kBlockN>
+FP8ATTN_ARCH_FN arch::WgmmaAFragment p_fragment(const arch::WgmmaAccF32<kBlockN>& s, int kb) {
+  arch::WgmmaAFragment a;
+  FP8ATTN_UNROLL
+  for (int r = 0; r < 4; ++r) {
+    const int c = 4 * kb + 2 * (r / 2), h = r % 2;
+    const int lo = 2 * (2 * c + h), hi = 2 * (2 * (c + 1) + h);
+    a.reg[r] = arch::cvt_e4m3x2(s[lo], s[lo + 1]) | arch::cvt_e4m3x2(s[hi], s[hi + 1]) << 16;
+  }
   return a;
 }
 

@@ -3,14 +3,18 @@
 // P·V wgmma reads as its B operand (fwd_config.hpp; fwd_mma.hpp, vt_descriptor). An FP8 wgmma has
 // no transposed B (PTX ISA 9.0 §9.7.15.5.2), so the producer moves the bytes.
 //
-// A lane moves items of 4 keys x 4 dims: four 32-bit loads (one key row each), eight byte
-// permutes, four 32-bit stores (one dim each, 4 keys). Each warp instruction is one wavefront
+// Vᵀ's columns are in the P·V key order (kernels/sm90/pv_key_order.hpp): column pv_slot_of_key(k)
+// holds key k, so the consumers use their cast Q·Kᵀ registers as P's A fragment as they are.
+// A lane moves items of 4 keys x 4 dims: four 32-bit loads (one key row each: keys key0, key0 + 1,
+// key0 + 8, key0 + 9 for the item's Vᵀ columns 4kg..4kg+3), eight byte permutes, four 32-bit
+// stores (one dim each, 4 columns). Each warp instruction is one wavefront
 // (the bank model of kernels/emu/bank_conflicts.hpp):
 // - a load of row `key`, dims 4dg..4dg+3, is word key·head_dim/4 + dg. At head_dim ≥ 128 its bank
 //   is dg mod 32, so the warp's 32 lanes take 32 consecutive dim groups (of any key groups). At
 //   head_dim 64 it is 16·(key & 1) + dg: the lanes take 16 dim groups twice, and the upper
-//   half-warp loads its key rows pairwise swapped (1, 0, 3, 2), so odd and even rows meet.
-// - a store of dim n, keys 4kg..4kg+3 is word (n & 7)·4 + (kg & 3) mod 32 (the 8·BlockN-byte
+//   half-warp loads its key rows pairwise swapped (1, 0, 3, 2), so odd and even rows meet (the
+//   item's keys alternate in parity as 4 consecutive keys do).
+// - a store of dim n, Vᵀ columns 4kg..4kg+3 is word (n & 7)·4 + (kg & 3) mod 32 (the 8·BlockN-byte
 //   stride of 8-dim groups is a multiple of 128 B). All lanes' j-th dims share n & 3 = j, which
 //   left at most 8 banks for 32 lanes (2, 16-way, at head_dim ≥ 128). So a lane stores its
 //   columns rotated: store j writes column j ^ rot with rot = (lane >> 1) & 3, and the lanes of a
@@ -19,7 +23,6 @@
 // selectors (two per lane, a few integer ops per item) and in one XOR per store address, where
 // ldmatrix.trans would need V in a swizzled layout (its 8 rows of one 16-byte column are head_dim
 // bytes apart: 8-way conflicts), and so a new TMA layout for V.
-// The bytes of Vᵀ are the same as before, so the consumers and their descriptors do not change.
 #pragma once
 
 #include <cstdint>
@@ -31,10 +34,11 @@
 #include "kernels/arch/warp.hpp"
 #include "kernels/sm90/attention/fwd_config.hpp"
 #include "kernels/sm90/attention/fwd_params.hpp"
+#include "kernels/sm90/pv_key_order.hpp"
 
 namespace fp8attn::sm90 {
 
-/// Byte offset of Vᵀ(n, k) (n: head-dim index, k: key in the block) in the canonical
+/// Byte offset of Vᵀ(n, k) (n: head-dim index, k: column, the slot of a key) in the canonical
 /// no-swizzle K-major layout of fwd_config.hpp: 8x16 B core matrices, LBO 128 B, SBO 8·BlockN B.
 template <class Cfg>
 FP8ATTN_HOST_DEVICE constexpr uint32_t vt_offset(uint32_t n, uint32_t k) {
@@ -78,12 +82,15 @@ FP8ATTN_ARCH_FN void transpose_v(uint32_t thread, const uint8_t* v, uint8_t* vt,
     const uint32_t set = wave / kWavesPerSet, r = wave % kWavesPerSet;
     const uint32_t dg = kHeadDim == 64 ? lane & 15u : 32 * (r % kDimChunks) + lane;
     const uint32_t kg = 4 * set + (((lane >> 3) + r / kDimChunks) & 3u);
-    const uint8_t* rows = v + 4 * kg * kHeadDim + 4 * dg;
+    // Vᵀ columns 4kg..4kg+3 hold keys key0 + {0, 1, 8, 9} (pv_key_order.hpp).
+    const uint32_t key0 = static_cast<uint32_t>(pv_key_of_slot(static_cast<int>(4 * kg)));
+    const uint8_t* rows = v + key0 * kHeadDim + 4 * dg;
     uint32_t w[4];
     FP8ATTN_UNROLL
-    for (uint32_t i = 0; i < 4; ++i)
-      w[i] = 4 * kg + (i ^ swap) < keys ? arch::smem_load(reinterpret_cast<const uint32_t*>(rows + (i ^ swap) * kHeadDim))
-                                        : 0u;
+    for (uint32_t i = 0; i < 4; ++i) {
+      const uint32_t row = ((i ^ swap) & 1u) + 8u * ((i ^ swap) >> 1);
+      w[i] = key0 + row < keys ? arch::smem_load(reinterpret_cast<const uint32_t*>(rows + row * kHeadDim)) : 0u;
+    }
     const uint32_t t0 = arch::byte_perm(w[0], w[1], sel_lo), t1 = arch::byte_perm(w[0], w[1], sel_hi);
     const uint32_t t2 = arch::byte_perm(w[2], w[3], sel_lo), t3 = arch::byte_perm(w[2], w[3], sel_hi);
     // c[j]: keys 4kg..4kg+3 of dim 4dg + (j ^ rot).
@@ -94,6 +101,34 @@ FP8ATTN_ARCH_FN void transpose_v(uint32_t thread, const uint8_t* v, uint8_t* vt,
     const uint32_t at = vt_offset<Cfg>(4 * dg, 4 * kg) | 16u * rot;
     FP8ATTN_UNROLL
     for (uint32_t j = 0; j < 4; ++j) arch::smem_store(reinterpret_cast<uint32_t*>(vt + (at ^ 16u * j)), c[j]);
+  }
+  arch::fence_proxy_async_shared_cta();
+  arch::named_barrier_sync(barrier_id(FwdBarrier::kProducerVt), kTransposeThreads);
+  if (thread == 0) arch::mbarrier_arrive(vt_full);
+}
+
+/// 16 bytes of Vᵀ: one 128-bit shared-memory load or store.
+struct alignas(16) VtChunk {
+  uint32_t w[4];
+};
+
+/// Vᵀ as TMA loads it for V given keys-contiguous (32-key slabs in the 32B swizzle:
+/// fwd_mma.hpp, vt_descriptor), put into the P·V key order in place; then, as transpose_v, the
+/// fence and one arrival on vt_full.
+/// NOTE: each 16-byte chunk of a slab is 16 consecutive keys of one dim, and the order moves keys
+/// only inside their 16 (pv_key_order.hpp), so every chunk is reordered on its own, wherever the
+/// swizzle put it: byte a of the new chunk is byte pv_key_of_slot(a) of the old, so word u is
+/// bytes 2u, 2u + 1, 8 + 2u, 9 + 2u. Consecutive lanes take consecutive chunks (8 per wavefront).
+template <class Cfg>
+FP8ATTN_ARCH_FN void order_vt_slabs(uint32_t thread, uint8_t* vt, uint64_t* vt_full) {
+  static_assert(Cfg::kVBytes % sizeof(VtChunk) == 0, "whole chunks");
+  VtChunk* chunks = reinterpret_cast<VtChunk*>(vt);
+  FP8ATTN_NO_UNROLL
+  for (uint32_t i = thread; i < Cfg::kVBytes / sizeof(VtChunk); i += kTransposeThreads) {
+    const VtChunk in = arch::smem_load(chunks + i);
+    const VtChunk out{{arch::byte_perm(in.w[0], in.w[2], 0x5410u), arch::byte_perm(in.w[0], in.w[2], 0x7632u),
+                       arch::byte_perm(in.w[1], in.w[3], 0x5410u), arch::byte_perm(in.w[1], in.w[3], 0x7632u)}};
+    arch::smem_store(chunks + i, out);
   }
   arch::fence_proxy_async_shared_cta();
   arch::named_barrier_sync(barrier_id(FwdBarrier::kProducerVt), kTransposeThreads);

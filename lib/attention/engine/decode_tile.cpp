@@ -11,6 +11,7 @@
 #include "kernels/sm90/softmax_math.hpp"
 #include "lib/attention/engine/decode_rows.hpp"
 #include "lib/attention/engine/panel_gemm.hpp"
+#include "lib/attention/engine/pv_order.hpp"
 #include "lib/attention/engine/row_softmax.hpp"
 #include "lib/attention/engine/tile_rules.hpp"
 #include "lib/numerics/element_io.hpp"
@@ -131,6 +132,7 @@ void run_decode_tile(const AttentionConfig& c, const AttentionProblem& p, const 
           rules, t.s + static_cast<int64_t>(r) * bn, keys, token_of(r), key0, k_blocks ? &factor : nullptr,
           per_token ? t.k_token : nullptr, per_token ? t.v_ratio : nullptr, t.row_max[r], t.row_sum + r * 4,
           tile_max_abs_logit, telemetry);
+      if (fp8) p_row_to_slots(t.s + static_cast<int64_t>(r) * bn, keys);
       float* orow = t.o + static_cast<int64_t>(r) * dv;
       for (int e = 0; e < dv; ++e) orow[e] *= rescale;
       if (promote) {
@@ -138,8 +140,8 @@ void run_decode_tile(const AttentionConfig& c, const AttentionProblem& p, const 
         for (int e = 0; e < dv; ++e) frow[e] *= rescale;
       }
     }
-    panel_gemm(t.s, bn, v_panels, static_cast<int64_t>(bn) * kPanelWidth, dv / kPanelWidth, pv_acc, dv, rows, keys,
-               c.tile.mma_k_pv, false, c.mma_rule);
+    panel_gemm(t.s, bn, v_panels, static_cast<int64_t>(bn) * kPanelWidth, dv / kPanelWidth, pv_acc, dv, rows,
+               fp8 ? pv_slot_depth(keys) : keys, c.tile.mma_k_pv, false, c.mma_rule);
     ++visited;
     if (promote && (visited % promote_interval == 0 || visited == split_blocks)) {
       const float vb = sm90::kv_token_pv_factor(p.v_block_descale.at(at.batch, head_kv, block.index), v_token_max);

@@ -11,6 +11,7 @@
 #include "lib/attention/engine/row_softmax.hpp"
 #include "lib/attention/engine/tile_rules.hpp"
 #include "lib/attention/engine/panel_gemm.hpp"
+#include "lib/attention/engine/pv_order.hpp"
 #include "kernels/numerics/bfloat16.hpp"
 #include "lib/numerics/element_io.hpp"
 #include "kernels/numerics/float8.hpp"
@@ -97,7 +98,8 @@ void decode_row(const SeqTensor& t, int64_t offset, int n, const float* lut, flo
 /// The decoded K and V of one KV block of (batch, head_kv), as panels for panel_gemm: from the
 /// worker's cache, decoding the block on first use.
 /// K: [block_n / 16][head_dim][16], panel p holding keys 16p..16p+15, zero past the block's last
-/// key (S's padding columns come out 0 and are never read). V: [head_dim_v / 16][block_n][16].
+/// key (S's padding columns come out 0 and are never read). V: [head_dim_v / 16][block_n][16],
+/// for E4M3 P with its rows in the P·V key order (pv_order.hpp), zero up to the block's period.
 void decoded_block(const AttentionConfig& c, const AttentionProblem& p, const SeqSpan& span, int64_t batch,
                    int head_kv, const sm90::KeyBlock& block, KvBlockCache& kv, const float** k_panels,
                    const float** v_panels) {
@@ -109,7 +111,9 @@ void decoded_block(const AttentionConfig& c, const AttentionProblem& p, const Se
   if (kv.ready[block.index]) return;
   const float* lut = e4m3_table();
   const int keys = static_cast<int>(block.key_end - block.key_begin);
+  const bool slots = c.fp8();
   for (int j = 0; j < keys; ++j) {
+    const int v_row = slots ? sm90::pv_slot_of_key(j) : j;
     const int64_t key = span.k_offset + block.key_begin + j;
     float* k_col = block_k + (j / kPanelWidth) * d * kPanelWidth + j % kPanelWidth;
     // NOTE: a paged cache is gathered here, row by row through the block table; what follows
@@ -117,8 +121,12 @@ void decoded_block(const AttentionConfig& c, const AttentionProblem& p, const Se
     decode_row(p.k, p.kv_element_offset(p.k, batch, key, head_kv, 0), d, lut, k_col, kPanelWidth);
     for (int e0 = 0; e0 < dv; e0 += kPanelWidth)
       decode_row(p.v, p.kv_element_offset(p.v, batch, key, head_kv, e0), kPanelWidth, lut,
-                 block_v + e0 * bn + j * kPanelWidth, 1);
+                 block_v + e0 * bn + v_row * kPanelWidth, 1);
   }
+  if (slots)
+    for (int j = keys; j < pv_slot_depth(keys); ++j)
+      for (int e0 = 0; e0 < dv; e0 += kPanelWidth)
+        std::fill_n(block_v + e0 * bn + sm90::pv_slot_of_key(j) * kPanelWidth, kPanelWidth, 0.0f);
   for (int j = keys; j % kPanelWidth != 0; ++j) {
     float* k_col = block_k + (j / kPanelWidth) * d * kPanelWidth + j % kPanelWidth;
     for (int e = 0; e < d; ++e) k_col[e * kPanelWidth] = 0.0f;
@@ -256,6 +264,7 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
       else
         row_cast_p<false>(s, keys, telemetry.p_positive, telemetry.p_underflow);
       if (hooks.on_p_cast) hooks.on_p_cast(at.batch, at.head, row0 + r, key0, s, keys);
+      if (fp8) p_row_to_slots(s, keys);
       const float rescale = t.rescale[r];
       float* orow = t.o + static_cast<int64_t>(r) * dv;
       for (int e = 0; e < dv; ++e) orow[e] *= rescale;
@@ -283,8 +292,8 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
     }
 
     // O += P·V  (into the fresh tile when promotion is on)
-    panel_gemm(t.s, bn, v_panels, static_cast<int64_t>(bn) * kPanelWidth, dv / kPanelWidth, pv_acc, dv, rows, keys,
-               c.tile.mma_k_pv, false, c.mma_rule);
+    panel_gemm(t.s, bn, v_panels, static_cast<int64_t>(bn) * kPanelWidth, dv / kPanelWidth, pv_acc, dv, rows,
+               fp8 ? pv_slot_depth(keys) : keys, c.tile.mma_k_pv, false, c.mma_rule);
     // NOTE: two-level accumulation guards against the FP8 tensor core's accumulator keeping
     // fewer bits than FP32 (DESIGN §3): the fresh tile is added into O every N blocks.
     if (promote && ((step + 1) % promote_interval == 0 || step + 1 == schedule.count())) {

@@ -30,6 +30,7 @@
 #include "kernels/sm90/decode_schedule.hpp"
 #include "kernels/sm90/kv_schedule.hpp"
 #include "kernels/sm90/mask.hpp"
+#include "kernels/sm90/pv_key_order.hpp"
 #include "kernels/sm90/softmax_math.hpp"
 #include "lib/attention/engine/decode_tile.hpp"
 #include "lib/attention/engine/query_tile.hpp"
