@@ -1,11 +1,14 @@
 // ex2.approx.ftz.f32 (PTX ISA 9.0, floating-point instruction "ex2"): 2^x, the exponential of
 // the softmax.
 //
-// The device build calls CUDA's exp2f, which nvcc lowers to the MUFU.EX2 unit (ex2.approx) with
-// a range scaling around it; CUDA documents it to 2 ulp. NOTE: an inline-asm ex2.approx.ftz was
-// tried and raised register pressure until the head_dim-128 kernel with every-block promotion
-// spilled 16 bytes (tools/check_attention_sm90a.sh). The host build (the SIMT emulator and the CPU
-// tile engine, which must agree bit for bit) runs ex2_model below, one function for both.
+// The device build runs ex2.approx.ftz.f32 itself: one MUFU.EX2 per score. CUDA's exp2f (without
+// -ftz=true) wraps the same unit in a range scaling that keeps subnormal results, about three more
+// instructions per score in the softmax's main loop (tools/check_attention_sm90a.sh counts them).
+// NOTE: an earlier try of the inline asm spilled the head_dim-128 every-block kernel (16 bytes);
+// since P's A fragment is the accumulator in place (kernels/sm90/pv_key_order.hpp) no kernel
+// spills with it. The PTX ISA gives its error as 2 ulp over the full range. The host build (the
+// SIMT emulator and the CPU tile engine, which must agree bit for bit) runs ex2_model below, one
+// function for both.
 //
 // NOTE: why a model of our own rather than exp2f: libm's exp2f is a call per element that no
 // compiler vectorizes, and it was 19% of the CPU engine's time (profiled). ex2_model is
@@ -20,8 +23,8 @@
 // neither the engine nor the emulator is bit-equal to a GPU; bounds against real hardware allow
 // for it.
 //
-// Like .ftz, results below 2^−126 (x < −126) flush to +0, and subnormal inputs act as 0. (The
-// device's exp2f keeps subnormal results: such a P̃ differs by less than 2^−126 from the model's.)
+// Like .ftz, results below 2^−126 (x < −126) flush to +0, and subnormal inputs act as 0, as the
+// device's instruction does.
 #pragma once
 
 #include <cstdint>
@@ -71,11 +74,13 @@ inline float ex2_model(float x) {
   return y;
 }
 
-/// 2^x as the kernels compute it: CUDA's exp2f on the device, ex2_model on the host.
+/// 2^x as the kernels compute it: ex2.approx.ftz.f32 on the device, ex2_model on the host.
 /// Host-and-device callable, so the shared softmax math (kernels/sm90/softmax_math.hpp) calls it.
 FP8ATTN_HOST_DEVICE float ex2_approx(float x) {
 #if defined(__CUDA_ARCH__)
-  return exp2f(x);
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
 #else
   return ex2_model(x);
 #endif

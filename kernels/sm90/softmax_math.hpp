@@ -41,6 +41,16 @@ FP8ATTN_HOST_DEVICE LogitScales logit_scales(float softmax_scale, float q_descal
 
 /// The max used for a row in the exp2 step: −inf (no visible key yet) becomes 0, so that
 /// exp2(−inf − 0) = 0 rather than NaN.
+/// One step of a block's row max: fmaxf, which a NaN never wins (as a compare-and-select that
+/// keeps the running value, from −inf, would) and which the GPU runs as one FMNMX.
+FP8ATTN_HOST_DEVICE float score_max(float running, float x) { return fmaxf(running, x); }
+
+/// A block's row max once every step is in: +0 for a zero of either sign.
+/// NOTE: fmaxf of +0 and −0 may return either, and the engine's vector max and the kernel's
+/// quad butterfly take their steps in different orders; all that can tell them apart is the sign
+/// of a zero max, so it is made +0 (x + 0 is x for any other x, −inf and NaN included).
+FP8ATTN_HOST_DEVICE float block_max_of(float max_of_steps) { return max_of_steps + 0.0f; }
+
 FP8ATTN_HOST_DEVICE float finite_or_zero(float row_max) { return row_max == kNegInf ? 0.0f : row_max; }
 
 /// Factor that rescales O and l when the running max moves from `old_max` to `new_max`.

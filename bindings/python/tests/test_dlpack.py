@@ -16,7 +16,7 @@ _NAME = b"dltensor"
 _new_capsule = ctypes.pythonapi.PyCapsule_New
 _new_capsule.restype, _new_capsule.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
 _CODES = {np.dtype(ml_dtypes.float8_e4m3fn): (10, 8), np.dtype(ml_dtypes.bfloat16): (4, 16),
-          np.dtype(np.float32): (2, 32), np.dtype(np.int32): (0, 32)}
+          np.dtype(np.float32): (2, 32), np.dtype(np.int32): (0, 32), np.dtype(np.int64): (0, 64)}
 
 
 class Exporter:
@@ -116,3 +116,19 @@ def test_unknown_dlpack_dtype_is_refused():
         assert info.value.name == "FP8ATTN_STATUS_BAD_DTYPE"
     finally:
         del _CODES[x.dtype]
+
+
+def test_int64_slot_mapping_through_dlpack():
+    """kv_append's slot_mapping is int64: through DLPack (torch's int64 tensors come so) it reaches
+    the library as FP8ATTN_DTYPE_I64 and writes the same cache bytes as the numpy array."""
+    rng = np.random.default_rng()
+    k = rng.standard_normal((3, 2, 64)).astype(np.float32)
+    v = rng.standard_normal((3, 2, 64)).astype(np.float32)
+    slots = rng.choice(32, size=3, replace=False).astype(np.int64)
+    assert _dlpack.view(Exporter(slots)).dtype == "int64"
+    caches = [[poisoned((4, 8, 2, 64), ml_dtypes.float8_e4m3fn) for _ in range(2)] for _ in range(2)]
+    fp8attn.kv_append(k, v, caches[0][0], caches[0][1], slots)
+    fp8attn.kv_append(k, v, caches[1][0], caches[1][1], Exporter(slots))
+    for a, b in zip(caches[0], caches[1]):
+        assert np.array_equal(a.view(np.uint8), b.view(np.uint8))
+    assert not np.all(caches[1][0].view(np.uint8) == 0x7F), "nothing was written"

@@ -57,10 +57,8 @@ struct FwdBlockSoftmax {
 namespace softmax_detail {
 
 FP8ATTN_ARCH_FN float quad_max(float x) {
-  const float a = arch::shfl_xor_sync(0xffffffffu, x, 1);
-  x = x < a ? a : x;
-  const float b = arch::shfl_xor_sync(0xffffffffu, x, 2);
-  return x < b ? b : x;
+  x = score_max(x, arch::shfl_xor_sync(0xffffffffu, x, 1));
+  return score_max(x, arch::shfl_xor_sync(0xffffffffu, x, 2));
 }
 
 FP8ATTN_ARCH_FN int quad_add(int x) {
@@ -101,7 +99,7 @@ FP8ATTN_ARCH_FN void mask_and_max(arch::WgmmaAccF32<kBlockN>& s, const FwdBlockS
       x = visible ? x : kNegInf;
       s[i] = x;
     }
-    block_max[h] = block_max[h] < x ? x : block_max[h];
+    block_max[h] = score_max(block_max[h], x);
     if constexpr (kTelemetry) {
       const float a = x < 0.0f ? -x : x;
       if (visible && tile_abs[h] < a) tile_abs[h] = a;
@@ -141,7 +139,7 @@ FP8ATTN_ARCH_FN void softmax_block(arch::WgmmaAccF32<kBlockN>& s, const FwdBlock
   else softmax_detail::mask_and_max<kBlockN, kTelemetry, true>(s, b, block_max, tile_abs);
   FP8ATTN_UNROLL
   for (int h = 0; h < 2; ++h) {
-    block_max[h] = softmax_detail::quad_max(block_max[h]);
+    block_max[h] = block_max_of(softmax_detail::quad_max(block_max[h]));
     if constexpr (kTelemetry)
       if (b.valid[h] && tel.tile_max_abs_raw < tile_abs[h]) tel.tile_max_abs_raw = tile_abs[h];
   }

@@ -31,7 +31,8 @@ inline constexpr int kRowLanes = 8;
 // two SSE registers in the baseline build). Max is exact, so the lane order changes no bit.
 using RowLanes = float __attribute__((vector_size(kRowLanes * sizeof(float))));
 
-/// max over s[0, n) (−inf when n = 0 or every entry is masked).
+/// max over s[0, n) (−inf when n = 0 or every entry is masked), a zero max as +0
+/// (sm90::block_max_of), NaN entries never winning (sm90::score_max).
 inline float row_max(const float* s, int n) {
   RowLanes lanes = RowLanes{} + sm90::kNegInf;  // all −inf
   int j = 0;
@@ -43,7 +44,7 @@ inline float row_max(const float* s, int n) {
   float m = sm90::kNegInf;
   for (int l = 0; l < kRowLanes; ++l) m = lanes[l] > m ? lanes[l] : m;
   for (; j < n; ++j) m = s[j] > m ? s[j] : m;
-  return m;
+  return sm90::block_max_of(m);
 }
 
 /// max |s| over the visible (not −inf) entries of s[0, n); 0 when none is visible.

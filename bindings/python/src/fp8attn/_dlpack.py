@@ -40,7 +40,7 @@ _READ_ONLY_FLAG = 1
 _HOST_DEVICES, _CUDA_DEVICES = (1, 3), (2,)
 # DLDataTypeCode and bits -> the binding's dtype names.
 _DTYPES = {(2, 32): "float32", (2, 64): "float64", (4, 16): "bfloat16", (2, 16): "float16",
-           (10, 8): "float8_e4m3fn", (12, 8): "float8_e5m2", (0, 32): "int32"}
+           (10, 8): "float8_e4m3fn", (12, 8): "float8_e5m2", (0, 32): "int32", (0, 64): "int64"}
 
 _get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
 _get_pointer.restype, _get_pointer.argtypes = c_void_p, [ctypes.py_object, c_char_p]
