@@ -91,6 +91,41 @@ TEST(PagedFwdEmu, GqaSharedPagesChunkedPrefill) {
   }
 }
 
+/// The tile order's sections (fwd_tile_scheduler.hpp) change which CTA runs a tile and when, not
+/// a bit: the same launch with 1 and 3 (batch, head) pairs per section equals the plan's single
+/// section (these keys fit the L2 budget), contiguous and paged, under every schedule.
+TEST(PagedFwdEmu, TileSectionsKeepTheBits) {
+  for (const int32_t dtype : {FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_BF16}) {
+    PagedCase c;
+    c.name = dtype == FP8ATTN_DTYPE_BF16 ? "sections-bf16" : "sections-e4m3";
+    c.dtype = dtype;
+    c.head_dim = 64;
+    c.heads_q = 4;
+    c.heads_kv = 2;
+    c.page_size = 16;
+    c.k_lens = {300, 213};
+    c.q_lens = {230, 150};
+    const uint64_t seed = workloads::fresh_seed();
+    std::mt19937_64 rng(seed);
+    PagedInputs in = make_paged_inputs(c, rng);
+    for (const bool paged : {false, true}) {
+      PagedRun run(c, in, paged), reference(c, in, paged);
+      sm90::FwdLaunch launch = run.plan();
+      const int32_t pairs = launch.args.batch * launch.args.heads_q;
+      EXPECT_EQ(launch.args.tile_group, pairs) << c.name << ": short keys fit one section";
+      reference.launch(reference.plan(), paged_schedules(seed)[0]);
+      for (const int32_t group : {1, 3}) {
+        launch.args.tile_group = group;
+        for (const emu::LaunchConfig& schedule : paged_schedules(seed)) {
+          run.launch(launch, schedule);
+          EXPECT_EQ(mismatches(reference.result, run.result), 0)
+              << c.name << (paged ? " paged" : " contiguous") << ", group " << group << ", seed " << seed;
+        }
+      }
+    }
+  }
+}
+
 /// Sliding windows and sink isolation; sink 4 with pages of 16 forces the gather path (no box of
 /// a multiple of 8 rows divides the sink block's end), sink 8 keeps 8-row TMA boxes.
 TEST(PagedFwdEmu, WindowsAndSinks) {

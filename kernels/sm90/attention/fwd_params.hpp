@@ -91,6 +91,7 @@ struct FwdArguments {
   int32_t batch = 0, heads_q = 0, heads_kv = 0;
   int32_t m_blocks = 0;   ///< query tiles of the longest sequence
   int32_t num_tiles = 0;  ///< m_blocks · heads_q · batch (the plan refuses more than INT32_MAX)
+  int32_t tile_group = 0; ///< (batch, head) pairs per section of the tile order (fwd_tile_group); 0: all
   DescaleView q_descale, k_descale, v_descale;                   // [batch, heads_kv]
   DescaleView q_block_descale, k_block_descale, v_block_descale;  // per block; see fwd_args
   float softmax_scale = 1.0f;

@@ -34,21 +34,48 @@ FP8ATTN_HOST_DEVICE int32_t paged_seqlen_k(const AttentionFwdParams& p, int32_t 
   return used < 0 ? 0 : (used > bound ? bound : used);
 }
 
+/// The L2 budget of one section of the tile order: FlashAttention-3 groups its heads so that
+/// their K and V fit in 32 MiB of the H100's 50 MB L2.
+inline constexpr int64_t kTileSectionL2Bytes = int64_t{32} << 20;
+
+/// (batch, head) pairs per section of the tile order (AttentionFwdParams::tile_group): as many
+/// query heads as share the K and V of the KV heads that fit in kTileSectionL2Bytes (at least one
+/// KV head's), at most all of them. A causal grid keeps one section: its tiles differ in length,
+/// and the longest go first across the whole grid.
+FP8ATTN_HOST_DEVICE int32_t fwd_tile_group(int32_t batch, int32_t heads_q, int32_t heads_kv, int64_t seqlen_k,
+                                           int64_t kv_row_bytes, bool causal) {
+  const int64_t pairs = static_cast<int64_t>(batch) * heads_q;
+  if (causal || pairs <= 1) return static_cast<int32_t>(pairs);
+  const int64_t kv_head_bytes = (seqlen_k > 0 ? seqlen_k : 1) * kv_row_bytes;
+  const int64_t kv_heads = kTileSectionL2Bytes / kv_head_bytes > 0 ? kTileSectionL2Bytes / kv_head_bytes : 1;
+  const int64_t group = kv_heads * (heads_q / heads_kv);
+  return static_cast<int32_t>(group < pairs ? group : pairs);
+}
+
 /// Tile `index` of the launch, or rows = 0 when that tile lies past its sequence's end (varlen).
-/// NOTE: the longest tiles go first: index 0.. walks query tiles from the last one down, so with a
-/// causal mask (and with varlen) the CTAs pick the heaviest work before the light tail, as
-/// FlashAttention-3's scheduler orders causal tiles.
+/// The order: sections of p.tile_group (batch, head) pairs, one after the other; within a
+/// section the query tiles from the last one down, and the section's heads fastest.
+/// NOTE: a section's heads fastest, so that the CTAs resident together read the K and V of a
+/// few heads, which stay in L2 (FlashAttention-3's scheduler groups heads the same way); with one
+/// section (tile_group 0, or every pair: a causal grid) this is the longest-first order over the
+/// whole grid: index 0.. walks query tiles from the last one down, so with a causal mask (and
+/// with varlen) the CTAs pick the heaviest work before the light tail.
 /// NOTE: the producer resolves tiles in 32 bits (I = int32_t; the plan refuses more than
 /// INT32_MAX tiles): a 64-bit division is a subroutine whose registers it does not have at 24
 /// (fwd_config.hpp). The consumers keep 64 bits, where ptxas allocated them without spills.
 template <class I = int64_t>
 FP8ATTN_HOST_DEVICE BasicFwdTile<I> fwd_tile(const AttentionFwdParams& p, int64_t index, int block_m, int block_n) {
   BasicFwdTile<I> t;
-  const I per_m_block = static_cast<I>(p.heads_q) * static_cast<I>(p.batch);
-  t.m_block = static_cast<int32_t>(p.m_blocks - 1 - static_cast<I>(index) / per_m_block);
-  const I rest = static_cast<I>(index) % per_m_block;
-  t.head = static_cast<int32_t>(rest % static_cast<I>(p.heads_q));
-  t.batch = static_cast<int32_t>(rest / static_cast<I>(p.heads_q));
+  const I pairs = static_cast<I>(p.heads_q) * static_cast<I>(p.batch);
+  const I group = p.tile_group > 0 && static_cast<I>(p.tile_group) < pairs ? static_cast<I>(p.tile_group) : pairs;
+  const I section_tiles = group * static_cast<I>(p.m_blocks);
+  const I first_pair = static_cast<I>(index) / section_tiles * group;
+  const I within = static_cast<I>(index) % section_tiles;
+  const I size = pairs - first_pair < group ? pairs - first_pair : group;  // the last section may be short
+  t.m_block = static_cast<int32_t>(p.m_blocks - 1 - within / size);
+  const I pair = first_pair + within % size;
+  t.head = static_cast<int32_t>(pair % static_cast<I>(p.heads_q));
+  t.batch = static_cast<int32_t>(pair / static_cast<I>(p.heads_q));
   t.head_kv = t.head / (p.heads_q / p.heads_kv);
   int64_t seqlen_q = p.seqlen_q, seqlen_k = p.seqlen_k;
   if (p.cu_seqlens_q != nullptr) {

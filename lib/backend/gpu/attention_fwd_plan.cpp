@@ -4,6 +4,7 @@
 #include <numeric>
 #include <string>
 
+#include "kernels/sm90/attention/fwd_tile_scheduler.hpp"
 #include "kernels/sm90/kv_schedule.hpp"
 #include "lib/backend/gpu/decode_plan.hpp"
 #include "lib/core/error.hpp"
@@ -297,6 +298,8 @@ sm90::FwdLaunch plan_attention_fwd(const AttentionConfig& c, const AttentionProb
           "more than 2^31 - 1 query tiles (" + std::to_string(num_tiles) +
               "): the Hopper kernel's tile scheduler counts in 32 bits");
   a.num_tiles = static_cast<int32_t>(num_tiles);
+  a.tile_group = sm90::fwd_tile_group(a.batch, a.heads_q, a.heads_kv, p.max_seqlen_k,
+                                      static_cast<int64_t>(c.head_dim + c.head_dim_v) * (bf16 ? 2 : 1), c.causal);
   a.q_descale = view(p.q_descale);
   a.k_descale = view(p.k_descale);
   a.v_descale = view(p.v_descale);
