@@ -99,6 +99,19 @@ if [ -s "$baseline_list" ]; then
   extra+=(-E "^($(sed -E 's/[][\.^$*+?(){}|]/\\&/g' "$baseline_list" | paste -sd '|'))\$")
 fi
 
+# NOTE: ctest runs the tests its cost data call slowest first, so a killed mutant would wait for
+# the longest tests before the quick one that fails. The baseline's costs, inverted, make the
+# quick tests go first; they are put back before every mutant's run (ctest rewrites the file).
+costs=$build/Testing/Temporary/CTestCostData.txt
+fast_first=$build/mutation-fast-first-costs.txt
+if [ "$baseline" = 1 ] || [ ! -f "$fast_first" ]; then
+  rm -f "$fast_first"
+  [ -f "$costs" ] && awk '/^---/ { exit }
+    NF == 3 { name[++n] = $1; runs[n] = $2; cost[n] = $3; if ($3 > top) top = $3 }
+    END { for (i = 1; i <= n; ++i) printf "%s %s %.6f\n", name[i], runs[i], top - cost[i] + 0.001
+          print "---" }' "$costs" >"$fast_first"
+fi
+
 results=$build/mutation-results.tsv
 printf 'id\tverdict\tseconds\tfirst_failure\n' >"$results"
 killed=0 survived=0 invalid=0
@@ -118,6 +131,7 @@ while IFS=$'\t' read -r -u 3 id file old new || [ -n "$id" ]; do
     elif ! "${build_cmd[@]}" >"$backup_dir/build.log" 2>&1; then
       verdict=invalid first="does not compile: $(grep -m1 -E 'error' "$backup_dir/build.log")"
     else
+      [ -f "$fast_first" ] && cp "$fast_first" "$costs"
       ctest --test-dir "$build" --no-tests=error -j"$jobs" -LE "$exclude" "${stop[@]}" "${extra[@]}" \
         >"$backup_dir/ctest.log" 2>&1
       if [ $? -eq 0 ]; then
