@@ -99,15 +99,19 @@ void decode_engine_forward(const AttentionConfig& c, const AttentionProblem& p, 
     parts = {reinterpret_cast<float*>(base + l.part_o), reinterpret_cast<float*>(base + l.part_lse), p.batch,
              p.max_seqlen_q, c.num_heads_q, c.head_dim_v};
   }
+  // The one choice of tile: FP32 accumulation's own (decode_fp32.hpp) where it applies.
+  const bool fp32_tile = decode_fp32_applies(c, p);
   // Items: (sequence, KV head, split, row tile), sequence-major; consecutive items of a worker on
-  // one (sequence, KV head) keep its decoded blocks.
+  // one (sequence, KV head) keep its decoded blocks. The FP32 tile takes every KV head in one
+  // item, up to 8 (its cache reads cover whole pages): its items are (sequence, group of KV
+  // heads, split, row tile).
+  const int heads_per_item = fp32_tile ? decode_fp32_heads_per_item(c) : 1;
+  const int item_heads = static_cast<int>(ceil_div(c.num_heads_kv, heads_per_item));
   auto* item_begin = reinterpret_cast<int64_t*>(base + l.table);
   item_begin[0] = 0;
   for (int64_t b = 0; b < p.batch; ++b)
-    item_begin[b + 1] = item_begin[b] + row_tiles(c, p.span(b).seqlen_q) * c.num_heads_kv * splits;
+    item_begin[b + 1] = item_begin[b] + row_tiles(c, p.span(b).seqlen_q) * item_heads * splits;
 
-  // The one choice of tile: FP32 accumulation's own (decode_fp32.hpp) where it applies.
-  const bool fp32_tile = decode_fp32_applies(c, p);
   pool.parallel_for(item_begin[p.batch], [&](int64_t item, int worker) {
     const int64_t b = std::upper_bound(item_begin, item_begin + p.batch + 1, item) - item_begin - 1;
     const int64_t tiles = row_tiles(c, p.span(b).seqlen_q);
@@ -117,7 +121,7 @@ void decode_engine_forward(const AttentionConfig& c, const AttentionProblem& p, 
     at.row_begin = (local % tiles) * c.tile.block_m;
     local /= tiles;
     at.split = static_cast<int>(local % splits);
-    at.head_kv = static_cast<int>(local / splits);
+    at.head_kv = static_cast<int>(local / splits) * heads_per_item;
     at.num_splits = splits;
     void* scratch = base + l.stride * static_cast<size_t>(worker);
     if (fp32_tile)

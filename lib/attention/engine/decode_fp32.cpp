@@ -11,6 +11,7 @@
 #include "kernels/sm90/mask.hpp"
 #include "kernels/sm90/softmax_math.hpp"
 #include "lib/attention/engine/decode_fp32_vec.hpp"
+#include "lib/attention/engine/decode_fp32_keys.hpp"
 #include "lib/attention/engine/decode_rows.hpp"
 #include "lib/attention/engine/row_softmax.hpp"
 
@@ -39,28 +40,94 @@ void row_offsets(const AttentionProblem& p, const SeqTensor& x, int64_t b, int h
   }
 }
 
+/// Query rows one KV head's part of a work item can have: the group's heads times the decode
+/// limit of tokens, at most BlockM.
+int64_t rows_per_head(const AttentionConfig& c) {
+  return std::min<int64_t>(c.tile.block_m, sm90::decode_rows(sm90::kMaxDecodeQLen, c.heads_per_kv()));
+}
+
+/// The row pitch of S: the block's keys rounded up to whole key chunks.
+int s_pitch(const AttentionConfig& c) { return (c.tile.block_n + kKeyChunk - 1) / kKeyChunk * kKeyChunk; }
+
 struct Fp32Buffers {
   float *q, *s, *o, *row_max, *row_sum, *k, *v;
-  int64_t *k_at, *v_at;
+  uint8_t *kt, *zero_row;
+  int64_t *k_at, *v_at, *ahead_at;
 };
 
+constexpr int kMaxItemHeads = 8;
+
 size_t carve(const AttentionConfig& c, void* scratch, Fp32Buffers* b) {
-  const size_t bm = c.tile.block_m, bn = c.tile.block_n, d = c.head_dim, dv = c.head_dim_v;
+  const size_t rows = static_cast<size_t>(rows_per_head(c)) * std::min(c.num_heads_kv, kMaxItemHeads);
+  const size_t d = c.head_dim, dv = c.head_dim_v, chunk = kKeyChunk;
   ScratchCarve carve_scratch(scratch);
   auto take = [&](size_t floats) { return carve_scratch.take(floats); };
   Fp32Buffers t{};
-  t.q = take(bm * d);
-  t.s = take(bm * bn);
-  t.o = take(bm * dv);
-  t.row_max = take(bm);
-  t.row_sum = take(bm * 4);
-  t.k = take(bn * d);
-  t.v = take(bn * dv);
-  t.k_at = reinterpret_cast<int64_t*>(take(4 * bn));  // 2·bn int64 each
-  t.v_at = reinterpret_cast<int64_t*>(take(4 * bn));
+  t.q = take(rows * d);
+  t.s = take(rows * static_cast<size_t>(s_pitch(c)));
+  t.o = take(rows * dv);
+  t.row_max = take(rows);
+  t.row_sum = take(rows * 4);
+  t.k = take(chunk * d);
+  t.v = take(chunk * dv);
+  t.kt = reinterpret_cast<uint8_t*>(take(chunk * d / 4));
+  t.zero_row = reinterpret_cast<uint8_t*>(take(d / 4));
+  t.k_at = reinterpret_cast<int64_t*>(take(2 * chunk));
+  t.v_at = reinterpret_cast<int64_t*>(take(2 * chunk));
+  t.ahead_at = reinterpret_cast<int64_t*>(take(2 * chunk));
   if (b) *b = t;
   return carve_scratch.bytes();
 }
+
+/// The order in which a work item reads the cache: per KV block of its split, K in key chunks,
+/// then V in key chunks. Ahead keeps `distance` chunks of that order requested ahead of use.
+/// NOTE: a paged cache's rows lie in scattered pages, where the hardware prefetcher (which stops
+/// at 4 KiB pages) leaves each first read waiting on memory; every KV head's rows of a chunk are
+/// requested together, so each page is read whole while it is requested.
+template <class NextHeld>
+class Ahead {
+ public:
+  Ahead(const AttentionProblem& p, const sm90::KvSchedule& schedule, int64_t batch, int64_t k_offset, int head0,
+        int heads, int d, int dv, int64_t* offsets, int64_t first_step, NextHeld next_held)
+      : p_(p), schedule_(schedule), batch_(batch), k_offset_(k_offset), head0_(head0), heads_(heads), d_(d), dv_(dv),
+        at_(offsets), step_(first_step), next_held_(next_held) {}
+
+  /// Requests the next chunk of the order (nothing past the last block).
+  void advance() {
+    if (step_ >= schedule_.count()) return;
+    const sm90::KeyBlock block = schedule_.at(step_);
+    const int64_t key = block.key_begin + chunk_ * kKeyChunk;
+    const int n = static_cast<int>(std::min<int64_t>(kKeyChunk, block.key_end - key));
+    const SeqTensor& x = v_phase_ ? p_.v : p_.k;
+    row_offsets(p_, x, batch_, head0_, k_offset_ + key, n, at_);
+    const int64_t elem = x.dtype == FP8ATTN_DTYPE_BF16 ? 2 : 1, bytes = elem * (v_phase_ ? dv_ : d_);
+    const char* base = static_cast<const char*>(x.data);
+    for (int j = 0; j < n; ++j)
+      for (int h = 0; h < heads_; ++h)
+        for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(base + (at_[j] + h * x.head_stride) * elem + b);
+    if (key + kKeyChunk < block.key_end) {
+      ++chunk_;
+    } else if (!v_phase_) {
+      v_phase_ = true;
+      chunk_ = 0;
+    } else {
+      v_phase_ = false;
+      chunk_ = 0;
+      step_ = next_held_(step_ + 1);
+    }
+  }
+
+ private:
+  const AttentionProblem& p_;
+  const sm90::KvSchedule& schedule_;
+  int64_t batch_, k_offset_;
+  int head0_, heads_, d_, dv_;
+  int64_t* at_;
+  int64_t step_;
+  NextHeld next_held_;
+  bool v_phase_ = false;
+  int chunk_ = 0;
+};
 
 }  // namespace
 
@@ -74,6 +141,8 @@ bool decode_fp32_applies(const AttentionConfig& c, const AttentionProblem& p) {
          c.head_dim_v % kLanes == 0;
 }
 
+int decode_fp32_heads_per_item(const AttentionConfig& c) { return std::min(c.num_heads_kv, kMaxItemHeads); }
+
 size_t decode_fp32_scratch_bytes(const AttentionConfig& c) {
   // NOTE: base nullptr only measures; carve never dereferences.
   return carve(c, nullptr, nullptr);
@@ -84,92 +153,121 @@ void run_decode_fp32_tile(const AttentionConfig& c, const AttentionProblem& p, c
   Fp32Buffers t{};
   carve(c, scratch, &t);
   const SeqSpan span = p.span(at.batch);
-  const int group = c.heads_per_kv();
-  const int d = c.head_dim, dv = c.head_dim_v, bn = c.tile.block_n;
+  const int group = c.heads_per_kv(), head0 = at.head_kv;
+  const int heads = std::min(c.num_heads_kv - head0, kMaxItemHeads);  // the item's KV heads: head0 + [0, heads)
+  const int d = c.head_dim, dv = c.head_dim_v, ld = s_pitch(c);
+  const int64_t per_head = rows_per_head(c);
   const int rows =
       static_cast<int>(std::min<int64_t>(c.tile.block_m, sm90::decode_rows(span.seqlen_q, group) - at.row_begin));
-  const int head_kv = at.head_kv;
   const bool fp8 = c.fp8();
   auto token_of = [&](int r) { return sm90::decode_row_token(at.row_begin + r, group); };
-  auto head_of = [&](int r) { return head_kv * group + sm90::decode_row_head(at.row_begin + r, group); };
-
-  const float q_descale = p.q_descale.at(at.batch, head_kv);
-  const float k_descale = p.k_descale.at(at.batch, head_kv);
-  const float v_descale = p.v_descale.at(at.batch, head_kv);
+  auto head_of = [&](int h, int r) { return (head0 + h) * group + sm90::decode_row_head(at.row_begin + r, group); };
+  // The item's KV head head0 + h: its rows of Q, S, O and the row state.
+  auto q_of = [&](int h) { return t.q + h * per_head * d; };
+  auto s_of = [&](int h) { return t.s + h * per_head * ld; };
+  auto o_of = [&](int h) { return t.o + h * per_head * dv; };
   // NOTE: named copies, not a structured binding: clang before 16 cannot capture one in a lambda.
-  const sm90::LogitScales logit = sm90::logit_scales(c.softmax_scale, q_descale, k_descale, c.stabilized_tie_tol);
-  const float scale_log2 = logit.scale_log2, natural_scale = logit.natural_scale, tie_tol_raw = logit.tie_tol_raw;
+  auto scales_of = [&](int h) {
+    return sm90::logit_scales(c.softmax_scale, p.q_descale.at(at.batch, head0 + h),
+                              p.k_descale.at(at.batch, head0 + h), c.stabilized_tie_tol);
+  };
+  auto rules_of = [&](int h) {
+    const sm90::LogitScales logit = scales_of(h);
+    return decode_row_rules(c, span, logit.scale_log2, logit.tie_tol_raw);
+  };
 
-  for (int r = 0; r < rows; ++r)
-    decode_contiguous(p.q, element_offset(p.q, at.batch, span.q_offset + token_of(r), head_of(r), 0), d, t.q + r * d);
-  std::fill(t.o, t.o + static_cast<size_t>(rows) * dv, 0.0f);
-  std::fill(t.row_max, t.row_max + rows, sm90::kNegInf);
-  std::fill(t.row_sum, t.row_sum + static_cast<size_t>(rows) * 4, 0.0f);
+  // NOTE: E4M3 Q times 2^8 (exact), the factor the keys' FP16 route leaves out (decode_fp32_keys.hpp).
+  const F16 q_factor = splat(fp8 ? kKeyScaleUndo : 1.0f);
+  for (int h = 0; h < heads; ++h)
+    for (int r = 0; r < rows; ++r) {
+      float* qr = q_of(h) + r * d;
+      decode_contiguous(p.q, element_offset(p.q, at.batch, span.q_offset + token_of(r), head_of(h, r), 0), d, qr);
+      for (int e = 0; e < d; e += kLanes) store16(qr + e, load16(qr + e) * q_factor);
+    }
+  const size_t all_rows = static_cast<size_t>(per_head) * heads;
+  std::fill(t.o, t.o + all_rows * dv, 0.0f);
+  std::fill(t.row_max, t.row_max + all_rows, sm90::kNegInf);
+  std::fill(t.row_sum, t.row_sum + all_rows * 4, 0.0f);
+  std::memset(t.zero_row, 0, static_cast<size_t>(d));
 
-  const DecodeRowRules rules = decode_row_rules(c, span, scale_log2, tie_tol_raw);
-  const sm90::KvSchedule schedule = decode_kv_schedule(c, rules, token_of(0), token_of(rows - 1) + 1);
-  const int64_t blocks = sm90::kv_descale_slots(span.seqlen_k, c.sink_tokens, bn);
-  float tile_max_abs_logit = 0.0f;
-
-  const int elem = fp8 ? 1 : 2;
+  const sm90::KvSchedule schedule = decode_kv_schedule(c, rules_of(0), token_of(0), token_of(rows - 1) + 1);
+  const int64_t blocks = sm90::kv_descale_slots(span.seqlen_k, c.sink_tokens, c.tile.block_n);
   auto next_held = [&](int64_t step) {
     while (step < schedule.count() &&
            !sm90::decode_split_holds(blocks, at.num_splits, at.split, schedule.at(step).index))
       ++step;
     return step;
   };
-  // The element offsets of a block's K and V rows: [0, bn) this block's, [bn, 2·bn) the next's.
-  auto offsets_of = [&](const sm90::KeyBlock& block, int64_t* k_at, int64_t* v_at) {
-    const int keys = static_cast<int>(block.key_end - block.key_begin);
-    row_offsets(p, p.k, at.batch, head_kv, span.k_offset + block.key_begin, keys, k_at);
-    row_offsets(p, p.v, at.batch, head_kv, span.k_offset + block.key_begin, keys, v_at);
-    return keys;
-  };
-  int64_t *k_at = t.k_at, *v_at = t.v_at, *k_next = t.k_at + bn, *v_next = t.v_at + bn;
-  int64_t step = next_held(0);
-  if (step < schedule.count()) offsets_of(schedule.at(step), k_at, v_at);
+  const char* k_base = static_cast<const char*>(p.k.data);
+  const int64_t first = next_held(0);
+  Ahead ahead(p, schedule, at.batch, span.k_offset, head0, heads, d, dv, t.ahead_at, first, next_held);
+  // NOTE: two chunks (K or V of 32 keys, every KV head) ahead: far enough to cover a read from
+  // memory, near enough that the requested lines are still in L1 when used.
+  constexpr int kChunksAhead = 2;
+  for (int i = 0; i < kChunksAhead; ++i) ahead.advance();
 
-  for (; step < schedule.count();) {
+  for (int64_t step = first; step < schedule.count(); step = next_held(step + 1)) {
     const sm90::KeyBlock block = schedule.at(step);
     const int64_t key0 = block.key_begin;
     const int keys = static_cast<int>(block.key_end - block.key_begin);
-    // NOTE: the next block's rows are fetched while this one is decoded and computed: a paged
-    // cache's rows lie in scattered pages, where the hardware prefetcher, which stops at 4 KiB
-    // pages, left most reads waiting on memory. Offsets come per block, one block-table read
-    // per page (a division per row cost more than the row's arithmetic).
-    const int64_t after = next_held(step + 1);
-    const int next_keys = after < schedule.count() ? offsets_of(schedule.at(after), k_next, v_next) : 0;
-    const char* k_base = static_cast<const char*>(p.k.data);
-    const char* v_base = static_cast<const char*>(p.v.data);
-    // Each K and V row read once from the cache (through the block table when paged) for every
-    // packed row of the group.
-    for (int j = 0; j < keys; ++j) {
-      if (j < next_keys) {
-        for (int b = 0; b < d * elem; b += 64) __builtin_prefetch(k_base + k_next[j] * elem + b);
-        for (int b = 0; b < dv * elem; b += 64) __builtin_prefetch(v_base + v_next[j] * elem + b);
+    // S = Q·Kᵀ, a chunk of keys at a time, every KV head on the chunk while its rows are near.
+    for (int c0 = 0; c0 < keys; c0 += kKeyChunk) {
+      const int n = std::min(kKeyChunk, keys - c0);
+      row_offsets(p, p.k, at.batch, head0, span.k_offset + key0 + c0, n, t.k_at);
+      for (int h = 0; h < heads; ++h) {
+        if (fp8) {
+          const uint8_t* rows_of_chunk[kKeyChunk];
+          for (int j = 0; j < kKeyChunk; ++j)
+            rows_of_chunk[j] = j < n ? reinterpret_cast<const uint8_t*>(k_base) + t.k_at[j] + h * p.k.head_stride
+                                     : t.zero_row;
+          if (transpose_key_bytes(rows_of_chunk, d, t.kt))
+            qk_key_chunk<true>(q_of(h), rows, d, t.kt, s_of(h) + c0, ld);
+          else
+            qk_key_chunk<false>(q_of(h), rows, d, t.kt, s_of(h) + c0, ld);
+        } else {
+          for (int j = 0; j < n; ++j) decode_contiguous(p.k, t.k_at[j] + h * p.k.head_stride, d, t.k + j * d);
+          qk_block(q_of(h), rows, d, t.k, n, s_of(h) + c0, ld);
+        }
       }
-      decode_contiguous(p.k, k_at[j], d, t.k + static_cast<int64_t>(j) * d);
-      decode_contiguous(p.v, v_at[j], dv, t.v + static_cast<int64_t>(j) * dv);
+      ahead.advance();
     }
-    std::swap(k_at, k_next);
-    std::swap(v_at, v_next);
-    step = after;
-    qk_block(t.q, rows, d, t.k, keys, t.s, bn);
-
-    for (int r = 0; r < rows; ++r) {
-      const float rescale = decode_row_softmax(rules, t.s + static_cast<int64_t>(r) * bn, keys, token_of(r), key0,
-                                               nullptr, nullptr, nullptr, t.row_max[r], t.row_sum + r * 4,
-                                               tile_max_abs_logit, telemetry);
-      float* orow = t.o + static_cast<int64_t>(r) * dv;
-      for (int e = 0; e < dv; ++e) orow[e] *= rescale;
+    // The online softmax of every row; S becomes the cast P.
+    for (int h = 0; h < heads; ++h) {
+      const DecodeRowRules rules = rules_of(h);
+      float max_abs = 0.0f;
+      for (int r = 0; r < rows; ++r) {
+        const int64_t row = h * per_head + r;
+        const float rescale =
+            decode_row_softmax(rules, s_of(h) + static_cast<int64_t>(r) * ld, keys, token_of(r), key0, nullptr,
+                               nullptr, nullptr, t.row_max[row], t.row_sum + row * 4, max_abs, telemetry);
+        float* orow = o_of(h) + static_cast<int64_t>(r) * dv;
+        for (int e = 0; e < dv; ++e) orow[e] *= rescale;
+      }
+      telemetry.max_abs_scaled_logit = std::max(telemetry.max_abs_scaled_logit, max_abs * scales_of(h).natural_scale);
     }
-    pv_block(t.s, rows, bn, t.v, dv, keys, t.o);
+    // O += P·V, a chunk of keys at a time.
+    for (int c0 = 0; c0 < keys; c0 += kKeyChunk) {
+      const int n = std::min(kKeyChunk, keys - c0);
+      row_offsets(p, p.v, at.batch, head0, span.k_offset + key0 + c0, n, t.v_at);
+      for (int h = 0; h < heads; ++h) {
+        for (int j = 0; j < n; ++j) decode_contiguous(p.v, t.v_at[j] + h * p.v.head_stride, dv, t.v + j * dv);
+        pv_block(s_of(h) + c0, rows, ld, t.v, dv, n, o_of(h));
+      }
+      ahead.advance();
+    }
   }
-  telemetry.max_abs_scaled_logit = std::max(telemetry.max_abs_scaled_logit, tile_max_abs_logit * natural_scale);
 
-  // Epilogue: decode_tile.cpp's (the forward's with one split, else the split's partial rows).
-  decode_rows_epilogue(p, at, span, group, rows, dv, t.o, t.row_max, t.row_sum, v_descale, scale_log2,
-                       rules.p_scale_log2, parts, telemetry);
+  // Epilogue per KV head: decode_tile.cpp's (the forward's with one split, else the split's
+  // partial rows).
+  for (int h = 0; h < heads; ++h) {
+    DecodeTileCoord head_at = at;
+    head_at.head_kv = head0 + h;
+    const sm90::LogitScales logit = scales_of(h);
+    const DecodeRowRules rules = rules_of(h);
+    decode_rows_epilogue(p, head_at, span, group, rows, dv, o_of(h), t.row_max + h * per_head,
+                         t.row_sum + h * per_head * 4, p.v_descale.at(at.batch, head0 + h), logit.scale_log2,
+                         rules.p_scale_log2, parts, telemetry);
+  }
 }
 
 }  // namespace fp8attn::engine

@@ -1,16 +1,19 @@
-// The decode path's FP32 tile (desc.accumulator_model = FP8ATTN_ACCUMULATOR_FP32): the same work
-// item as decode_tile.hpp's (the packed rows of one sequence and KV group over one split), the
-// same algorithm (the KV schedule's blocks and order, the online softmax of row_softmax.hpp, the
-// P cast, the masks, the combine's partials), with both products in plain FP32.
+// The decode path's FP32 tile (desc.accumulator_model = FP8ATTN_ACCUMULATOR_FP32): the same
+// algorithm as decode_tile.hpp's (the KV schedule's blocks and order, the online softmax of
+// row_softmax.hpp, the P cast, the masks, the combine's partials), with both products in plain
+// FP32. Its work item is one sequence's split and row tile for up to 8 KV heads at once.
 //
 // NOTE: why a tile of its own. decode_tile.cpp shares the forward's tile products (panel_gemm)
 // and decoded-block cache, built for BlockM query rows against a block's keys: at decode's few
 // rows the decode of every key into FP32 panels (a strided scatter into a cache of the whole
 // sequence, 32 MiB per worker at 32k keys) and the emulated tensor core cost far more than the
 // arithmetic, and the bytes stream through memory twice. This tile reads each K and V row once
-// from the cache's own bytes, decodes it into a block-sized buffer that stays in L1/L2 while
-// every packed row (query heads of the group, tokens) uses it, and runs dot products and
-// broadcast FMAs over 16-lane vectors. The TENSOR_CORE tile keeps its bits and its code;
+// from the cache's own bytes, in chunks of 32 keys that stay in L1 while every packed row (query
+// heads of the group, tokens) uses them: E4M3 keys transposed byte for byte, so that Q·Kᵀ runs
+// with the keys in the vector lanes (decode_fp32_keys.hpp); BF16 keys as dot products; V by
+// broadcast FMAs. Every KV head's rows of a chunk are read together, so a page of an
+// interleaved-heads cache ([pages, page_size, heads, dim]) is read whole, not a quarter at a time
+// with the other heads' rows skipped. The TENSOR_CORE tile keeps its bits and its code;
 // decode_engine.cpp picks between the two at one place.
 //
 // Every ISA build (baseline, AVX2, AVX-512; isa/decode_fp32_in_isa.cpp) computes the same bits:
@@ -31,10 +34,16 @@ namespace fp8attn::engine {
 /// Otherwise decode_tile.cpp's tile runs it.
 bool decode_fp32_applies(const AttentionConfig& config, const AttentionProblem& problem);
 
-/// Scratch bytes of one worker: Q, S, O and row state for BlockM rows, one decoded K and V block.
+/// KV heads one work item takes: all of them, up to 8 (a typical cache page's heads; more would
+/// grow the scratch without reading a page more whole).
+int decode_fp32_heads_per_item(const AttentionConfig& config);
+
+/// Scratch bytes of one worker: Q, S, O and row state for one item's KV heads' rows, one chunk of
+/// transposed or decoded K and of decoded V.
 size_t decode_fp32_scratch_bytes(const AttentionConfig& config);
 
-/// Computes one decode work item (run_decode_tile's contract, without the KV block cache).
+/// Computes one decode work item, run_decode_tile's contract for the KV heads [at.head_kv,
+/// at.head_kv + decode_fp32_heads_per_item) that exist, without the KV block cache.
 void run_decode_fp32_tile(const AttentionConfig& config, const AttentionProblem& problem, const DecodeTileCoord& at,
                           void* scratch, TileTelemetry& telemetry, const DecodePartials& partials);
 

@@ -13,6 +13,7 @@ namespace fp8attn {
 #define FP8ATTN_DECLARE_ISA_BUILD(ns)                                                                           \
   namespace ns {                                                                                                \
   bool decode_fp32_applies(const AttentionConfig& config, const AttentionProblem& problem);                    \
+  int decode_fp32_heads_per_item(const AttentionConfig& config);                                               \
   size_t decode_fp32_scratch_bytes(const AttentionConfig& config);                                             \
   void run_decode_fp32_tile(const AttentionConfig& config, const AttentionProblem& problem,                    \
                             const engine::DecodeTileCoord& at, void* scratch, engine::TileTelemetry& telemetry, \
@@ -30,6 +31,10 @@ namespace engine {
 // The conditions and the scratch layout are the same text in every build.
 bool decode_fp32_applies(const AttentionConfig& config, const AttentionProblem& problem) {
   return engine_baseline::decode_fp32_applies(config, problem);
+}
+
+int decode_fp32_heads_per_item(const AttentionConfig& config) {
+  return engine_baseline::decode_fp32_heads_per_item(config);
 }
 
 size_t decode_fp32_scratch_bytes(const AttentionConfig& config) {
