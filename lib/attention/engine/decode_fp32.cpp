@@ -92,19 +92,23 @@ class Ahead {
       : p_(p), schedule_(schedule), batch_(batch), k_offset_(k_offset), head0_(head0), heads_(heads), d_(d), dv_(dv),
         at_(offsets), step_(first_step), next_held_(next_held) {}
 
-  /// Requests the next chunk of the order (nothing past the last block).
-  void advance() {
+  /// Requests part `part` of `parts` of the next chunk of the order (its keys cut in `parts`
+  /// ranges, every KV head's rows of each), then, after the last part, moves to the chunk after.
+  /// NOTE: requested in parts between the heads' products, not all at once: a burst of requests
+  /// fills the core's line fill buffers and stalls it until the lines arrive.
+  void advance(int part, int parts) {
     if (step_ >= schedule_.count()) return;
     const sm90::KeyBlock block = schedule_.at(step_);
     const int64_t key = block.key_begin + chunk_ * kKeyChunk;
     const int n = static_cast<int>(std::min<int64_t>(kKeyChunk, block.key_end - key));
     const SeqTensor& x = v_phase_ ? p_.v : p_.k;
-    row_offsets(p_, x, batch_, head0_, k_offset_ + key, n, at_);
+    if (part == 0) row_offsets(p_, x, batch_, head0_, k_offset_ + key, n, at_);
     const int64_t elem = x.dtype == FP8ATTN_DTYPE_BF16 ? 2 : 1, bytes = elem * (v_phase_ ? dv_ : d_);
     const char* base = static_cast<const char*>(x.data);
-    for (int j = 0; j < n; ++j)
+    for (int j = n * part / parts; j < n * (part + 1) / parts; ++j)
       for (int h = 0; h < heads_; ++h)
         for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(base + (at_[j] + h * x.head_stride) * elem + b);
+    if (part + 1 < parts) return;
     if (key + kKeyChunk < block.key_end) {
       ++chunk_;
     } else if (!v_phase_) {
@@ -204,7 +208,7 @@ void run_decode_fp32_tile(const AttentionConfig& c, const AttentionProblem& p, c
   // NOTE: two chunks (K or V of 32 keys, every KV head) ahead: far enough to cover a read from
   // memory, near enough that the requested lines are still in L1 when used.
   constexpr int kChunksAhead = 2;
-  for (int i = 0; i < kChunksAhead; ++i) ahead.advance();
+  for (int i = 0; i < kChunksAhead; ++i) ahead.advance(0, 1);
 
   for (int64_t step = first; step < schedule.count(); step = next_held(step + 1)) {
     const sm90::KeyBlock block = schedule.at(step);
@@ -228,8 +232,8 @@ void run_decode_fp32_tile(const AttentionConfig& c, const AttentionProblem& p, c
           for (int j = 0; j < n; ++j) decode_contiguous(p.k, t.k_at[j] + h * p.k.head_stride, d, t.k + j * d);
           qk_block(q_of(h), rows, d, t.k, n, s_of(h) + c0, ld);
         }
+        ahead.advance(h, heads);
       }
-      ahead.advance();
     }
     // The online softmax of every row; S becomes the cast P.
     for (int h = 0; h < heads; ++h) {
@@ -252,8 +256,8 @@ void run_decode_fp32_tile(const AttentionConfig& c, const AttentionProblem& p, c
       for (int h = 0; h < heads; ++h) {
         for (int j = 0; j < n; ++j) decode_contiguous(p.v, t.v_at[j] + h * p.v.head_stride, dv, t.v + j * dv);
         pv_block(s_of(h) + c0, rows, ld, t.v, dv, n, o_of(h));
+        ahead.advance(h, heads);
       }
-      ahead.advance();
     }
   }
 
