@@ -29,8 +29,9 @@ void store_o(const CombineParams& p, int64_t at, float value) {
     static_cast<float*>(p.out)[at] = value;
 }
 
-/// One row, in the kernel's order of operations (combine_kernel.hpp).
-void combine_row(const CombineParams& p, int64_t t, int64_t h, std::array<float, sm90::combine::kMaxParts>& w) {
+/// The weights, factors and LSE of one row, in the kernel's order of operations
+/// (combine_kernel.hpp); stores the LSE.
+sm90::combine::RowFactors row_weights(const CombineParams& p, int64_t t, int64_t h, float* w) {
   using namespace sm90::combine;
   float m = -INFINITY;
   for (int32_t part = 0; part < p.num_parts; ++part) m = max_lse(m, p.partial_lse[partial_lse_offset(p, part, t, h)]);
@@ -41,38 +42,56 @@ void combine_row(const CombineParams& p, int64_t t, int64_t h, std::array<float,
   }
   const RowFactors f = row_factors(m, sum);
   if (p.lse != nullptr) p.lse[lse_offset(p, t, h)] = f.lse;
-  // NOTE: parts outer, elements inner (a contiguous row vectorizes); each element still sums its
-  // parts in index order, which is the kernel's per-element order.
-  constexpr int64_t kChunk = 256;
-  std::array<float, kChunk> acc;
+  return f;
+}
+
+/// Rows [r0, r0 + rows) (rows ≤ kRowsPerItem), in the kernel's order of operations per element:
+/// out[e] = Σ over the parts in index order of (w_p · scale) · O_p[e], from +0.
+/// NOTE: parts outer, then rows, then elements: each part's rows of the item are one contiguous
+/// run of its tensor (a dense layout), read while the item's sums stay in L1. Row by row with the
+/// parts inner, every part was a stream of its own, and with tens of parts the hardware
+/// prefetcher lost track of them. Each element still sums its parts in index order.
+void combine_rows(const CombineParams& p, int64_t r0, int64_t rows) {
+  using namespace sm90::combine;
+  constexpr int64_t kChunk = 128;
+  std::array<std::array<float, kMaxParts>, kRowsPerItem> w;
+  std::array<RowFactors, kRowsPerItem> f;
+  std::array<std::array<float, kChunk>, kRowsPerItem> acc;
+  for (int64_t i = 0; i < rows; ++i) f[i] = row_weights(p, (r0 + i) / p.heads, (r0 + i) % p.heads, w[i].data());
   for (int64_t e0 = 0; e0 < p.head_dim; e0 += kChunk) {
     const int64_t n = p.head_dim - e0 < kChunk ? p.head_dim - e0 : kChunk;
-    for (int64_t e = 0; e < n; ++e) acc[e] = 0.0f;
-    for (int32_t part = 0; part < p.num_parts; ++part) {
-      if (w[part] == 0.0f) continue;
-      const int64_t base = partial_out_offset(p, part, t, h, e0);
-      const float weight = w[part], scale = f.scale;
-      // NOTE: the dtype and a contiguous row are decided once per part, so the common loops
-      // (F32 or BF16, unit stride) vectorize; each element's operations are the same in all four.
-      auto run = [&](auto&& load) {
-        for (int64_t e = 0; e < n; ++e) acc[e] = accumulate_part(acc[e], weight, scale, load(e));
-      };
-      const int64_t step = p.po_stride[3];
-      if (p.partial_out_bf16) {
-        const uint16_t* row = static_cast<const uint16_t*>(p.partial_out) + base;
-        if (step == 1)
-          run([&](int64_t e) { return num::bf16_to_float(row[e]); });
-        else
-          run([&](int64_t e) { return num::bf16_to_float(row[e * step]); });
-      } else {
-        const float* row = static_cast<const float*>(p.partial_out) + base;
-        if (step == 1)
-          run([&](int64_t e) { return row[e]; });
-        else
-          run([&](int64_t e) { return row[e * step]; });
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t e = 0; e < n; ++e) acc[i][e] = 0.0f;
+    for (int32_t part = 0; part < p.num_parts; ++part)
+      for (int64_t i = 0; i < rows; ++i) {
+        if (w[i][part] == 0.0f) continue;
+        const int64_t base = partial_out_offset(p, part, (r0 + i) / p.heads, (r0 + i) % p.heads, e0);
+        const float weight = w[i][part], scale = f[i].scale;
+        float* a = acc[i].data();
+        // NOTE: the dtype and a contiguous row are decided once per part, so the common loops
+        // (F32 or BF16, unit stride) vectorize; each element's operations are the same in all four.
+        auto run = [&](auto&& load) {
+          for (int64_t e = 0; e < n; ++e) a[e] = accumulate_part(a[e], weight, scale, load(e));
+        };
+        const int64_t step = p.po_stride[3];
+        if (p.partial_out_bf16) {
+          const uint16_t* row = static_cast<const uint16_t*>(p.partial_out) + base;
+          if (step == 1)
+            run([&](int64_t e) { return num::bf16_to_float(row[e]); });
+          else
+            run([&](int64_t e) { return num::bf16_to_float(row[e * step]); });
+        } else {
+          const float* row = static_cast<const float*>(p.partial_out) + base;
+          if (step == 1)
+            run([&](int64_t e) { return row[e]; });
+          else
+            run([&](int64_t e) { return row[e * step]; });
+        }
       }
+    for (int64_t i = 0; i < rows; ++i) {
+      const int64_t t = (r0 + i) / p.heads, h = (r0 + i) % p.heads;
+      for (int64_t e = 0; e < n; ++e) store_o(p, out_offset(p, t, h, e0 + e), finish_out(acc[i][e], f[i].scale));
     }
-    for (int64_t e = 0; e < n; ++e) store_o(p, out_offset(p, t, h, e0 + e), finish_out(acc[e], f.scale));
   }
 }
 
@@ -116,9 +135,11 @@ void for_each_row(const CombineParams& p, ThreadPool& pool, Row&& row) {
 }  // namespace
 
 void combine_on_cpu(const CombineParams& p, ThreadPool& pool) {
-  for_each_row(p, pool, [&](int64_t t, int64_t h) {
-    std::array<float, sm90::combine::kMaxParts> w;
-    combine_row(p, t, h, w);
+  const int64_t rows = sm90::combine::row_count(p);
+  if (rows == 0) return;
+  pool.parallel_for((rows + kRowsPerItem - 1) / kRowsPerItem, [&](int64_t item, int) {
+    const int64_t r0 = item * kRowsPerItem;
+    combine_rows(p, r0, rows - r0 < kRowsPerItem ? rows - r0 : kRowsPerItem);
   });
 }
 
