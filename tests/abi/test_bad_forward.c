@@ -135,6 +135,13 @@ static void shape_and_stride_cases(void) {
   expect_args("q head_dim mismatch", &a, FP8ATTN_STATUS_BAD_SHAPE, "head_dim");
   a = *valid, a.k.shape[2] = g_problem.shape.heads_kv * 2;
   expect_args("k heads mismatch", &a, FP8ATTN_STATUS_BAD_SHAPE, "num_heads_kv");
+  /* The head_dim of K, V and out each on its own: Q's alone does not reach them. */
+  a = *valid, a.k.shape[3] = 128;
+  expect_args("k head_dim mismatch", &a, FP8ATTN_STATUS_BAD_SHAPE, "args.k.shape[3] is 128, expected head_dim");
+  a = *valid, a.v.shape[3] = 128;
+  expect_args("v head_dim mismatch", &a, FP8ATTN_STATUS_BAD_SHAPE, "args.v.shape[3] is 128, expected head_dim_v");
+  a = *valid, a.out.shape[3] = 128;
+  expect_args("out head_dim mismatch", &a, FP8ATTN_STATUS_BAD_SHAPE, "args.out.shape[3] is 128, expected head_dim_v");
   a = *valid, a.v.shape[1] = g_problem.shape.seqlen_k - 1;
   expect_args("v seqlen differs from k", &a, FP8ATTN_STATUS_BAD_SHAPE, "args.v");
   a = *valid, a.k.shape[0] = g_problem.shape.batch + 1;
