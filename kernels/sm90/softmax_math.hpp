@@ -106,6 +106,14 @@ FP8ATTN_HOST_DEVICE float row_lse(float row_max, float row_sum, float scale_log2
   return max_scaled(row_max, scale_log2, p_scale_log2) * kLn2 + logf(row_sum);
 }
 
+/// A decode split's partial LSE, for the merge of the splits: row_lse, but NaN for a NaN row sum.
+/// NOTE: row_lse makes a NaN sum −inf, the LSE of an empty row, and the merge leaves a −inf part
+/// out (combine_math.hpp): a NaN input would vanish from the result with several splits, where
+/// one split gives NaN. A NaN partial LSE poisons the merged row instead.
+FP8ATTN_HOST_DEVICE float partial_row_lse(float row_max, float row_sum, float scale_log2, float p_scale_log2) {
+  return row_sum != row_sum ? row_sum : row_lse(row_max, row_sum, scale_log2, p_scale_log2);
+}
+
 /// The backward's D = rowsum(dO∘O) = Σ_e g(e)·o(e) over `dim` elements, added as the BF16 tile
 /// product that forms dP = dO·Vᵀ adds (kernels/ptx/mma_order.hpp): instructions of `mma_k`
 /// elements, each by arch::mma_instruction under `model`, chained from +0.

@@ -76,11 +76,11 @@ FP8ATTN_ARCH_FN void store_decode_output(const AttentionFwdParams& p, const arch
   FP8ATTN_UNROLL
   for (int h = 0; h < 2; ++h) {
     if (!at.valid[h]) continue;
-    const float lse = row_lse(rows.max[h], l[h], scale_log2, p.p_scale_log2);
     if (partials)
-      p.decode.part_lse[row[h]] = lse;
+      p.decode.part_lse[row[h]] = partial_row_lse(rows.max[h], l[h], scale_log2, p.p_scale_log2);
     else if (p.lse != nullptr)
-      p.lse[p.lse_batch_stride * batch + p.lse_seq_stride * (q_offset + at.token[h]) + p.lse_head_stride * at.head[h]] = lse;
+      p.lse[p.lse_batch_stride * batch + p.lse_seq_stride * (q_offset + at.token[h]) + p.lse_head_stride * at.head[h]] =
+          row_lse(rows.max[h], l[h], scale_log2, p.p_scale_log2);
   }
 }
 

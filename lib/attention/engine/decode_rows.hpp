@@ -132,7 +132,7 @@ inline void decode_rows_epilogue(const AttentionProblem& p, const DecodeTileCoor
     const int64_t at_row = parts.row(at.split, at.batch, token, head);
     float* out = parts.o + at_row * dv;
     for (int e = 0; e < dv; ++e) out[e] = orow[e] * factor;
-    parts.lse[at_row] = lse;
+    parts.lse[at_row] = sm90::partial_row_lse(row_max[r], l, scale_log2, p_scale_log2);
   }
 }
 
