@@ -297,5 +297,46 @@ TEST(QuantizeApi, StridedF32InputIsBitEqualToItsContiguousCopy) {
   }
 }
 
+/// An E4M3 output with head_dim stride 2, and one with head_dim outermost, hold the contiguous
+/// output's codes at their own addresses and leave every other byte as it was.
+TEST(QuantizeApi, StridedOutputHoldsTheContiguousCodesAndNothingElse) {
+  const uint64_t seed = test_seed("strided E4M3 output");
+  constexpr int64_t B = 2, S = 19, H = 3, D = 32, N = B * S * H * D;
+  const std::vector<float> dense = outlier_values(static_cast<size_t>(N), seed, false);
+  const fp8attn_tensor in =
+      make_tensor(const_cast<float*>(dense.data()), FP8ATTN_DTYPE_F32, {B, S, H, D}, {S * H * D, H * D, D, 1});
+  Context ctx;
+  for (const fp8attn_quantize_options& o :
+       {options(FP8ATTN_QUANT_PER_HEAD, 0, false, seed), options(FP8ATTN_QUANT_PER_BLOCK, 8, true, seed)}) {
+    const int64_t blocks = o.granularity == FP8ATTN_QUANT_PER_BLOCK ? (S + 7) / 8 : 1;
+    std::vector<uint8_t> contiguous(static_cast<size_t>(N), 0xAB), spaced(static_cast<size_t>(2 * N), 0xAB),
+        transposed(static_cast<size_t>(N), 0xAB);
+    const fp8attn_tensor outs[3] = {
+        make_tensor(contiguous.data(), FP8ATTN_DTYPE_E4M3, {B, S, H, D}, {S * H * D, H * D, D, 1}),
+        make_tensor(spaced.data(), FP8ATTN_DTYPE_E4M3, {B, S, H, D}, {2 * S * H * D, 2 * H * D, 2 * D, 2}),
+        make_tensor(transposed.data(), FP8ATTN_DTYPE_E4M3, {B, S, H, D}, {S * H, H, 1, B * S * H})};
+    for (const fp8attn_tensor& ot : outs) {
+      std::vector<float> descale(static_cast<size_t>(B * H * blocks), -1.0f);
+      const fp8attn_tensor dt =
+          o.granularity == FP8ATTN_QUANT_PER_HEAD
+              ? make_tensor(descale.data(), FP8ATTN_DTYPE_F32, {B, H}, {H, 1})
+              : make_tensor(descale.data(), FP8ATTN_DTYPE_F32, {B, H, blocks}, {H * blocks, blocks, 1});
+      fp8attn_error err{sizeof err, 0, {0}};
+      ASSERT_EQ(fp8attn_quantize(ctx.ctx, &in, nullptr, &o, &ot, &dt, nullptr, &err), FP8ATTN_OK) << err.message;
+    }
+    for (int64_t i = 0; i < B * S * H; ++i)
+      for (int64_t e = 0; e < D; ++e) {
+        const uint8_t want = contiguous[static_cast<size_t>(i * D + e)];
+        ASSERT_EQ(spaced[static_cast<size_t>(2 * (i * D + e))], want)
+            << "head_dim stride 2, row " << i << ", element " << e << ", granularity " << o.granularity << ", seed "
+            << seed;
+        ASSERT_EQ(spaced[static_cast<size_t>(2 * (i * D + e) + 1)], 0xAB)
+            << "head_dim stride 2 wrote a gap byte, row " << i << ", element " << e;
+        ASSERT_EQ(transposed[static_cast<size_t>(e * B * S * H + i)], want)
+            << "head_dim outermost, row " << i << ", element " << e << ", granularity " << o.granularity;
+      }
+  }
+}
+
 }  // namespace
 }  // namespace fp8attn::quant::testing
