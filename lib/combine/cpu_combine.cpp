@@ -17,6 +17,9 @@ using sm90::combine::CombineParams;
 /// workers on a few thousand rows.
 constexpr int64_t kRowsPerItem = 16;
 
+/// Parts requested ahead of the one being added (combine_rows).
+constexpr int32_t kPartsAhead = 2;
+
 float load_o(const CombineParams& p, int64_t at) {
   return p.partial_out_bf16 ? num::bf16_to_float(static_cast<const uint16_t*>(p.partial_out)[at])
                             : static_cast<const float*>(p.partial_out)[at];
@@ -62,8 +65,16 @@ void combine_rows(const CombineParams& p, int64_t r0, int64_t rows) {
     const int64_t n = p.head_dim - e0 < kChunk ? p.head_dim - e0 : kChunk;
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t e = 0; e < n; ++e) acc[i][e] = 0.0f;
+    const int64_t elem = p.partial_out_bf16 ? 2 : 4;
     for (int32_t part = 0; part < p.num_parts; ++part)
       for (int64_t i = 0; i < rows; ++i) {
+        // NOTE: the same row of the part after next requested now: each part's run of the item is
+        // a few KiB, too short for the hardware prefetcher to ramp up before the next part's.
+        if (part + kPartsAhead < p.num_parts && w[i][part + kPartsAhead] != 0.0f) {
+          const char* ahead = static_cast<const char*>(p.partial_out) +
+                              elem * partial_out_offset(p, part + kPartsAhead, (r0 + i) / p.heads, (r0 + i) % p.heads, e0);
+          for (int64_t b = 0; b < n * elem * p.po_stride[3]; b += 64) __builtin_prefetch(ahead + b);
+        }
         if (w[i][part] == 0.0f) continue;
         const int64_t base = partial_out_offset(p, part, (r0 + i) / p.heads, (r0 + i) % p.heads, e0);
         const float weight = w[i][part], scale = f[i].scale;
