@@ -100,16 +100,23 @@ if [ -s "$baseline_list" ]; then
 fi
 
 # NOTE: ctest runs the tests its cost data call slowest first, so a killed mutant would wait for
-# the longest tests before the quick one that fails. The baseline's costs, inverted, make the
-# quick tests go first; they are put back before every mutant's run (ctest rewrites the file).
+# the longest tests before the quick one that fails. The baseline's costs (kept aside, since ctest
+# rewrites its file after every run), inverted, make the quick tests go first; they are put back
+# before every mutant's run. A test with no baseline cost (added since) counts as the quickest:
+# ctest would give it cost 0 and run it last, and a new test is often the one written to kill a
+# new mutant.
 costs=$build/Testing/Temporary/CTestCostData.txt
+baseline_costs=$build/mutation-baseline-costs.txt
 fast_first=$build/mutation-fast-first-costs.txt
-if [ "$baseline" = 1 ] || [ ! -f "$fast_first" ]; then
-  rm -f "$fast_first"
-  [ -f "$costs" ] && awk '/^---/ { exit }
-    NF == 3 { name[++n] = $1; runs[n] = $2; cost[n] = $3; if ($3 > top) top = $3 }
-    END { for (i = 1; i <= n; ++i) printf "%s %s %.6f\n", name[i], runs[i], top - cost[i] + 0.001
-          print "---" }' "$costs" >"$fast_first"
+if [ "$baseline" = 1 ] || [ ! -f "$baseline_costs" ]; then
+  [ -f "$costs" ] && cp "$costs" "$baseline_costs"
+fi
+rm -f "$fast_first"
+if [ -f "$baseline_costs" ]; then
+  ctest --test-dir "$build" -N | sed -nE 's/^ *Test +#[0-9]+: (.*)$/\1/p' >"$backup_dir/names.txt"
+  awk 'FNR == NR { if (/^---/) done = 1; if (!done && NF == 3) { runs[$1] = $2; cost[$1] = $3; if ($3 > top) top = $3 } next }
+       { printf "%s %s %.6f\n", $1, ($1 in runs) ? runs[$1] : 1, ($1 in cost) ? top - cost[$1] + 0.001 : top + 1 }
+       END { print "---" }' "$baseline_costs" "$backup_dir/names.txt" >"$fast_first"
 fi
 
 results=$build/mutation-results.tsv
