@@ -80,7 +80,8 @@ size_t carve(const AttentionConfig& c, void* scratch, Fp32Buffers* b) {
 }
 
 /// The order in which a work item reads the cache: per KV block of its split, K in key chunks,
-/// then V in key chunks. Ahead keeps `distance` chunks of that order requested ahead of use.
+/// then V in key chunks. Ahead walks that order, requesting each chunk's rows; its caller keeps
+/// it a fixed number of chunks ahead of the one in use.
 /// NOTE: a paged cache's rows lie in scattered pages, where the hardware prefetcher (which stops
 /// at 4 KiB pages) leaves each first read waiting on memory; every KV head's rows of a chunk are
 /// requested together, so each page is read whole while it is requested.
