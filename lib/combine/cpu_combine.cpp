@@ -70,10 +70,11 @@ void combine_rows(const CombineParams& p, int64_t r0, int64_t rows) {
       for (int64_t i = 0; i < rows; ++i) {
         // NOTE: the same row of the part after next requested now: each part's run of the item is
         // a few KiB, too short for the hardware prefetcher to ramp up before the next part's.
-        if (part + kPartsAhead < p.num_parts && w[i][part + kPartsAhead] != 0.0f) {
+        // Contiguous rows only: a strided row's elements would each be a request of their own.
+        if (p.po_stride[3] == 1 && part + kPartsAhead < p.num_parts && w[i][part + kPartsAhead] != 0.0f) {
           const char* ahead = static_cast<const char*>(p.partial_out) +
                               elem * partial_out_offset(p, part + kPartsAhead, (r0 + i) / p.heads, (r0 + i) % p.heads, e0);
-          for (int64_t b = 0; b < n * elem * p.po_stride[3]; b += 64) __builtin_prefetch(ahead + b);
+          for (int64_t b = 0; b < n * elem; b += 64) __builtin_prefetch(ahead + b);
         }
         if (w[i][part] == 0.0f) continue;
         const int64_t base = partial_out_offset(p, part, (r0 + i) / p.heads, (r0 + i) % p.heads, e0);
