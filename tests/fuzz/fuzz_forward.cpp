@@ -50,7 +50,7 @@ fp8attn_attention_desc read_desc(Reader& r) {
     d.sink_tokens = static_cast<int32_t>(r.extent(64));
     // The decode path: its selector (2 is bad), and split counts across 0..256 and past both ends.
     d.decode = r.pick(3);
-    d.num_splits = static_cast<int32_t>(r.extent(300)) - 20;
+    d.num_splits = static_cast<int32_t>(r.extent(300) - 20);  // wraps at the edges, no overflow
     // The accumulation model (2 is bad): FP32 takes the decode path's own FP32 tile.
     d.accumulator_model = r.pick(3);
   }
