@@ -11,8 +11,9 @@
 // floats, streamed from beyond L2 as in the engine). Q and P hold fresh random E4M3 values.
 // FLOPs: 2·BlockM·(keys rounded up to 16)·head_dim + 2·BlockM·keys·head_dim per block.
 //
-// NOTE: compiled for x86-64-v3 (CMakeLists.txt), so the products are the AVX2 build's blocks;
-// main refuses to run on a CPU without AVX2 and FMA.
+// NOTE: compiled twice (CMakeLists.txt): for x86-64-v3, the AVX2 build's blocks, and for
+// x86-64-v4 (bench_tile_products_vs_sgemm_avx512), the AVX-512 build's; main refuses to run on a
+// CPU without the build's ISA.
 #include <thread>
 
 #include "include/fp8attn/fp8attn.h"
@@ -111,10 +112,18 @@ BENCHMARK(BM_tile_products)
     ->UseRealTime();
 
 int main(int argc, char** argv) {
+#if defined(__AVX512F__)
+  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+      !__builtin_cpu_supports("avx512dq") || !__builtin_cpu_supports("avx512vl")) {
+    std::fprintf(stderr, "bench_tile_products_vs_sgemm_avx512: needs AVX-512 F, BW, DQ, VL (built for x86-64-v4)\n");
+    return 2;
+  }
+#else
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
     std::fprintf(stderr, "bench_tile_products_vs_sgemm: needs AVX2 and FMA (it is built for x86-64-v3)\n");
     return 2;
   }
+#endif
   fp8attn::bench::initialize_interleaved(&argc, argv);
   fp8attn::bench::SgemmRatioReporter reporter(
       {"BM_tile_products"},

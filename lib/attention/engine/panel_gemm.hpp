@@ -30,15 +30,19 @@
 #else
 #define FP8ATTN_PANEL_GEMM_AVX2 0
 #endif
-// NOTE: the tensor core's addition runs panel_gemm_tensor_core.hpp's AVX2 block in the AVX-512
-// build too (AVX-512 includes AVX2 and FMA, and its 32 vector registers hold the 8-row block):
-// the generic rule_block ran the E4M3 forward at under 0.1 of sgemm there.
+// NOTE: the tensor core's addition runs panel_gemm_tensor_core.hpp's AVX2 block on AVX2 and its
+// AVX-512 form (panel_gemm_tensor_core_avx512.hpp, 16 lanes) in the AVX-512 build: the generic
+// rule_block ran the E4M3 forward at under 0.1 of sgemm there. Both share A's exponents
+// (exponents_of_rows) and the AVX2 file's scalar helpers.
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #define FP8ATTN_PANEL_GEMM_TC_AVX2 1
 #include "lib/attention/engine/panel_gemm_tensor_core.hpp"  // IWYU pragma: export
 #else
 #define FP8ATTN_PANEL_GEMM_TC_AVX2 0
+#endif
+#if defined(__AVX512F__)
+#include "lib/attention/engine/panel_gemm_tensor_core_avx512.hpp"  // IWYU pragma: export
 #endif
 
 namespace fp8attn::engine {
@@ -149,9 +153,15 @@ inline void panel_rows(const float* a, int64_t lda, const float* panels, int64_t
       float* acc_p = acc + p * kPanelWidth;
       for (int k0 = 0; k0 < depth_total; k0 += mma_k) {
         const int depth = k0 + mma_k <= depth_total ? mma_k : depth_total - k0;
+#if defined(__AVX512F__)
+        tensor_core_avx512::panel_block<R>(a + k0, lda, a_exp + k0, depth_total,
+                                           panel + static_cast<int64_t>(k0) * kPanelWidth, depth, acc_p, ldacc,
+                                           overwrite && k0 == 0, rule);
+#else
         tensor_core_avx2::panel_block<R>(a + k0, lda, a_exp + k0, depth_total,
                                          panel + static_cast<int64_t>(k0) * kPanelWidth, depth, acc_p, ldacc,
                                          overwrite && k0 == 0, rule);
+#endif
       }
     }
     return;
