@@ -122,6 +122,39 @@ __attribute__((always_inline)) inline void panel_block_avx512(const float* a, in
 }
 #endif
 
+#if defined(__AVX512F__)
+/// panel_block_avx512 over two panels at once (columns c and kPanelWidth + c of acc, the second
+/// panel at panel2): 2·R chunk sums in registers, each a[r][k] broadcast once for both.
+/// NOTE: with one panel the 8 FMA chains only just cover the FMA latency (4 cycles on two ports)
+/// and every FMA brings its own broadcast load; with two, 16 chains hide it and a broadcast feeds
+/// two FMAs. Each column's chunk is summed in the same order, so the bits are unchanged.
+template <int R>
+__attribute__((always_inline)) inline void panel_pair_avx512(const float* a, int64_t lda, const float* panel,
+                                                             const float* panel2, int depth, float* acc,
+                                                             int64_t ldacc, bool overwrite) {
+  __m512 c0[R], c1[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) c0[r] = c1[r] = _mm512_setzero_ps();
+  for (int k = 0; k < depth; ++k, panel += kPanelWidth, panel2 += kPanelWidth) {
+    const __m512 b0 = _mm512_loadu_ps(panel), b1 = _mm512_loadu_ps(panel2);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512 a_rk = _mm512_set1_ps(a[r * lda + k]);
+      c0[r] = _mm512_fmadd_ps(a_rk, b0, c0[r]);
+      c1[r] = _mm512_fmadd_ps(a_rk, b1, c1[r]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    float* out = acc + r * ldacc;
+    // NOTE: the chunk alone for 0 + chunk, as in panel_block_avx2: a chunk from +0 is never −0.
+    _mm512_storeu_ps(out, overwrite ? c0[r] : _mm512_add_ps(_mm512_loadu_ps(out), c0[r]));
+    _mm512_storeu_ps(out + kPanelWidth,
+                     overwrite ? c1[r] : _mm512_add_ps(_mm512_loadu_ps(out + kPanelWidth), c1[r]));
+  }
+}
+#endif
+
 /// acc[r][c] for R rows of A and the kPanelWidth columns of one panel, over one instruction of
 /// depth `depth`: acc = mma_instruction(overwrite ? +0 : acc, a[r][·], panel[·][c]).
 template <int R>
@@ -167,7 +200,21 @@ inline void panel_rows(const float* a, int64_t lda, const float* panels, int64_t
     return;
   }
 #endif
-  for (int p = 0; p < panels_count; ++p) {
+  int p0 = 0;
+#if defined(__AVX512F__)
+  if (!rule.tensor_core)
+    for (; p0 + 2 <= panels_count; p0 += 2) {
+      const float* panel = panels + p0 * panel_stride;
+      float* acc_p = acc + p0 * kPanelWidth;
+      for (int k0 = 0; k0 < depth_total; k0 += mma_k) {
+        const int depth = k0 + mma_k <= depth_total ? mma_k : depth_total - k0;
+        panel_pair_avx512<R>(a + k0, lda, panel + static_cast<int64_t>(k0) * kPanelWidth,
+                             panel + panel_stride + static_cast<int64_t>(k0) * kPanelWidth, depth, acc_p, ldacc,
+                             overwrite && k0 == 0);
+      }
+    }
+#endif
+  for (int p = p0; p < panels_count; ++p) {
     const float* panel = panels + p * panel_stride;
     float* acc_p = acc + p * kPanelWidth;
     for (int k0 = 0; k0 < depth_total; k0 += mma_k) {
