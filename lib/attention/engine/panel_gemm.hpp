@@ -98,62 +98,47 @@ __attribute__((always_inline)) inline void panel_block_avx2(const float* a, int6
 #endif
 
 #if defined(__AVX512F__)
-/// panel_block's Fp32 accumulation for AVX-512: one zmm of chunk sums per row (R = 8 rows: 8
-/// independent FMA chains), the panel's row loaded once per k and each a[r][k] broadcast.
+/// panel_block's Fp32 accumulation for AVX-512 over P ≤ 2 adjacent panels (the second at
+/// panel + panel_stride, its columns at acc + kPanelWidth): one zmm of chunk sums per row and
+/// panel, the panels' rows loaded once per k and each a[r][k] broadcast once for all of them.
 /// NOTE: the generic chunk_block<8, 16> kept its chunk sums in memory under GCC 12, re-loading and
-/// re-storing them around each FMA; the same additions in the same order, so the same bits.
-template <int R>
+/// re-storing them around each FMA. With one panel the 8 FMA chains of R = 8 only just cover the
+/// FMA latency (4 cycles on two ports) and every FMA brings its own broadcast; two panels make 16
+/// chains and a broadcast feeds two FMAs. Each column's chunk is summed in the same order either
+/// way, so the bits are the same.
+template <int R, int P>
 __attribute__((always_inline)) inline void panel_block_avx512(const float* a, int64_t lda, const float* panel,
-                                                              int depth, float* acc, int64_t ldacc, bool overwrite) {
-  __m512 c[R];
+                                                              int64_t panel_stride, int depth, float* acc,
+                                                              int64_t ldacc, bool overwrite) {
+  static_assert(P == 1 || P == 2, "one or two panels");
+  __m512 c[P][R];
 #pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) c[r] = _mm512_setzero_ps();
+  for (int r = 0; r < R; ++r)
+    for (int q = 0; q < P; ++q) c[q][r] = _mm512_setzero_ps();
   for (int k = 0; k < depth; ++k, panel += kPanelWidth) {
-    const __m512 b = _mm512_loadu_ps(panel);
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) c[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[r * lda + k]), b, c[r]);
-  }
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-    float* out = acc + r * ldacc;
-    // NOTE: the chunk alone for 0 + chunk, as in panel_block_avx2: a chunk from +0 is never −0.
-    _mm512_storeu_ps(out, overwrite ? c[r] : _mm512_add_ps(_mm512_loadu_ps(out), c[r]));
-  }
-}
-#endif
-
-#if defined(__AVX512F__)
-/// panel_block_avx512 over two panels at once (columns c and kPanelWidth + c of acc, the second
-/// panel at panel2): 2·R chunk sums in registers, each a[r][k] broadcast once for both.
-/// NOTE: with one panel the 8 FMA chains only just cover the FMA latency (4 cycles on two ports)
-/// and every FMA brings its own broadcast load; with two, 16 chains hide it and a broadcast feeds
-/// two FMAs. Each column's chunk is summed in the same order, so the bits are unchanged.
-template <int R>
-__attribute__((always_inline)) inline void panel_pair_avx512(const float* a, int64_t lda, const float* panel,
-                                                             const float* panel2, int depth, float* acc,
-                                                             int64_t ldacc, bool overwrite) {
-  __m512 c0[R], c1[R];
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) c0[r] = c1[r] = _mm512_setzero_ps();
-  for (int k = 0; k < depth; ++k, panel += kPanelWidth, panel2 += kPanelWidth) {
-    const __m512 b0 = _mm512_loadu_ps(panel), b1 = _mm512_loadu_ps(panel2);
+    __m512 b[P];
+    for (int q = 0; q < P; ++q) b[q] = _mm512_loadu_ps(panel + q * panel_stride);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const __m512 a_rk = _mm512_set1_ps(a[r * lda + k]);
-      c0[r] = _mm512_fmadd_ps(a_rk, b0, c0[r]);
-      c1[r] = _mm512_fmadd_ps(a_rk, b1, c1[r]);
+      for (int q = 0; q < P; ++q) c[q][r] = _mm512_fmadd_ps(a_rk, b[q], c[q][r]);
     }
   }
 #pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-    float* out = acc + r * ldacc;
-    // NOTE: the chunk alone for 0 + chunk, as in panel_block_avx2: a chunk from +0 is never −0.
-    _mm512_storeu_ps(out, overwrite ? c0[r] : _mm512_add_ps(_mm512_loadu_ps(out), c0[r]));
-    _mm512_storeu_ps(out + kPanelWidth,
-                     overwrite ? c1[r] : _mm512_add_ps(_mm512_loadu_ps(out + kPanelWidth), c1[r]));
-  }
+  for (int r = 0; r < R; ++r)
+    for (int q = 0; q < P; ++q) {
+      float* out = acc + r * ldacc + q * kPanelWidth;
+      // NOTE: the chunk alone for 0 + chunk, as in panel_block_avx2: a chunk from +0 is never −0.
+      _mm512_storeu_ps(out, overwrite ? c[q][r] : _mm512_add_ps(_mm512_loadu_ps(out), c[q][r]));
+    }
 }
 #endif
+
+/// Calls block(k0, depth) for each instruction of a depth_total-deep product, k0 = 0, mma_k, ...
+template <class Block>
+__attribute__((always_inline)) inline void for_each_instruction(int depth_total, int mma_k, Block&& block) {
+  for (int k0 = 0; k0 < depth_total; k0 += mma_k) block(k0, k0 + mma_k <= depth_total ? mma_k : depth_total - k0);
+}
 
 /// acc[r][c] for R rows of A and the kPanelWidth columns of one panel, over one instruction of
 /// depth `depth`: acc = mma_instruction(overwrite ? +0 : acc, a[r][·], panel[·][c]).
@@ -164,7 +149,7 @@ inline void panel_block(const float* a, int64_t lda, const float* panel, int dep
   if (!rule.tensor_core) return panel_block_avx2<R>(a, lda, panel, depth, acc, ldacc, overwrite);
 #endif
 #if defined(__AVX512F__)
-  if (!rule.tensor_core) return panel_block_avx512<R>(a, lda, panel, depth, acc, ldacc, overwrite);
+  if (!rule.tensor_core) return panel_block_avx512<R, 1>(a, lda, panel, 0, depth, acc, ldacc, overwrite);
 #endif
   // A panel is a B operand of row stride kPanelWidth: the backward's generic register block.
   chunk_block<R, kPanelWidth>(a, lda, panel, kPanelWidth, 0, depth, acc, ldacc, overwrite, rule);
@@ -184,8 +169,7 @@ inline void panel_rows(const float* a, int64_t lda, const float* panels, int64_t
     for (int p = 0; p < panels_count; ++p) {
       const float* panel = panels + p * panel_stride;
       float* acc_p = acc + p * kPanelWidth;
-      for (int k0 = 0; k0 < depth_total; k0 += mma_k) {
-        const int depth = k0 + mma_k <= depth_total ? mma_k : depth_total - k0;
+      for_each_instruction(depth_total, mma_k, [&](int k0, int depth) {
 #if defined(__AVX512F__)
         tensor_core_avx512::panel_block<R>(a + k0, lda, a_exp + k0, depth_total,
                                            panel + static_cast<int64_t>(k0) * kPanelWidth, depth, acc_p, ldacc,
@@ -195,33 +179,31 @@ inline void panel_rows(const float* a, int64_t lda, const float* panels, int64_t
                                          panel + static_cast<int64_t>(k0) * kPanelWidth, depth, acc_p, ldacc,
                                          overwrite && k0 == 0, rule);
 #endif
-      }
+      });
     }
     return;
   }
 #endif
   int p0 = 0;
 #if defined(__AVX512F__)
+  // The Fp32 accumulation two panels at a time (panel_block_avx512); an odd last one below.
   if (!rule.tensor_core)
     for (; p0 + 2 <= panels_count; p0 += 2) {
       const float* panel = panels + p0 * panel_stride;
       float* acc_p = acc + p0 * kPanelWidth;
-      for (int k0 = 0; k0 < depth_total; k0 += mma_k) {
-        const int depth = k0 + mma_k <= depth_total ? mma_k : depth_total - k0;
-        panel_pair_avx512<R>(a + k0, lda, panel + static_cast<int64_t>(k0) * kPanelWidth,
-                             panel + panel_stride + static_cast<int64_t>(k0) * kPanelWidth, depth, acc_p, ldacc,
-                             overwrite && k0 == 0);
-      }
+      for_each_instruction(depth_total, mma_k, [&](int k0, int depth) {
+        panel_block_avx512<R, 2>(a + k0, lda, panel + static_cast<int64_t>(k0) * kPanelWidth, panel_stride, depth,
+                                 acc_p, ldacc, overwrite && k0 == 0);
+      });
     }
 #endif
   for (int p = p0; p < panels_count; ++p) {
     const float* panel = panels + p * panel_stride;
     float* acc_p = acc + p * kPanelWidth;
-    for (int k0 = 0; k0 < depth_total; k0 += mma_k) {
-      const int depth = k0 + mma_k <= depth_total ? mma_k : depth_total - k0;
+    for_each_instruction(depth_total, mma_k, [&](int k0, int depth) {
       panel_block<R>(a + k0, lda, panel + static_cast<int64_t>(k0) * kPanelWidth, depth, acc_p, ldacc,
                      overwrite && k0 == 0, rule);
-    }
+    });
   }
 }
 

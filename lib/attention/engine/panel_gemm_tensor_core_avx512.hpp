@@ -28,7 +28,6 @@
 
 namespace fp8attn::engine::tensor_core_avx512 {
 
-
 /// x ↦ 2^max(e(x), emin) as a float, +0 for ±0, +inf for ±inf and NaN (the AVX2 block's
 /// exponent_only on 16 lanes).
 __attribute__((always_inline)) inline __m512 exponent_only(__m512 x, __m512 emin) {
@@ -88,7 +87,6 @@ __attribute__((always_inline)) inline void cut_sums(const float* a, int64_t lda,
     _mm512_storeu_ps(acc + r * ldacc, instruction_result(value, result_bits));
   }
 }
-
 
 /// Pass 2 for BF16 inputs (F = 25), rows [0, R) with R ≤ 4: even and odd k in two int32 halves
 /// (the AVX2 block's cut_sums_bf16 gives the bounds), added in double at the end, 23 fraction bits
