@@ -19,7 +19,10 @@
 #include <vector>
 
 #include "kernels/numerics/bfloat16.hpp"
+#include "lib/attention/attention_backward_problem.hpp"
 #include "lib/attention/attention_config.hpp"
+#include "lib/attention/engine/backward_engine.hpp"
+#include "lib/core/thread_pool.hpp"
 #include "lib/attention/oracle_backward.hpp"
 #include "lib/cpu_isa/cpu_isa.hpp"
 #include "tools/common/backward_runner.hpp"
@@ -283,7 +286,16 @@ TEST(AttentionBackward, EveryIsaBuildGivesTheSameBits) {
     ASSERT_TRUE(set_active_cpu_isa(static_cast<CpuIsa>(isa)));
     BackwardSession session(desc, s, in, dout);
     session.forward();
-    session.backward();
+    // NOTE: the statically linked engine, not fp8attn_attention_backward: the shared library
+    // holds its own copy of the dispatcher, which set_active_cpu_isa here does not steer, so every
+    // run through the C API took the same build and this comparison could not fail.
+    const AttentionConfig config = make_attention_config(desc);
+    const AttentionBackwardProblem problem =
+        make_attention_backward_problem(config, session.args(), FP8ATTN_DEVICE_HOST);
+    ThreadPool pool(2);
+    std::vector<unsigned char> workspace(engine::backward_engine_workspace_size(config, pool.size(), problem.batch(),
+                                                                                problem.fwd.max_seqlen_q));
+    engine::backward_engine_run(config, problem, pool, workspace.data());
     const std::vector<unsigned char>* got[3] = {&session.dq_bytes(), &session.dk_bytes(), &session.dv_bytes()};
     for (int t = 0; t < 3; ++t) {
       if (isa == 0) base[t] = *got[t];

@@ -6,7 +6,10 @@
 //   every partial O and LSE read once, out and lse written once.
 // - BM_memcpy/<parts>/<bf16>: a parallel memcpy, one thread per core, of half that many bytes
 //   (memcpy reads and writes each byte), so both rates count the same bytes moved.
-// The table at the end prints combine / memcpy for each configuration.
+// - BM_read/<parts>/<bf16>: a parallel read of as many bytes, writing nothing: the combine's bytes
+//   are mostly reads (all but one part's worth), and on a machine whose read stream is slower than
+//   memcpy's read-plus-write, this is the rate it can reach.
+// The table at the end prints combine / memcpy and combine / read for each configuration.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -37,6 +40,10 @@ double combine_bytes(int64_t parts, bool bf16) {
 
 void BM_memcpy(benchmark::State& state) {
   fp8attn::bench::run_parallel_memcpy(state, combine_bytes(state.range(0), state.range(1) != 0));
+}
+
+void BM_read(benchmark::State& state) {
+  fp8attn::bench::run_parallel_read(state, combine_bytes(state.range(0), state.range(1) != 0));
 }
 
 void BM_combine(benchmark::State& state) {
@@ -90,6 +97,7 @@ void configs(benchmark::internal::Benchmark* b) {
 }  // namespace
 
 BENCHMARK(BM_memcpy)->Apply(configs);
+BENCHMARK(BM_read)->Apply(configs);
 BENCHMARK(BM_combine)->Apply(configs);
 
 int main(int argc, char** argv) {

@@ -41,6 +41,39 @@ inline void run_parallel_memcpy(benchmark::State& state, double bytes_moved) {
   state.counters["B/s"] = benchmark::Counter(2.0 * static_cast<double>(bytes), benchmark::Counter::kIsIterationInvariantRate);
 }
 
+/// One iteration reads `bytes_moved` bytes (a sum of 64-byte lines, one thread per core) and
+/// writes nothing: the rate of a read stream on the same cores, for operations that mostly read.
+/// NOTE: memcpy's rate counts its writes too, which use the memory's other direction; an operation
+/// whose bytes are mostly reads (a decode, a combine of many parts) can reach at most this rate,
+/// which can be well under memcpy's.
+inline void run_parallel_read(benchmark::State& state, double bytes_moved) {
+  const size_t words = static_cast<size_t>(bytes_moved / 8);
+  std::vector<uint64_t> x(words, 1);
+  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const size_t chunk = (words + threads - 1) / threads;
+  std::vector<uint64_t> sums(static_cast<size_t>(threads));
+  for (auto _ : state) {
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        const size_t begin = std::min(words, chunk * t), end = std::min(words, begin + chunk);
+        // NOTE: eight independent sums over each 64-byte line: the loop vectorizes, and its
+        // additions are far cheaper than the line's transfer.
+        uint64_t acc[8] = {};
+        size_t i = begin;
+        for (; i + 8 <= end; i += 8)
+          for (int j = 0; j < 8; ++j) acc[j] += x[i + j];
+        for (; i < end; ++i) acc[0] += x[i];
+        uint64_t total = 0;
+        for (uint64_t a : acc) total += a;
+        sums[static_cast<size_t>(t)] = total;
+      });
+    for (std::thread& th : pool) th.join();
+    benchmark::DoNotOptimize(sums.data());
+  }
+  state.counters["B/s"] = benchmark::Counter(8.0 * static_cast<double>(words), benchmark::Counter::kIsIterationInvariantRate);
+}
+
 /// Console output, then one row per BM_<op> run: its GB/s, its memcpy's and the ratio.
 class MemcpyRatioReporter : public benchmark::ConsoleReporter {
  public:
@@ -54,12 +87,19 @@ class MemcpyRatioReporter : public benchmark::ConsoleReporter {
 
   void Finalize() override {
     ConsoleReporter::Finalize();
-    std::printf("\n%-44s %10s %12s %10s\n", op_.c_str(), "GB/s", "memcpy GB/s", "/ memcpy");
+    const bool reads = std::any_of(rates_.begin(), rates_.end(),
+                                   [](const auto& r) { return r.first.rfind("BM_read", 0) == 0; });
+    std::printf("\n%-44s %10s %12s %10s", op_.c_str(), "GB/s", "memcpy GB/s", "/ memcpy");
+    if (reads) std::printf(" %10s %8s", "read GB/s", "/ read");
+    std::printf("\n");
     for (const auto& [name, rate] : rates_) {
       if (name.rfind(op_ + "/", 0) != 0 && name != op_) continue;
-      const double ceiling = memcpy_for(name.substr(op_.size()));
+      const double ceiling = ceiling_for("BM_memcpy", name.substr(op_.size()));
       if (ceiling <= 0.0) continue;
-      std::printf("%-44s %10.2f %12.2f %10.3f\n", name.c_str(), rate * 1e-9, ceiling * 1e-9, rate / ceiling);
+      std::printf("%-44s %10.2f %12.2f %10.3f", name.c_str(), rate * 1e-9, ceiling * 1e-9, rate / ceiling);
+      const double read = ceiling_for("BM_read", name.substr(op_.size()));
+      if (reads && read > 0.0) std::printf(" %10.2f %8.3f", read * 1e-9, rate / read);
+      std::printf("\n");
     }
     std::printf("%s\n(%u threads; the memcpy copies half the bytes: each is read and written)\n", legend_.c_str(),
                 std::max(1u, std::thread::hardware_concurrency()));
@@ -72,10 +112,10 @@ class MemcpyRatioReporter : public benchmark::ConsoleReporter {
       name.resize(name.size() - suffix.size());
     return name;
   }
-  /// The memcpy whose arguments are the longest prefix of `args` ("/a/b/c").
-  double memcpy_for(std::string args) const {
+  /// The ceiling run (BM_memcpy or BM_read) whose arguments are the longest prefix of `args` ("/a/b/c").
+  double ceiling_for(const std::string& ceiling, std::string args) const {
     for (;;) {
-      if (auto it = rates_.find("BM_memcpy" + args); it != rates_.end()) return it->second;
+      if (auto it = rates_.find(ceiling + args); it != rates_.end()) return it->second;
       if (args.empty()) return 0.0;
       args.resize(args.rfind('/'));
     }
