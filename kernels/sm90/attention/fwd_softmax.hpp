@@ -116,7 +116,10 @@ FP8ATTN_ARCH_FN void mask_and_max(arch::WgmmaAccF32<kBlockN>& s, const FwdBlockS
 /// fwd_kv_token_scales.hpp), K's multiply the logits after the per-block factor, and P̃ is scaled
 /// by V's ratios after the row sums; the block's largest V descale goes to `v_largest`. BF16 P
 /// takes V's whole instead, in make_p, and leaves `v_largest` (kv_cache_math.hpp).
-template <int kBlockN, bool kTelemetry, bool kBf16 = false>
+/// kPlain: the block is a plain one (block_is_plain, fwd_block_step.hpp): the caller has checked that
+/// none of the branches the general form takes applies, so this form compiles none of them. Both forms run
+/// the same operations on such a block, so the bits do not depend on which one runs.
+template <int kBlockN, bool kTelemetry, bool kBf16 = false, bool kPlain = false>
 FP8ATTN_ARCH_FN void softmax_block(arch::WgmmaAccF32<kBlockN>& s, const FwdBlockSoftmax& b, const FwdArguments& p,
                                    FwdRowState& rows, float (&rescale)[2],
                                    FwdThreadTelemetry& tel, const float* token_scales = nullptr,
@@ -126,24 +129,26 @@ FP8ATTN_ARCH_FN void softmax_block(arch::WgmmaAccF32<kBlockN>& s, const FwdBlock
   float tile_abs[2] = {0.0f, 0.0f};
   // NOTE: the per-block descales fold into S in a pass of their own on the blocks of a call that
   // has them (one uniform branch), not as a select on every element of every block.
-  if (b.apply_block_factor) {
+  if (!kPlain && b.apply_block_factor) {
     FP8ATTN_UNROLL
     for (int i = 0; i < kRegs; ++i) s[i] *= b.block_factor;
   }
-  if (token_scales != nullptr) apply_k_token_scales<kBlockN>(s, token_scales);
+  if (!kPlain && token_scales != nullptr) apply_k_token_scales<kBlockN>(s, token_scales);
   // NOTE: only the blocks that need it are masked (FlashAttention-3 masks its boundary, causal-
   // diagonal and window-edge blocks): one whose keys every row of the tile sees (`full`, from
   // mask.hpp's keys_inside, as the engine decides) and that has no padding columns takes the
   // max alone. Both forms give every score the same value, so the bits do not change.
-  if (b.full && b.keys == kBlockN) softmax_detail::mask_and_max<kBlockN, kTelemetry, false>(s, b, block_max, tile_abs);
-  else softmax_detail::mask_and_max<kBlockN, kTelemetry, true>(s, b, block_max, tile_abs);
+  if (kPlain || (b.full && b.keys == kBlockN))
+    softmax_detail::mask_and_max<kBlockN, kTelemetry, false>(s, b, block_max, tile_abs);
+  else
+    softmax_detail::mask_and_max<kBlockN, kTelemetry, true>(s, b, block_max, tile_abs);
   FP8ATTN_UNROLL
   for (int h = 0; h < 2; ++h) {
     block_max[h] = block_max_of(softmax_detail::quad_max(block_max[h]));
     if constexpr (kTelemetry)
       if (b.valid[h] && tel.tile_max_abs_raw < tile_abs[h]) tel.tile_max_abs_raw = tile_abs[h];
   }
-  if (p.stabilized) {
+  if (!kPlain && p.stabilized) {
     // NOTE: two counters and two butterflies, not both rows packed in one word for one: the
     // packed form spilled the overlapped head_dim 128 consumer (ptxas -warn-spills: 56 bytes).
     int ties[2] = {0, 0};
@@ -177,8 +182,8 @@ FP8ATTN_ARCH_FN void softmax_block(arch::WgmmaAccF32<kBlockN>& s, const FwdBlock
     s[i] = p_tilde(s[i], b.scale_log2, subtrahend[h]);
     rows.partial[h] += s[i];
   }
-  if (token_scales != nullptr) {
-    // NOTE: BF16 P takes V's whole descales in make_p (fwd_mainloop.hpp), just before its cast,
+  if (!kPlain && token_scales != nullptr) {
+    // NOTE: BF16 P takes V's whole descales in make_p (fwd_block_step.hpp), just before its cast,
     // where the previous block's P is no longer live: here, next to S, O and that P, the
     // overlapped head_dim 128 consumer spilled (ptxas -warn-spills: 32 to 72 bytes).
     if constexpr (!kBf16) {

@@ -57,7 +57,8 @@ FP8ATTN_ARCH_FN void run_decode_consumer(const AttentionFwdParams& p, FwdSharedS
     const KeyRange all = keys_seen_by_all(tile.mask, tile.row0, token_end);
     // NOTE: q_len ≤ 8 < BlockM: every token lies in the forward's query block 0.
     const FwdTileArgs ta{p.q_block_descale.at(tile.batch, tile.head, 0), tile_v_blocks(p),
-                         static_cast<int32_t>(all.first), static_cast<int32_t>(all.last)};
+                         static_cast<int32_t>(all.first), static_cast<int32_t>(all.last),
+                         !p.stabilized && !sb.apply_block_factor && p.paged.k_scale == nullptr};
 
     arch::WgmmaAccF32<Cfg::kHeadDimO> o;
     fill(o, 0.0f);
