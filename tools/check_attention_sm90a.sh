@@ -7,7 +7,8 @@
 #   2. SASS: the kernel's MMA present (QGMMA for E4M3, HGMMA for BF16) and the other absent, and
 #      UTMALDG; the consumers' setmaxnreg is the config's budget, ≤ 240 registers, and the
 #      budgets fit the launch pool (check_register_pool);
-#   3. dynamic shared memory ≤ 227 KB (from the kernels' own storage types);
+#   3. dynamic shared memory ≤ 227 KB (from the kernels' own storage types); every UTMALDG carries
+#      an L2 cache policy (K and V evict-last, Q evict-first: kernels/arch/tma.hpp);
 #   4. a table per kernel: registers, shared memory, and the counts of its GMMA, MUFU.EX2, SHFL and
 #      BAR in the consumers' main loop (first WARPGROUP.ARRIVE to last WARPGROUP.DEPBAR);
 #   5. a table of the consumer main loop's SASS per KV block (tools/sass_mainloop_counts.py: GMMA,
@@ -42,6 +43,11 @@ check_ptxas_log "$log"
 
 sass="$work/attention_fwd.sass"
 dump_sass "$cubin" "$sass"
+# Every TMA load carries an L2 cache policy (arch::L2Evict: K and V evict-last, Q evict-first,
+# decode's K and V evict-first): in SASS, a desc[UR..] operand on UTMALDG.
+unhinted=$(grep "UTMALDG" "$sass" | grep -vc "desc\[")
+hinted=$(grep "UTMALDG" "$sass" | grep -c "desc\[")
+if [ "$unhinted" -eq 0 ] && [ "$hinted" -gt 0 ]; then pass "every UTMALDG ($hinted) carries an L2 cache policy"; else fail "$unhinted UTMALDG without an L2 cache policy"; fi
 
 printf "\n| kernel (input, head_dim, promotion, telemetry) | threads | ptxas regs | consumer regs | smem (B) | GMMA | MUFU.EX2 | SHFL | BAR |\n"
 printf "|---|---|---|---|---|---|---|---|---|\n"

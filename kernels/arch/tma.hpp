@@ -17,15 +17,40 @@
 
 namespace fp8attn::arch {
 
+/// The L2 eviction priority a TMA load asks for (.L2::cache_hint with a cache-policy operand,
+/// PTX ISA 9.0 §9.7.9.25.5; createpolicy §9.7.9.18 describes the policies): Normal issues the plain
+/// form. A hint changes where the bytes stay in L2, never which bytes arrive, so the emulator
+/// ignores it.
+/// NOTE: FlashAttention-3 loads K and V with EVICT_LAST (every query tile of a head reads them
+/// again) and Q with EVICT_FIRST (read by one tile).
+enum class L2Evict { Normal, First, Last };
+
+/// The 64-bit cache-policy operand of .L2::cache_hint for a whole-access eviction priority: the
+/// values CUTLASS's CacheHintSm90 passes (cute/arch/copy_sm90_desc.hpp), which are what
+/// createpolicy.fractional.L2::evict_{first,last}.b64 with fraction 1.0 yields. As immediates they
+/// cost the producer no register (a createpolicy's result spilled its 24 registers at head_dim
+/// 128: ptxas -warn-spills).
+FP8ATTN_HOST_DEVICE constexpr uint64_t l2_cache_policy(L2Evict evict) {
+  return evict == L2Evict::Last ? 0x14F0000000000000ull : evict == L2Evict::First ? 0x12F0000000000000ull
+                                                                                : 0x1000000000000000ull;
+}
+
 /// cp.async.bulk.tensor.Nd.shared::cluster.global.tile.mbarrier::complete_tx::bytes: loads the
 /// box at `coords` (innermost first; may be negative or past the end: such elements read as 0).
-template <int kRank>
+/// kEvict other than Normal adds .L2::cache_hint with l2_cache_policy(kEvict).
+template <int kRank, L2Evict kEvict = L2Evict::Normal>
 FP8ATTN_ARCH_FN void tma_load(void* smem_dst, const TensorMap& map, uint64_t* mbar, const int32_t (&coords)[kRank]) {
   static_assert(kRank >= 2 && kRank <= 5, "tiled TMA copies are 2D..5D here");
 #if FP8ATTN_DEVICE_BUILD
   const uint32_t dst = smem_address(smem_dst), bar = smem_address(mbar);
   const uint64_t map_ptr = reinterpret_cast<uint64_t>(&map);
-  if constexpr (kRank == 2)
+  if constexpr (kEvict != L2Evict::Normal) {
+    static_assert(kRank == 4, "the hinted form is written for the 4D maps of the attention kernels");
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
+                 " [%0], [%1, {%3, %4, %5, %6}], [%2], %7;"
+                 ::"r"(dst), "l"(map_ptr), "r"(bar), "r"(coords[0]), "r"(coords[1]), "r"(coords[2]), "r"(coords[3]),
+                   "l"(l2_cache_policy(kEvict)) : "memory");
+  } else if constexpr (kRank == 2)
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];"
                  ::"r"(dst), "l"(map_ptr), "r"(bar), "r"(coords[0]), "r"(coords[1]) : "memory");
   else if constexpr (kRank == 3)

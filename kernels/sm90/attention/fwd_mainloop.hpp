@@ -166,9 +166,10 @@ FP8ATTN_ARCH_FN void run_blocks_serial(const AttentionFwdParams& p, FwdSharedSto
   const BasicKvSchedule<int32_t> sched = tile.kv.as<int32_t>();  // NOTE: 32-bit: registers
   const int32_t blocks = sched.count();
   // NOTE: plain blocks in a loop of their own, as in run_blocks_overlapped; not in the every-block
-  // kernels at head_dims 128 and 256, where the plain loop's copy of the step spilled (ptxas
-  // -warn-spills: 8 to 44 bytes), so every block takes the general step in one loop there.
-  if constexpr (Cfg::kPromotion == PvPromotion::EveryBlock && Cfg::kHeadDim > 64) {
+  // kernels at head_dims 128 and 256 nor in the serial decode kernel (BF16, head_dim 64), where the
+  // plain loop's copy of the step spilled (ptxas -warn-spills: 4 to 44 bytes), so every block
+  // takes the general step in one loop there.
+  if constexpr ((Cfg::kPromotion == PvPromotion::EveryBlock && Cfg::kHeadDim > 64) || Cfg::kDecode) {
     for (int32_t step = 0; step < blocks; ++step, kv.advance())
       serial_step<Cfg, F, false>(p, smem, tile, ta, role, sb, kv, o, fresh, rows, tel, sched, step);
   } else {

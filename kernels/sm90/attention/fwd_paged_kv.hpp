@@ -53,6 +53,12 @@ FP8ATTN_ARCH_FN PagedBlock read_paged_block(const AttentionFwdParams& p, const i
   return {b, arch::smem_load(&slot[1]), arch::smem_load(&slot[2]), paged_seqlen_k(p, b)};
 }
 
+/// K and V's L2 priority (arch::L2Evict): evict-last in the forward, where every query tile of a
+/// head reads them again (FlashAttention-3 loads them so), evict-first in decode, where each split
+/// reads its keys once.
+template <class Cfg>
+inline constexpr arch::L2Evict kKvEvict = Cfg::kDecode ? arch::L2Evict::First : arch::L2Evict::Last;
+
 /// The page holding key `key` (< the sequence's length) of sequence b; an entry outside
 /// [0, num_pages) is flagged and read as page 0.
 FP8ATTN_ARCH_FN int32_t paged_kv_page(const FwdPagedKv& kv, int32_t b, int32_t key) {
@@ -86,7 +92,7 @@ FP8ATTN_ARCH_FN void load_paged_rows(const FwdPagedKv& kv, const arch::TensorMap
         page = 0;
       }
     }
-    arch::tma_load<4>(dst + row * row_bytes, map, bar, {dim0, head_kv, token, page});
+    arch::tma_load<4, kKvEvict<Cfg>>(dst + row * row_bytes, map, bar, {dim0, head_kv, token, page});
     token += kv.box_rows;
     if (token == kv.page_size) token = 0, ++index;
   }

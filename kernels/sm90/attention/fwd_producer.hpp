@@ -135,8 +135,9 @@ FP8ATTN_ARCH_FN void run_loads(const AttentionFwdParams& p, FwdSharedStorage<Cfg
     arch::mbarrier_wait_parity(&smem.q_empty, q_empty_phase);
     // NOTE: the full box bytes, zero-filled rows included (CUTLASS TmaTransactionBytes).
     arch::mbarrier_arrive_expect_tx(&smem.q_full, Cfg::kChunks * Cfg::kQChunkBytes);
+    // NOTE: Q is read by this tile alone: evict-first, as K and V's evict-last (kKvEvict).
     for (int c = 0; c < Cfg::kChunks; ++c)
-      arch::tma_load<4>(smem.q[c], p.tma_q, &smem.q_full,
+      arch::tma_load<4, arch::L2Evict::First>(smem.q[c], p.tma_q, &smem.q_full,
                         {c * Cfg::kChunkElements, tile.head, static_cast<int32_t>(tile.q_offset + tile.row0), b});
     q_empty_phase ^= 1u;
     for (int32_t step = 0; step < blocks; ++step, ++loaded) {
@@ -158,25 +159,25 @@ FP8ATTN_ARCH_FN void run_loads(const AttentionFwdParams& p, FwdSharedStorage<Cfg
       arch::mbarrier_wait_parity(&smem.k_empty[kv.stage], kv.phase);
       arch::mbarrier_arrive_expect_tx(&smem.k_full[kv.stage], Cfg::kChunks * Cfg::kKChunkBytes);
       for (int c = 0; c < Cfg::kChunks; ++c)
-        arch::tma_load<4>(smem.k[kv.stage][c], p.tma_k, &smem.k_full[kv.stage],
+        arch::tma_load<4, kKvEvict<Cfg>>(smem.k[kv.stage][c], p.tma_k, &smem.k_full[kv.stage],
                           {c * Cfg::kChunkElements, tile.head_kv, key, b});
       arch::mbarrier_wait_parity(&smem.kv_empty[kv.stage], kv.phase);  // V and Vᵀ read by P·V
       if constexpr (Cfg::kBf16) {
         // BF16 V in K's layout (chunks of 64 dims, 128B swizzle), ready for P·V once loaded.
         arch::mbarrier_arrive_expect_tx(&smem.vt_full[kv.stage], Cfg::kVBytes);
         for (int c = 0; c < Cfg::kChunks; ++c)
-          arch::tma_load<4>(smem.v[kv.stage] + c * Cfg::kKChunkBytes, p.tma_v, &smem.vt_full[kv.stage],
+          arch::tma_load<4, kKvEvict<Cfg>>(smem.v[kv.stage] + c * Cfg::kKChunkBytes, p.tma_v, &smem.vt_full[kv.stage],
                             {c * Cfg::kChunkElements, tile.head_kv, key, b});
       } else if (p.v_transposed) {
         // tma_v is {key, dim, head, batch}: one box of 32 keys x head_dim per slab, into Vᵀ, which
         // warps 1-3 then put into the P·V key order (run_v_transposer).
         arch::mbarrier_arrive_expect_tx(&smem.v_full[kv.stage], Cfg::kVBytes);
         for (int slab = 0; slab < Cfg::kBlockN / 32; ++slab)
-          arch::tma_load<4>(smem.vt[kv.stage] + slab * Cfg::kVtSlabBytes, p.tma_v, &smem.v_full[kv.stage],
+          arch::tma_load<4, kKvEvict<Cfg>>(smem.vt[kv.stage] + slab * Cfg::kVtSlabBytes, p.tma_v, &smem.v_full[kv.stage],
                             {key + 32 * slab, 0, tile.head_kv, b});
       } else {
         arch::mbarrier_arrive_expect_tx(&smem.v_full[kv.stage], Cfg::kVBytes);
-        arch::tma_load<4>(smem.v[kv.stage], p.tma_v, &smem.v_full[kv.stage], {0, tile.head_kv, key, b});
+        arch::tma_load<4, kKvEvict<Cfg>>(smem.v[kv.stage], p.tma_v, &smem.v_full[kv.stage], {0, tile.head_kv, key, b});
       }
     }
   }
