@@ -133,14 +133,16 @@ while IFS=$'\t' read -r -u 3 id file old new || [ -n "$id" ]; do
   else
     cp -p "$file" "$backup_dir/original"
     mutated=$file
-    if ! apply_mutation "$file" "$old" "$new" 2>"$backup_dir/apply.log"; then
+    # NOTE: every command of the loop runs with fd 3 closed (3<&-): a run of three listed mutants
+    # once skipped the second, its line read away while the first one's build and tests ran.
+    if ! apply_mutation "$file" "$old" "$new" 2>"$backup_dir/apply.log" 3<&-; then
       verdict=invalid first=$(cat "$backup_dir/apply.log")
-    elif ! "${build_cmd[@]}" >"$backup_dir/build.log" 2>&1; then
+    elif ! "${build_cmd[@]}" >"$backup_dir/build.log" 2>&1 3<&-; then
       verdict=invalid first="does not compile: $(grep -m1 -E 'error' "$backup_dir/build.log")"
     else
       [ -f "$fast_first" ] && cp "$fast_first" "$costs"
       ctest --test-dir "$build" --no-tests=error -j"$jobs" -LE "$exclude" "${stop[@]}" "${extra[@]}" \
-        >"$backup_dir/ctest.log" 2>&1
+        >"$backup_dir/ctest.log" 2>&1 3<&-
       if [ $? -eq 0 ]; then
         verdict=survived
       else
@@ -150,7 +152,7 @@ while IFS=$'\t' read -r -u 3 id file old new || [ -n "$id" ]; do
         [ -n "$first" ] || first=$(tail -n 3 "$backup_dir/ctest.log" | tr '\n' ' ')
       fi
     fi
-    restore
+    restore 3<&-
   fi
   case $verdict in killed) killed=$((killed + 1)) ;; survived) survived=$((survived + 1)) ;; *) invalid=$((invalid + 1)) ;; esac
   secs=$(( $(date +%s) - start ))
