@@ -5,7 +5,8 @@
 #      C7510..C7515 (wgmma serialized; C7513, an input register defined inside a wgmma pipeline
 #      stage, is what a BF16 P cast before the P·V wait produced), no C7508 (setmaxnreg ignored);
 #   2. SASS: the kernel's MMA present (QGMMA for E4M3, HGMMA for BF16) and the other absent, and
-#      UTMALDG; the consumers' setmaxnreg is the config's budget, ≤ 240 registers, and the
+#      UTMALDG, and UTMASTG exactly in the kernels with an O stage (FwdConfig::kTmaOut: O
+#      through TMA stores, fwd_epilogue.hpp); the consumers' setmaxnreg is the config's budget, ≤ 240 registers, and the
 #      budgets fit the launch pool (check_register_pool);
 #   3. dynamic shared memory ≤ 227 KB (from the kernels' own storage types); every UTMALDG carries
 #      an L2 cache policy (K and V evict-last, Q evict-first: kernels/arch/tma.hpp);
@@ -52,7 +53,8 @@ if [ "$unhinted" -eq 0 ] && [ "$hinted" -gt 0 ]; then pass "every UTMALDG ($hint
 printf "\n| kernel (input, head_dim, promotion, telemetry) | threads | ptxas regs | consumer regs | smem (B) | GMMA | MUFU.EX2 | SHFL | BAR |\n"
 printf "|---|---|---|---|---|---|---|---|---|\n"
 bad=0
-while read -r name threads smem producer consumer mma _ _; do
+tma_kernels=0
+while read -r name threads smem producer consumer mma _ _ tma_out; do
   body="$work/$name.sass"
   awk -v pat="$name" '/Function :/ { on = index($0, pat) > 0; next } on' "$sass" >"$body"
   loop="$work/$name.loop.sass"
@@ -75,10 +77,15 @@ while read -r name threads smem producer consumer mma _ _; do
   [ "$(count "$other" "$body")" -eq 0 ] || { echo "   $name: $other in a $input kernel"; bad=1; }
   [ "$maxreg" -eq "$consumer" ] && [ "$maxreg" -le 240 ] || { echo "   $name: consumer setmaxnreg $maxreg, config $consumer (≤ 240)"; bad=1; }
   [ "$smem" -le $((227 * 1024)) ] || { echo "   $name: $smem bytes of shared memory"; bad=1; }
+  # The kernels with an O stage (FwdConfig::kTmaOut) store O with TMA (UTMASTG); the others never do.
+  stores=$(count UTMASTG "$body")
+  if [ "$tma_out" = 1 ]; then [ "$stores" -gt 0 ] || { echo "   $name: an O stage but no UTMASTG"; bad=1; }
+  else [ "$stores" -eq 0 ] || { echo "   $name: UTMASTG without an O stage"; bad=1; }; fi
+  tma_kernels=$((tma_kernels + tma_out))
   check_register_pool "$name" "$threads" "$regs" "$producer" "$consumer" || bad=1
 done <"$shapes"
 echo
-if [ "$bad" -eq 0 ]; then pass "every kernel: its GMMA (QGMMA for E4M3, HGMMA for BF16) and UTMALDG in SASS, consumers at their budget ≤ 240 registers, budgets within the launch pool, shared memory ≤ 227 KB"; else fail "see above"; fi
+if [ "$bad" -eq 0 ]; then pass "every kernel: its GMMA (QGMMA for E4M3, HGMMA for BF16) and UTMALDG in SASS, UTMASTG exactly in the $tma_kernels with an O stage, consumers at their budget ≤ 240 registers, budgets within the launch pool, shared memory ≤ 227 KB"; else fail "see above"; fi
 
 # The consumer main loop per KV block (one iteration of the innermost loop with GMMA and MUFU.EX2).
 printf "\n| kernel (input, head_dim, promotion, telemetry) | tile | consumer WGs | GMMA N·K | GMMA | MUFU.EX2 | FMNMX | FFMA | SHFL | total | unconditional | floor | total / floor | LDL/STL | SHFL ≤ 4 | total ≤ 1.2 × floor |\n"
@@ -87,7 +94,7 @@ shfl_notes=""
 bad=0
 met_shfl=0
 met_total=0
-while read -r name threads _ _ _ mma block_m block_n; do
+while read -r name threads _ _ _ mma block_m block_n _; do
   hd=$(echo "$name" | sed -E 's/FwdConfigILi([0-9]+).*/\1/')
   promo=$(echo "$name" | sed -E 's/.*PvPromotionE([0-9]).*/\1/')
   tel=$(echo "$name" | sed -E 's/.*ELb([01])E.*/\1/')

@@ -1,6 +1,6 @@
 // Prints one line per kernel of the attention forward's instantiation table: its mangled-name
-// fragment, threads, dynamic shared memory, register budgets, its MMA and its tile (BlockM,
-// BlockN), for the sm_90a check script
+// fragment, threads, dynamic shared memory, register budgets, its MMA, its tile (BlockM,
+// BlockN) and whether it stores O through TMA (FwdConfig::kTmaOut), for the sm_90a check script
 // (tools/check_attention_sm90a.sh). Compiled as host C++ from the same headers as the kernels.
 #include <cstdio>
 
@@ -18,10 +18,10 @@ int main() {
             using Cfg = decltype(cfg);
             // The Itanium mangling of FwdConfig<hd, promotion, telemetry, input>, as it appears in
             // SASS, then the MMA the kernel must use: QGMMA for E4M3, HGMMA for BF16.
-            std::printf("FwdConfigILi%dELNS0_11PvPromotionE%dELb%dELNS0_8FwdInputE%dE %d %zu %u %u %s %d %d\n", hd,
+            std::printf("FwdConfigILi%dELNS0_11PvPromotionE%dELb%dELNS0_8FwdInputE%dE %d %zu %u %u %s %d %d %d\n", hd,
                         static_cast<int>(promotion), telemetry ? 1 : 0, static_cast<int>(input), Cfg::kThreads,
                         attention_fwd_smem_bytes<Cfg>(), Cfg::kProducerRegisters, Cfg::kConsumerRegisters,
-                        Cfg::kBf16 ? "HGMMA" : "QGMMA", Cfg::kBlockM, Cfg::kBlockN);
+                        Cfg::kBf16 ? "HGMMA" : "QGMMA", Cfg::kBlockM, Cfg::kBlockN, Cfg::kTmaOut ? 1 : 0);
           });
         }
 }

@@ -61,6 +61,7 @@ class EmulatedRuntime final : public DeviceRuntime {
     emu::LaunchConfig config;
     config.seed = schedule_.seed;
     config.shuffle = schedule_.shuffle;
+    config.proxy_fence_check = true;  // as launch_config() below
     // The plan's accumulator model, per launch, so that concurrent calls may differ.
     config.mma_model = launch.mma_model;
     try {
@@ -153,6 +154,10 @@ class EmulatedRuntime final : public DeviceRuntime {
     emu::LaunchConfig config;
     config.seed = schedule_.seed;
     config.shuffle = schedule_.shuffle;
+    // NOTE: every launch also checks that an async-proxy read (a wgmma operand, a TMA store's
+    // source) of shared memory written through the generic proxy follows a fence.proxy.async by
+    // the writer: a missing fence is a race on hardware that no value comparison here can see.
+    config.proxy_fence_check = true;
     return config;
   }
 

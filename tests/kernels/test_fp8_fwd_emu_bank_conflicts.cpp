@@ -1,8 +1,9 @@
 // Shared-memory wavefronts of the emulated attention forward per kernel role
 // and KV block (the counter of kernels/emu/bank_conflicts.hpp): the producer's
 // TMA loads (warp 0), the E4M3 V transpose (warps 1-3) and the consumers' wgmma
-// operand reads (warps 4 and up), each against its conflict-free minimum, at
-// head_dim 64, 128 and 256, for E4M3 under each P·V promotion and for BF16.
+// operand reads (warps 4 and up), each against its conflict-free minimum, and
+// the consumers' writes of O's stage where O goes out through TMA, at head_dim
+// 64, 128 and 256, for E4M3 under each P·V promotion and for BF16.
 // Counting must not change a result.
 #include <gtest/gtest.h>
 
@@ -48,7 +49,7 @@ struct Variant {
 
 /// One launch of `shape` through the library's plan, with or without counting.
 Outputs launch(const AttentionShape& s, const Variant& v, QuantizedInputs& in, emu::SmemTraffic* traffic,
-               int64_t* kv_blocks, int* block_n) {
+               int64_t* kv_blocks, int* block_n, bool* tma_out) {
   Outputs r;
   r.out.assign(static_cast<size_t>(s.seqlen_q * s.heads_q * s.head_dim), 0xFFFF);
   r.lse.assign(static_cast<size_t>(s.heads_q * s.seqlen_q), -12345.0f);
@@ -64,6 +65,7 @@ Outputs launch(const AttentionShape& s, const Variant& v, QuantizedInputs& in, e
   const AttentionConfig config = make_attention_config(desc);
   const AttentionProblem problem = make_attention_problem(config, args, FP8ATTN_DEVICE_HOST);
   const sm90::FwdLaunch plan = gpu::plan_attention_fwd(config, problem, nullptr, 2);
+  *tma_out = plan.args.tma_out;
   sm90::with_fwd_config(plan.key, [&](auto cfg) {
     using Cfg = decltype(cfg);
     // Non-causal: every query tile visits every KV block.
@@ -101,8 +103,9 @@ TEST(Fp8FwdEmuBankConflicts, WavefrontsPerRolePerKvBlock) {
       emu::SmemTraffic traffic;
       int64_t blocks = 0;
       int block_n = 0;
-      const Outputs counted = launch(shape, variant, in, &traffic, &blocks, &block_n);
-      const Outputs plain = launch(shape, variant, in, nullptr, &blocks, &block_n);
+      bool tma_out = false;
+      const Outputs counted = launch(shape, variant, in, &traffic, &blocks, &block_n, &tma_out);
+      const Outputs plain = launch(shape, variant, in, nullptr, &blocks, &block_n, &tma_out);
       ASSERT_GT(blocks, 0);
       EXPECT_EQ(std::memcmp(counted.out.data(), plain.out.data(), counted.out.size() * 2), 0) << "counting changed O";
       EXPECT_EQ(std::memcmp(counted.lse.data(), plain.lse.data(), counted.lse.size() * 4), 0)
@@ -151,6 +154,20 @@ TEST(Fp8FwdEmuBankConflicts, WavefrontsPerRolePerKvBlock) {
       const SmemWavefronts& mma = roles[2].w;
       EXPECT_GT(mma.instructions, 0u);
       EXPECT_EQ(mma.wavefronts, mma.minimum) << kernel << ": a wgmma operand read conflicts";
+      // O through TMA (a dense BF16 output of one sequence: the kernels with a stage,
+      // fwd_config.hpp): the consumers' 4-byte writes of the 128B-swizzled stage are one
+      // wavefront each, and the consumer warps issue TMA stores; without a stage they issue none.
+      const SmemWavefronts consumer_tma = traffic.warps(4, warps, SmemPath::AsyncCopy);
+      if (tma_out) {
+        const SmemWavefronts& epilogue = roles[3].w;
+        EXPECT_GE(epilogue.instructions, static_cast<uint64_t>(shape.seqlen_q * head_dim / 64))
+            << kernel << ": O's stage written";
+        EXPECT_EQ(epilogue.wavefronts, epilogue.minimum) << kernel << ": O's stage writes conflict";
+        EXPECT_GT(consumer_tma.instructions, 0u) << kernel << ": no TMA store";
+      } else {
+        EXPECT_EQ(consumer_tma.instructions, 0u) << kernel << ": a TMA store without a stage";
+      }
+      std::printf("%s: O %s\n", kernel, tma_out ? "through TMA stores" : "from registers");
       if (!fp8) {
         // BF16 V is read by the wgmma as loaded (N-major): nothing is
         // transposed.

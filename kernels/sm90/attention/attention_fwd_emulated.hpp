@@ -16,6 +16,7 @@ void run_attention_fwd_emulated(const FwdLaunch& launch, const emu::LaunchConfig
   params.tma_q = arch::make_emulated_tensor_map(launch.q);
   params.tma_k = arch::make_emulated_tensor_map(launch.k);
   params.tma_v = arch::make_emulated_tensor_map(launch.v);
+  if (launch.args.tma_out) params.tma_o = arch::make_emulated_tensor_map(launch.o);
   emu::LaunchConfig config = schedule;
   config.grid = emu::Dim3{launch.grid, 1, 1};
   config.block = emu::Dim3{static_cast<unsigned>(Cfg::kThreads), 1, 1};

@@ -37,6 +37,8 @@ std::string launch_attention_fwd_cuda(const FwdLaunch& launch, CUstream_st* stre
   if (std::string why = arch::encode_tensor_map_cuda(launch.q, &params.tma_q); !why.empty()) return why;
   if (std::string why = arch::encode_tensor_map_cuda(launch.k, &params.tma_k); !why.empty()) return why;
   if (std::string why = arch::encode_tensor_map_cuda(launch.v, &params.tma_v); !why.empty()) return why;
+  if (launch.args.tma_out)
+    if (std::string why = arch::encode_tensor_map_cuda(launch.o, &params.tma_o); !why.empty()) return why;
   std::string why = "attention forward: no kernel for head_dim " + std::to_string(launch.key.head_dim);
   with_fwd_config(launch.key, [&](auto cfg) {
     attention_fwd_kernel<decltype(cfg)><<<dim3(launch.grid), dim3(launch.threads), launch.smem_bytes, stream>>>(params);

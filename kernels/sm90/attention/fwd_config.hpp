@@ -129,16 +129,42 @@ struct FwdConfig {
   /// §9.7.15.5.2, PTX_FACTS.md §3c), so BF16 V is loaded like K (128 B chunks of head_dim, 128B
   /// swizzle) and used as it is: no Vᵀ buffer (a 16-byte placeholder keeps one storage type).
   static constexpr uint32_t kVtBytes = kBf16 ? 16 : kVBytes;
+
+  /// The BF16 output through shared memory and TMA stores (fwd_epilogue.hpp, store_output_tma):
+  /// each consumer warpgroup stages its 64 rows × kHeadDimO columns in boxes of 64 columns (128 B
+  /// rows, 128B swizzle), where the shared memory has room for a stage of its own.
+  /// NOTE: no room (the CTA's 227 KB) in the BF16 kernels at head_dims 128 and 256 and in E4M3's
+  /// Off and every-block kernels at 256 (stages of 32 and 64 KB against 15, 0 and 49 KB free);
+  /// and no register room in E4M3's every-N kernels at 64 and 128, whose fresh tile already takes
+  /// the consumers to their budget (the second path spilled 4 bytes without telemetry: ptxas
+  /// -warn-spills). Those store O from registers, as does every call whose output is not a BF16
+  /// tensor TMA can write (fwd_params.hpp, FwdArguments::tma_out).
+  static constexpr bool kTmaOut = kHeadDim == 256 ? !kBf16 && kPromotion == PvPromotion::EveryN
+                                                  : (kHeadDim == 64 || !kBf16) && kPromotion != PvPromotion::EveryN;
+  static constexpr uint32_t kOBoxBytes = 64u * 128u;  ///< one box: 64 rows × 64 BF16 columns
+  static constexpr int kOBoxes = kHeadDimO / 64;      ///< boxes per warpgroup
+  static constexpr uint32_t kOStageBytes = kConsumers * kOBoxes * kOBoxBytes;
+};
+
+/// O's stage (FwdConfig::kTmaOut): consumer c's boxes from o_stage + c · kOBoxes · kOBoxBytes.
+/// NOTE: a base class, empty in the kernels without one: a placeholder member would take 16 bytes
+/// and move the swizzled tiles after it off their 1024-byte period.
+template <class Cfg, bool = Cfg::kTmaOut>
+struct FwdOStage {};
+template <class Cfg>
+struct FwdOStage<Cfg, true> {
+  alignas(16) uint8_t o_stage[Cfg::kOStageBytes];
 };
 
 /// Shared memory of one CTA, placed by the kernel on a 1024-byte boundary. The swizzled tiles
 /// start on their 1024-byte period because every tile before them is a whole number of periods
-/// (checked below); raw V and Vᵀ only need 16-byte alignment.
+/// (checked below), O's stage first when the kernel has one; raw V and Vᵀ only need 16-byte
+/// alignment.
 /// NOTE: no member is alignas(1024): that would round the storage's size up to a whole 1024 bytes
 /// (and the kernel's storage, with the telemetry slots after it, once more), which is the room the
 /// BF16 head_dim-256 kernel's per-token descales need under the 227 KB limit.
 template <class Cfg>
-struct FwdSharedStorage {
+struct FwdSharedStorage : FwdOStage<Cfg> {
   alignas(16) uint8_t q[Cfg::kChunks][Cfg::kQChunkBytes];
   alignas(16) uint8_t k[Cfg::kStages][Cfg::kChunks][Cfg::kKChunkBytes];
   alignas(16) uint8_t v[Cfg::kStages][Cfg::kVBytes];   // V rows as loaded (BF16: in K's chunks, N-major B of P·V)
@@ -166,7 +192,8 @@ struct FwdSharedStorage {
   // The swizzle's base offset is 0 only on a 1024-byte period (PTX_FACTS.md): Q and K's chunks
   // (Q·Kᵀ's operands, 64B or 128B swizzle), V (BF16: P·V's B through 128B swizzle) and Vᵀ (32B
   // swizzle when loaded by TMA).
-  static_assert(Cfg::kQChunkBytes % 1024 == 0 && Cfg::kKChunkBytes % 1024 == 0 && Cfg::kVBytes % 1024 == 0,
+  static_assert(Cfg::kQChunkBytes % 1024 == 0 && Cfg::kKChunkBytes % 1024 == 0 && Cfg::kVBytes % 1024 == 0 &&
+                    (!Cfg::kTmaOut || Cfg::kOStageBytes % 1024 == 0),
                 "each tile a whole number of 1024-byte periods, so the next starts on one");
 };
 

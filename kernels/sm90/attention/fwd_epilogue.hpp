@@ -1,6 +1,7 @@
 // The epilogue of the attention forward: O·v_descale/l (BF16, F32, or E4M3 after the output
-// scale) and the LSE of a consumer warpgroup's 64 rows, stored from registers; and the merge of
-// the telemetry counters and of max |O| (amax_o), once per CTA.
+// scale) and the LSE of a consumer warpgroup's 64 rows, stored from registers or, for a BF16
+// output, through shared memory and TMA stores; and the merge of the telemetry counters and of
+// max |O| (amax_o), once per CTA.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include "kernels/arch/cvt.hpp"
 #include "kernels/arch/shared_memory.hpp"
 #include "kernels/arch/thread_index.hpp"
+#include "kernels/arch/tma.hpp"
 #include "kernels/arch/warp.hpp"
 #include "kernels/arch/wgmma.hpp"
 #include "kernels/sm90/attention/fwd_params.hpp"
@@ -35,23 +37,46 @@ FP8ATTN_ARCH_FN void store_out_element(const FwdArguments& p, int64_t at, float 
     static_cast<uint16_t*>(p.out)[at] = static_cast<uint16_t>(arch::cvt_bf16x2(value, 0.0f) & 0xffffu);
 }
 
+/// The l and the output factor (v_descale / l) of this thread's two rows, h = 0 and 1.
+struct FwdOutRows {
+  float l[2], factor[2];
+};
+FP8ATTN_ARCH_FN FwdOutRows output_rows(const FwdRowState& rows, float v_descale) {
+  FwdOutRows r;
+  FP8ATTN_UNROLL
+  for (int h = 0; h < 2; ++h) {
+    r.l[h] = quad_row_sum(rows.partial[h]);
+    r.factor[h] = output_factor(r.l[h], v_descale);
+  }
+  return r;
+}
+
+/// The LSE of rows row_lo and row_lo + 8 (those inside the sequence), from thread q = 0 of each
+/// quad, when `write_lse` (one warpgroup per row writes it under the head-dim split).
+FP8ATTN_ARCH_FN void store_lse(const AttentionFwdParams& p, const FwdRowState& rows, const FwdOutRows& out,
+                               int32_t batch, int32_t head, int64_t row_lo, int64_t rows_end, bool write_lse,
+                               float scale_log2) {
+  if (p.lse == nullptr || arch::thread_idx_in_warpgroup() % 4 != 0 || !write_lse) return;
+  FP8ATTN_UNROLL
+  for (int h = 0; h < 2; ++h) {
+    const int64_t row = row_lo + 8 * h;
+    if (row < rows_end)
+      p.lse[p.lse_batch_stride * batch + p.lse_seq_stride * row + p.lse_head_stride * head] =
+          row_lse(rows.max[h], out.l[h], scale_log2, p.p_scale_log2);
+  }
+}
+
 /// Stores rows [row_lo, row_lo + 8] of the tile's output, columns [col0, col0 + kHeadDimO), and
-/// with `write_lse` their LSE (one warpgroup per row writes it under the head-dim split); rows past
-/// the sequence are skipped. With kAmaxO, returns this thread's max |O| over the rows it stored (before the output
-/// scale, as the engine's amax_o), else 0. NOTE: `a < |O|` keeps the engine's std::max order, so
-/// a NaN never becomes the max.
+/// with `write_lse` their LSE; rows past the sequence are skipped. With kAmaxO, returns this
+/// thread's max |O| over the rows it stored (before the output scale, as the engine's amax_o),
+/// else 0. NOTE: `a < |O|` keeps the engine's std::max order, so a NaN never becomes the max.
 template <int kHeadDimO, bool kAmaxO>
 FP8ATTN_ARCH_FN float store_output(const AttentionFwdParams& p, const arch::WgmmaAccF32<kHeadDimO>& o,
                                    const FwdRowState& rows, int32_t batch, int32_t head, int64_t row_lo,
                                    int64_t rows_end, int col0, bool write_lse, float scale_log2, float v_descale) {
   const int q = static_cast<int>(arch::thread_idx_in_warpgroup() % 4);
   float amax = 0.0f;
-  float factor[2], l[2];
-  FP8ATTN_UNROLL
-  for (int h = 0; h < 2; ++h) {
-    l[h] = quad_row_sum(rows.partial[h]);
-    factor[h] = output_factor(l[h], v_descale);
-  }
+  const FwdOutRows out = output_rows(rows, v_descale);
   FP8ATTN_UNROLL
   for (int i = 0; i < kHeadDimO / 2; ++i) {
     const int h = (i >> 1) & 1;
@@ -59,22 +84,71 @@ FP8ATTN_ARCH_FN float store_output(const AttentionFwdParams& p, const arch::Wgmm
     if (row >= rows_end) continue;
     const int col = col0 + 8 * (i >> 2) + 2 * q + (i & 1);
     const int64_t at = p.out_batch_stride * batch + p.out_seq_stride * row + p.out_head_stride * head + p.out_dim_stride * col;
-    const float value = o[i] * factor[h];
+    const float value = o[i] * out.factor[h];
     if constexpr (kAmaxO) {
       const float magnitude = value < 0.0f ? -value : value;
       if (amax < magnitude) amax = magnitude;
     }
     store_out_element(p, at, value);
   }
-  if (p.lse != nullptr && q == 0 && write_lse)
-    FP8ATTN_UNROLL
-    for (int h = 0; h < 2; ++h) {
-      const int64_t row = row_lo + 8 * h;
-      if (row < rows_end)
-        p.lse[p.lse_batch_stride * batch + p.lse_seq_stride * row + p.lse_head_stride * head] =
-            row_lse(rows.max[h], l[h], scale_log2, p.p_scale_log2);
-    }
+  store_lse(p, rows, out, batch, head, row_lo, rows_end, write_lse, scale_log2);
   return amax;
+}
+
+/// store_output's BF16 output through shared memory and TMA stores (FwdConfig::kTmaOut, with
+/// p.tma_out): the warpgroup writes its 64 rows × kHeadDimO columns into `stage` (its
+/// FwdConfig::kOBoxes boxes of 64 columns, 128B-swizzled), and its leader stores each box at
+/// {col0 + 64c, head, wg_row0, batch}; the map's bounds clip the rows past the sequence. Same
+/// values and rounding as store_output, so the same bits.
+/// NOTE: FlashAttention-3's epilogue: one bulk store per box in place of 2-byte stores scattered
+/// over 64 rows. A thread's two adjacent columns go as one 4-byte write; with the 128B swizzle the
+/// 8 rows × 4 threads of a warp's write fall in 32 distinct banks. The leader waits until the
+/// previous tile's stores have read the stage before anyone writes it, and the stores of the last
+/// tile before the warpgroup exits (wait_o_stage_read).
+template <class Cfg, bool kAmaxO>
+FP8ATTN_ARCH_FN float store_output_tma(const AttentionFwdParams& p, uint8_t* stage, unsigned stage_barrier, bool leader,
+                                       const arch::WgmmaAccF32<Cfg::kHeadDimO>& o, const FwdRowState& rows,
+                                       int32_t batch, int32_t head, int32_t wg_row0, int64_t row_lo, int64_t rows_end,
+                                       int col0, bool write_lse, float scale_log2, float v_descale) {
+  const unsigned t = arch::thread_idx_in_warpgroup();
+  const uint32_t q = t % 4, stage_row = 16 * (t / 32) + (t % 32) / 4;  // the h = 0 row among the 64
+  float amax = 0.0f;
+  const FwdOutRows out = output_rows(rows, v_descale);
+  if (leader) arch::tma_store_wait_read<0>();
+  arch::named_barrier_sync(stage_barrier, 128);
+  FP8ATTN_UNROLL
+  for (int i = 0; i < Cfg::kHeadDimO / 2; i += 2) {  // registers i, i + 1: columns c, c + 1 of row h
+    const int h = (i >> 1) & 1;
+    const float v0 = o[i] * out.factor[h], v1 = o[i + 1] * out.factor[h];
+    if constexpr (kAmaxO) {
+      if (row_lo + 8 * h < rows_end) {
+        const float m0 = v0 < 0.0f ? -v0 : v0, m1 = v1 < 0.0f ? -v1 : v1;
+        if (amax < m0) amax = m0;
+        if (amax < m1) amax = m1;
+      }
+    }
+    const uint32_t col = 8u * static_cast<uint32_t>(i >> 2) + 2u * q;
+    const uint32_t line = (stage_row + 8u * static_cast<uint32_t>(h)) * 128u + (col % 64u) * 2u;
+    arch::smem_store(reinterpret_cast<uint32_t*>(stage + (col / 64u) * Cfg::kOBoxBytes +
+                                                 arch::swizzle_address(line, arch::Swizzle::B128)),
+                     arch::cvt_bf16x2(v0, v1));
+  }
+  // NOTE: the stage's generic-proxy writes are made visible to the TMA (async proxy) before the
+  // barrier after which the leader issues the stores.
+  arch::fence_proxy_async_shared_cta();
+  arch::named_barrier_sync(stage_barrier, 128);
+  if (leader) {
+    FP8ATTN_UNROLL
+    for (int c = 0; c < Cfg::kOBoxes; ++c) arch::tma_store<4>(p.tma_o, stage + c * Cfg::kOBoxBytes, {col0 + 64 * c, head, wg_row0, batch});
+    arch::tma_store_commit_group();
+  }
+  store_lse(p, rows, out, batch, head, row_lo, rows_end, write_lse, scale_log2);
+  return amax;
+}
+
+/// The warpgroup's last stores have read its stage (before the CTA's shared memory goes away).
+FP8ATTN_ARCH_FN void wait_o_stage_read(bool leader) {
+  if (leader) arch::tma_store_wait_read<0>();
 }
 
 /// Shared-memory slots of the telemetry merge: one per consumer warp.

@@ -16,6 +16,7 @@ inline FwdKernelShape fwd_kernel_shape_of(const FwdKernelKey& key) {
     using Cfg = decltype(cfg);
     shape.threads = Cfg::kThreads;
     shape.smem_bytes = attention_fwd_smem_bytes<Cfg>();
+    shape.tma_out = Cfg::kTmaOut;
   };
   // NOTE: sizes only: a decode key's kernel is compiled in kernels/sm90/decode, not here.
   if (key.decode) with_decode_config(key.head_dim, key.promotion, key.telemetry, key.input, read);

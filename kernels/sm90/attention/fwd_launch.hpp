@@ -19,6 +19,7 @@ namespace fp8attn::sm90 {
 struct FwdLaunch {
   FwdKernelKey key{};
   arch::TensorMapSpec q, k, v;
+  arch::TensorMapSpec o;  ///< the output's map when args.tma_out
   FwdArguments args;
   unsigned grid = 0;     ///< persistent CTAs: min(tiles, SMs)
   unsigned threads = 0;
@@ -36,6 +37,7 @@ struct FwdLaunch {
 struct FwdKernelShape {
   unsigned threads = 0;
   size_t smem_bytes = 0;
+  bool tma_out = false;  ///< it can store a BF16 O through TMA (FwdConfig::kTmaOut)
 };
 FwdKernelShape fwd_kernel_shape(const FwdKernelKey& key);
 

@@ -244,11 +244,24 @@ FP8ATTN_ARCH_FN void run_consumer(const AttentionFwdParams& p, FwdSharedStorage<
     }
     // NOTE: the telemetry kernels also measure max |O| (amax_o): the same per-CTA merge, and the
     // API runs them whenever a call asks for an amax (capi/forward_api.cpp).
-    const float amax_o = store_output<Cfg::kHeadDimO, Cfg::kTelemetry>(
-        p, o, rows, tile.batch, tile.head, tile.q_offset + tile.row0 + my_row, tile.q_offset + tile.row0 + tile.rows,
-        role.col0, role.row_owner, sb.scale_log2, v_descale);
+    const int64_t row_lo = tile.q_offset + tile.row0 + my_row, rows_end = tile.q_offset + tile.row0 + tile.rows;
+    float amax_o;
+    if constexpr (Cfg::kTmaOut) {
+      amax_o = p.tma_out ? store_output_tma<Cfg, Cfg::kTelemetry>(
+                               p, smem.o_stage + role.consumer * Cfg::kOBoxes * Cfg::kOBoxBytes,
+                               barrier_id(FwdBarrier::kOStage0, role.consumer), role.wg_leader, o, rows, tile.batch,
+                               tile.head, tile.row0 + 64 * static_cast<int32_t>(role.rows), row_lo, rows_end,
+                               role.col0, role.row_owner, sb.scale_log2, v_descale)
+                         : store_output<Cfg::kHeadDimO, Cfg::kTelemetry>(p, o, rows, tile.batch, tile.head, row_lo,
+                                                                         rows_end, role.col0, role.row_owner,
+                                                                         sb.scale_log2, v_descale);
+    } else {
+      amax_o = store_output<Cfg::kHeadDimO, Cfg::kTelemetry>(p, o, rows, tile.batch, tile.head, row_lo, rows_end,
+                                                             role.col0, role.row_owner, sb.scale_log2, v_descale);
+    }
     if constexpr (Cfg::kTelemetry) flush_amax_o(amax_o, slots);
   }
+  if constexpr (Cfg::kTmaOut) wait_o_stage_read(role.wg_leader);
   if (role.consumer == 0) arch::named_barrier_sync(role.my_turn, 256);
   if constexpr (Cfg::kTelemetry) merge_telemetry<Cfg::kConsumers>(p, slots, barrier_id(FwdBarrier::kTelemetryMerge));
 }

@@ -83,6 +83,10 @@ struct FwdArguments {
   FwdOutput out_type = FwdOutput::BF16;
   float out_scale = 1.0f;  ///< E4M3 output only (cuDNN's scale_o)
   int64_t out_batch_stride = 0, out_seq_stride = 0, out_head_stride = 0, out_dim_stride = 1;
+  /// O goes out through shared memory and TMA stores of tma_o (kernels with FwdConfig::kTmaOut):
+  /// the plan sets it for a BF16 output of fixed-length sequences that TMA can write (dim stride 1,
+  /// 16-byte strides and base). Rows past the sequence are clipped by the map's bounds.
+  bool tma_out = false;
   float* lse = nullptr;  ///< optional
   int64_t lse_batch_stride = 0, lse_seq_stride = 0, lse_head_stride = 0;
   const int32_t* cu_seqlens_q = nullptr;  ///< varlen iff non-null (then cu_seqlens_k too, unless paged)
@@ -111,11 +115,12 @@ struct FwdArguments {
   FwdDecode decode;  ///< GQA-packed decode tiles (the decode kernels, kernels/sm90/decode)
 };
 
-/// The kernel's parameters: the arguments plus Q, K, V as 4D tensor maps {dim, head, seq,
+/// The kernel's parameters: the arguments plus Q, K, V (and O) as 4D tensor maps {dim, head, seq,
 /// batch}, which each device runtime encodes its own way (ptx/tma_tensor_map.hpp). Packed
 /// (varlen) inputs have batch = 1 and take each sequence's first row from cu_seqlens.
 struct AttentionFwdParams : FwdArguments {
   arch::TensorMap tma_q, tma_k, tma_v;
+  arch::TensorMap tma_o;  ///< the output {dim, head, seq, batch}, box 64 × 1 × 64 × 1 (with tma_out)
 };
 
 /// Named barriers of the kernel (ids 1..15; 0 is __syncthreads). NOTE: the pingpong schedule
@@ -124,6 +129,7 @@ struct AttentionFwdParams : FwdArguments {
 /// FlashAttention-3's warp scheduler barriers do.
 enum class FwdBarrier : unsigned {
   kConsumerTurn0 = 1,    ///< ids 1..kConsumers: consumer c's turn on the tensor cores
+  kOStage0 = 4,          ///< ids 4..3 + kConsumers: consumer c's threads around its O stage (tma_out)
   kTelemetryMerge = 8,   ///< the consumers' slots of the telemetry merge are written
   kProducerVt = 9,       ///< the producer warpgroup's parts of a stage's Vᵀ (or gathered K, V) are written
   /// ids 10..9 + kConsumers: consumer c's threads have read the stage's per-token descales

@@ -22,6 +22,7 @@ template <class Base>
 struct DecodeConfig : Base {
   static constexpr bool kDecode = true;
   static constexpr bool kIntraWgOverlap = false;
+  static constexpr bool kTmaOut = false;  ///< decode stores packed rows (decode_epilogue.hpp)
   static constexpr uint32_t kProducerRegisters = 40;
   static constexpr uint32_t kConsumerRegisters = Base::kConsumers == 2 ? 232 : 152;
   static_assert(arch::register_budgets_fit(Base::kThreads, kProducerRegisters, Base::kConsumers, kConsumerRegisters),

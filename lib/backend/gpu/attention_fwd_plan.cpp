@@ -290,6 +290,20 @@ sm90::FwdLaunch plan_attention_fwd(const AttentionConfig& c, const AttentionProb
   a.out_scale = p.out_scale;
   copy_strides(p.out, a.out_batch_stride, a.out_seq_stride, a.out_head_stride);
   a.out_dim_stride = p.out.dim_stride;
+  // NOTE: a BF16 O of fixed-length sequences goes out through TMA stores where the kernel has a
+  // stage for it (FwdConfig::kTmaOut): the map's seq extent clips each tile's rows at the
+  // sequence's end. Packed (varlen) sequences follow each other in the tensor, so a clipped box
+  // would spill into the next one, and F32 and E4M3 outputs have no stage: those store from
+  // registers, as does an output TMA cannot write (a stride or base off 16 bytes).
+  if (shape.tma_out && !c.decode && !p.varlen && p.out.dtype == FP8ATTN_DTYPE_BF16 && p.out.dim_stride == 1) {
+    try {
+      l.o = attention_tensor_map("out", p.out, arch::TmaDataType::BFloat16, p.padded_seqlen_q, c.num_heads_q, p.batch,
+                                 c.head_dim_v, 64, 64, arch::Swizzle::B128);
+      a.tma_out = true;
+    } catch (const Error&) {
+      a.tma_out = false;
+    }
+  }
   copy_sequence_args(c, p, a);
   if (paged) plan_paged_kv(c, p, workspace, l, type, chunk, swizzle);
   a.m_blocks = static_cast<int32_t>((p.max_seqlen_q + c.tile.block_m - 1) / c.tile.block_m);
