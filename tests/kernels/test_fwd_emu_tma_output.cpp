@@ -100,8 +100,10 @@ TEST(FwdTmaOutput, PlanStoresThroughTmaWhereTheKernelAndTheLayoutAllow) {
   EXPECT_TRUE(plans_tma_out({s, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_BF16, 1}));
   EXPECT_TRUE(plans_tma_out({{2, 100, 130, 2, 1, 256}, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_BF16, 2}));
   EXPECT_TRUE(plans_tma_out({s, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_BF16, 0, 8})) << "rows padded by 16 bytes";
+  // BF16 inputs at head_dims 128 and 256 stage O in Q's buffer (fwd_config.hpp, kOStageInQ).
+  EXPECT_TRUE(plans_tma_out({s, FP8ATTN_DTYPE_BF16}));
+  EXPECT_TRUE(plans_tma_out({{2, 100, 130, 2, 1, 256}, FP8ATTN_DTYPE_BF16}));
   // No stage in the kernel (no shared-memory or register room for it: fwd_config.hpp).
-  EXPECT_FALSE(plans_tma_out({s, FP8ATTN_DTYPE_BF16}));
   EXPECT_FALSE(plans_tma_out({s, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_BF16, 2}));
   EXPECT_FALSE(plans_tma_out({{2, 100, 130, 2, 1, 256}}));
   // Outputs the stage does not hold, packed sequences, and a row stride TMA cannot write.
@@ -116,8 +118,11 @@ PaddedOut run_padded(const AttentionShape& s, int32_t input, workloads::Quantize
                      const std::string& schedule) {
   PaddedOut out(s, 8, 3);
   if (!schedule.empty()) setenv("FP8ATTN_EMULATOR_SCHEDULE", schedule.c_str(), 1);
+  // Two CTAs, so that each runs several tiles: a stage reused, Q reloaded after its stores.
+  setenv("FP8ATTN_EMULATOR_SMS", "2", 1);
   fp8attn_context ctx = training_test::make_context(backend);
   unsetenv("FP8ATTN_EMULATOR_SCHEDULE");
+  unsetenv("FP8ATTN_EMULATOR_SMS");
   fp8attn_attention_desc desc = workloads::make_desc(s, input, FP8ATTN_DTYPE_BF16);
   desc.causal = 1;
   fp8attn_plan plan = nullptr;
@@ -169,6 +174,20 @@ TEST(FwdTmaOutput, PaddedOutputMatchesTheEngineAndKeepsItsGapsE4m3HeadDim128) {
   const AttentionShape s{2, 100, 150, 2, 1, 128};
   ASSERT_TRUE(plans_tma_out({s, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_BF16, 0, 8}));
   expect_padded_output_matches_the_engine(s, FP8ATTN_DTYPE_E4M3);
+}
+
+// O staged in Q's buffer; causal with more queries than keys, so the first query tile sees no key
+// (no Q load: its O, all zeros, is stored from registers while the producer may load the next Q).
+TEST(FwdTmaOutput, PaddedOutputMatchesTheEngineAndKeepsItsGapsBf16HeadDim128InQsBuffer) {
+  const AttentionShape s{2, 200, 60, 2, 1, 128};
+  ASSERT_TRUE(plans_tma_out({s, FP8ATTN_DTYPE_BF16, FP8ATTN_DTYPE_BF16, 0, 8}));
+  expect_padded_output_matches_the_engine(s, FP8ATTN_DTYPE_BF16);
+}
+
+TEST(FwdTmaOutput, PaddedOutputMatchesTheEngineAndKeepsItsGapsBf16HeadDim256InQsBuffer) {
+  const AttentionShape s{1, 150, 170, 2, 2, 256};
+  ASSERT_TRUE(plans_tma_out({s, FP8ATTN_DTYPE_BF16, FP8ATTN_DTYPE_BF16, 0, 8}));
+  expect_padded_output_matches_the_engine(s, FP8ATTN_DTYPE_BF16);
 }
 
 TEST(FwdTmaOutput, PaddedOutputMatchesTheEngineAndKeepsItsGapsBf16HeadDim64) {

@@ -133,23 +133,29 @@ struct FwdConfig {
   /// The BF16 output through shared memory and TMA stores (fwd_epilogue.hpp, store_output_tma):
   /// each consumer warpgroup stages its 64 rows × kHeadDimO columns in boxes of 64 columns (128 B
   /// rows, 128B swizzle), where the shared memory has room for a stage of its own.
-  /// NOTE: no room (the CTA's 227 KB) in the BF16 kernels at head_dims 128 and 256 and in E4M3's
-  /// Off and every-block kernels at 256 (stages of 32 and 64 KB against 15, 0 and 49 KB free);
-  /// and no register room in E4M3's every-N kernels at 64 and 128, whose fresh tile already takes
-  /// the consumers to their budget (the second path spilled 4 bytes without telemetry: ptxas
-  /// -warn-spills). Those store O from registers, as does every call whose output is not a BF16
-  /// tensor TMA can write (fwd_params.hpp, FwdArguments::tma_out).
-  static constexpr bool kTmaOut = kHeadDim == 256 ? !kBf16 && kPromotion == PvPromotion::EveryN
-                                                  : (kHeadDim == 64 || !kBf16) && kPromotion != PvPromotion::EveryN;
+  /// NOTE: the BF16 kernels at head_dims 128 and 256 have no room for a stage (15 and 0 KB free
+  /// under the CTA's 227 KB, for 32 and 64 KB): they stage O in Q's buffer (kOStageInQ), where a
+  /// warpgroup's 64 rows of a 128-byte Q chunk are exactly one box of BF16 O, and free Q only once
+  /// the stores have read it. E4M3's off and every-block kernels at 256 have neither (49 KB free,
+  /// and a warpgroup's Q rows hold half its O), and E4M3's every-N kernels at 64 and 128 no
+  /// register room (their fresh tile fills the consumers' budget; the stage's path spilled 4 bytes
+  /// without telemetry: ptxas -warn-spills). Those store O from registers, as does every call whose
+  /// output is not a BF16 tensor TMA can write (fwd_params.hpp, FwdArguments::tma_out).
+  static constexpr bool kOStageInQ = kBf16 && kHeadDim > 64;
+  static constexpr bool kTmaOut = kHeadDim == 256 ? kBf16 || kPromotion == PvPromotion::EveryN
+                                                  : kBf16 || kPromotion != PvPromotion::EveryN;
   static constexpr uint32_t kOBoxBytes = 64u * 128u;  ///< one box: 64 rows × 64 BF16 columns
   static constexpr int kOBoxes = kHeadDimO / 64;      ///< boxes per warpgroup
+  /// Bytes from one of a warpgroup's boxes to the next: adjacent in a stage of its own, a Q chunk
+  /// apart in Q's buffer.
+  static constexpr uint32_t kOBoxStride = kOStageInQ ? kQChunkBytes : kOBoxBytes;
   static constexpr uint32_t kOStageBytes = kConsumers * kOBoxes * kOBoxBytes;
 };
 
 /// O's stage (FwdConfig::kTmaOut): consumer c's boxes from o_stage + c · kOBoxes · kOBoxBytes.
 /// NOTE: a base class, empty in the kernels without one: a placeholder member would take 16 bytes
 /// and move the swizzled tiles after it off their 1024-byte period.
-template <class Cfg, bool = Cfg::kTmaOut>
+template <class Cfg, bool = Cfg::kTmaOut && !Cfg::kOStageInQ>
 struct FwdOStage {};
 template <class Cfg>
 struct FwdOStage<Cfg, true> {
@@ -193,7 +199,7 @@ struct FwdSharedStorage : FwdOStage<Cfg> {
   // (Q·Kᵀ's operands, 64B or 128B swizzle), V (BF16: P·V's B through 128B swizzle) and Vᵀ (32B
   // swizzle when loaded by TMA).
   static_assert(Cfg::kQChunkBytes % 1024 == 0 && Cfg::kKChunkBytes % 1024 == 0 && Cfg::kVBytes % 1024 == 0 &&
-                    (!Cfg::kTmaOut || Cfg::kOStageBytes % 1024 == 0),
+                    (!Cfg::kTmaOut || Cfg::kOStageInQ || Cfg::kOStageBytes % 1024 == 0),
                 "each tile a whole number of 1024-byte periods, so the next starts on one");
 };
 

@@ -97,7 +97,7 @@ FP8ATTN_ARCH_FN float store_output(const AttentionFwdParams& p, const arch::Wgmm
 
 /// store_output's BF16 output through shared memory and TMA stores (FwdConfig::kTmaOut, with
 /// p.tma_out): the warpgroup writes its 64 rows × kHeadDimO columns into `stage` (its
-/// FwdConfig::kOBoxes boxes of 64 columns, 128B-swizzled), and its leader stores each box at
+/// FwdConfig::kOBoxes boxes of 64 columns, 128B-swizzled, kOBoxStride apart), and its leader stores each box at
 /// {col0 + 64c, head, wg_row0, batch}; the map's bounds clip the rows past the sequence. Same
 /// values and rounding as store_output, so the same bits.
 /// NOTE: FlashAttention-3's epilogue: one bulk store per box in place of 2-byte stores scattered
@@ -129,7 +129,7 @@ FP8ATTN_ARCH_FN float store_output_tma(const AttentionFwdParams& p, uint8_t* sta
     }
     const uint32_t col = 8u * static_cast<uint32_t>(i >> 2) + 2u * q;
     const uint32_t line = (stage_row + 8u * static_cast<uint32_t>(h)) * 128u + (col % 64u) * 2u;
-    arch::smem_store(reinterpret_cast<uint32_t*>(stage + (col / 64u) * Cfg::kOBoxBytes +
+    arch::smem_store(reinterpret_cast<uint32_t*>(stage + (col / 64u) * Cfg::kOBoxStride +
                                                  arch::swizzle_address(line, arch::Swizzle::B128)),
                      arch::cvt_bf16x2(v0, v1));
   }
@@ -139,7 +139,7 @@ FP8ATTN_ARCH_FN float store_output_tma(const AttentionFwdParams& p, uint8_t* sta
   arch::named_barrier_sync(stage_barrier, 128);
   if (leader) {
     FP8ATTN_UNROLL
-    for (int c = 0; c < Cfg::kOBoxes; ++c) arch::tma_store<4>(p.tma_o, stage + c * Cfg::kOBoxBytes, {col0 + 64 * c, head, wg_row0, batch});
+    for (int c = 0; c < Cfg::kOBoxes; ++c) arch::tma_store<4>(p.tma_o, stage + c * Cfg::kOBoxStride, {col0 + 64 * c, head, wg_row0, batch});
     arch::tma_store_commit_group();
   }
   store_lse(p, rows, out, batch, head, row_lo, rows_end, write_lse, scale_log2);

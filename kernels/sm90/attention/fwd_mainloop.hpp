@@ -183,6 +183,15 @@ FP8ATTN_ARCH_FN void run_blocks_serial(const AttentionFwdParams& p, FwdSharedSto
   }
 }
 
+/// This warpgroup's O stage (FwdConfig::kTmaOut): its boxes in the stage of its own, or its 64
+/// rows of each Q chunk (kOStageInQ; BF16: one box per 128-byte chunk, kOBoxBytes into it per
+/// warpgroup, as Q's TMA load placed the rows).
+template <class Cfg>
+FP8ATTN_ARCH_FN uint8_t* o_stage_of(FwdSharedStorage<Cfg>& smem, const FwdConsumerRole& role) {
+  if constexpr (Cfg::kOStageInQ) return &smem.q[0][0] + role.rows * Cfg::kOBoxBytes;
+  else return smem.o_stage + role.consumer * Cfg::kOBoxes * Cfg::kOBoxBytes;
+}
+
 /// A consumer warpgroup's loop over the CTA's tiles.
 template <class Cfg>
 FP8ATTN_ARCH_FN void run_consumer(const AttentionFwdParams& p, FwdSharedStorage<Cfg>& smem, FwdTelemetrySlots& slots) {
@@ -229,12 +238,16 @@ FP8ATTN_ARCH_FN void run_consumer(const AttentionFwdParams& p, FwdSharedStorage<
     if constexpr (kEveryN) fill(fresh, 0.0f);
     FwdRowState rows{{kNegInf, kNegInf}, {0.0f, 0.0f}};
     // NOTE: a tile without KV blocks has no Q load to wait for (run_loads): O = 0, LSE = −inf.
+    // Its O does not go through a stage in Q's buffer (kOStageInQ): the producer may be loading
+    // the next tile's Q there.
+    const bool stage_o = Cfg::kTmaOut && p.tma_out && (!Cfg::kOStageInQ || tile.kv.count() > 0);
+    const bool q_holds_o = Cfg::kOStageInQ && stage_o;  // Q is freed after the stores read O
     if (tile.kv.count() > 0) {
       arch::mbarrier_wait_parity(&smem.q_full, q_phase);
       q_phase ^= 1u;
       if constexpr (Cfg::kIntraWgOverlap) run_blocks_overlapped<Cfg>(p, smem, tile, ta, role, sb, kv, o, fresh, rows, tel);
       else run_blocks_serial<Cfg>(p, smem, tile, ta, role, sb, kv, o, fresh, rows, tel);
-      if (role.wg_leader) arch::mbarrier_arrive(&smem.q_empty);
+      if (role.wg_leader && !q_holds_o) arch::mbarrier_arrive(&smem.q_empty);
     }
     if constexpr (Cfg::kTelemetry) {
       // NOTE: with the head-dim split both warpgroups run the same softmax on the same rows; only
@@ -247,8 +260,8 @@ FP8ATTN_ARCH_FN void run_consumer(const AttentionFwdParams& p, FwdSharedStorage<
     const int64_t row_lo = tile.q_offset + tile.row0 + my_row, rows_end = tile.q_offset + tile.row0 + tile.rows;
     float amax_o;
     if constexpr (Cfg::kTmaOut) {
-      amax_o = p.tma_out ? store_output_tma<Cfg, Cfg::kTelemetry>(
-                               p, smem.o_stage + role.consumer * Cfg::kOBoxes * Cfg::kOBoxBytes,
+      amax_o = stage_o ? store_output_tma<Cfg, Cfg::kTelemetry>(
+                               p, o_stage_of<Cfg>(smem, role),
                                barrier_id(FwdBarrier::kOStage0, role.consumer), role.wg_leader, o, rows, tile.batch,
                                tile.head, tile.row0 + 64 * static_cast<int32_t>(role.rows), row_lo, rows_end,
                                role.col0, role.row_owner, sb.scale_log2, v_descale)
@@ -258,6 +271,12 @@ FP8ATTN_ARCH_FN void run_consumer(const AttentionFwdParams& p, FwdSharedStorage<
     } else {
       amax_o = store_output<Cfg::kHeadDimO, Cfg::kTelemetry>(p, o, rows, tile.batch, tile.head, row_lo, rows_end,
                                                              role.col0, role.row_owner, sb.scale_log2, v_descale);
+    }
+    if constexpr (Cfg::kOStageInQ) {
+      if (q_holds_o) {
+        wait_o_stage_read(role.wg_leader);
+        if (role.wg_leader) arch::mbarrier_arrive(&smem.q_empty);
+      }
     }
     if constexpr (Cfg::kTelemetry) flush_amax_o(amax_o, slots);
   }
