@@ -100,12 +100,14 @@ TEST(FwdTmaOutput, PlanStoresThroughTmaWhereTheKernelAndTheLayoutAllow) {
   EXPECT_TRUE(plans_tma_out({s, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_BF16, 1}));
   EXPECT_TRUE(plans_tma_out({{2, 100, 130, 2, 1, 256}, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_BF16, 2}));
   EXPECT_TRUE(plans_tma_out({s, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_BF16, 0, 8})) << "rows padded by 16 bytes";
+  // E4M3 off and every-block at 256 store half of O at a time (fwd_config.hpp, kORounds).
+  EXPECT_TRUE(plans_tma_out({{2, 100, 130, 2, 1, 256}}));
+  EXPECT_TRUE(plans_tma_out({{2, 100, 130, 2, 1, 256}, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_BF16, 1}));
   // BF16 inputs at head_dims 128 and 256 stage O in Q's buffer (fwd_config.hpp, kOStageInQ).
   EXPECT_TRUE(plans_tma_out({s, FP8ATTN_DTYPE_BF16}));
   EXPECT_TRUE(plans_tma_out({{2, 100, 130, 2, 1, 256}, FP8ATTN_DTYPE_BF16}));
   // No stage in the kernel (no shared-memory or register room for it: fwd_config.hpp).
   EXPECT_FALSE(plans_tma_out({s, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_BF16, 2}));
-  EXPECT_FALSE(plans_tma_out({{2, 100, 130, 2, 1, 256}}));
   // Outputs the stage does not hold, packed sequences, and a row stride TMA cannot write.
   EXPECT_FALSE(plans_tma_out({s, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_F32}));
   EXPECT_FALSE(plans_tma_out({s, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_E4M3}));
@@ -188,6 +190,13 @@ TEST(FwdTmaOutput, PaddedOutputMatchesTheEngineAndKeepsItsGapsBf16HeadDim256InQs
   const AttentionShape s{1, 150, 170, 2, 2, 256};
   ASSERT_TRUE(plans_tma_out({s, FP8ATTN_DTYPE_BF16, FP8ATTN_DTYPE_BF16, 0, 8}));
   expect_padded_output_matches_the_engine(s, FP8ATTN_DTYPE_BF16);
+}
+
+// Half of O through the stage at a time (two rounds of stores).
+TEST(FwdTmaOutput, PaddedOutputMatchesTheEngineAndKeepsItsGapsE4m3HeadDim256InTwoRounds) {
+  const AttentionShape s{2, 140, 110, 2, 1, 256};
+  ASSERT_TRUE(plans_tma_out({s, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_BF16, 0, 8}));
+  expect_padded_output_matches_the_engine(s, FP8ATTN_DTYPE_E4M3);
 }
 
 TEST(FwdTmaOutput, PaddedOutputMatchesTheEngineAndKeepsItsGapsBf16HeadDim64) {

@@ -136,20 +136,22 @@ struct FwdConfig {
   /// NOTE: the BF16 kernels at head_dims 128 and 256 have no room for a stage (15 and 0 KB free
   /// under the CTA's 227 KB, for 32 and 64 KB): they stage O in Q's buffer (kOStageInQ), where a
   /// warpgroup's 64 rows of a 128-byte Q chunk are exactly one box of BF16 O, and free Q only once
-  /// the stores have read it. E4M3's off and every-block kernels at 256 have neither (49 KB free,
-  /// and a warpgroup's Q rows hold half its O), and E4M3's every-N kernels at 64 and 128 no
-  /// register room (their fresh tile fills the consumers' budget; the stage's path spilled 4 bytes
-  /// without telemetry: ptxas -warn-spills). Those store O from registers, as does every call whose
-  /// output is not a BF16 tensor TMA can write (fwd_params.hpp, FwdArguments::tma_out).
+  /// the stores have read it. E4M3's off and every-block kernels at 256 store half of O at a time
+  /// (kORounds). E4M3's every-N kernels at 64 and 128 have no register room (their fresh tile
+  /// fills the consumers' budget; the stage's path spilled 4 bytes without telemetry: ptxas
+  /// -warn-spills): they store O from registers, as does every call whose output is not a BF16
+  /// tensor TMA can write (fwd_params.hpp, FwdArguments::tma_out).
   static constexpr bool kOStageInQ = kBf16 && kHeadDim > 64;
-  static constexpr bool kTmaOut = kHeadDim == 256 ? kBf16 || kPromotion == PvPromotion::EveryN
-                                                  : kBf16 || kPromotion != PvPromotion::EveryN;
+  static constexpr bool kTmaOut = kHeadDim == 256 || kBf16 || kPromotion != PvPromotion::EveryN;
+  /// Rounds of the stores through a stage that holds 1 / kORounds of a warpgroup's O: E4M3's off
+  /// and every-block kernels at 256 have 49 KB free, room for half of their 64 KB.
+  static constexpr int kORounds = kHeadDim == 256 && !kBf16 && kPromotion != PvPromotion::EveryN ? 2 : 1;
   static constexpr uint32_t kOBoxBytes = 64u * 128u;  ///< one box: 64 rows × 64 BF16 columns
   static constexpr int kOBoxes = kHeadDimO / 64;      ///< boxes per warpgroup
   /// Bytes from one of a warpgroup's boxes to the next: adjacent in a stage of its own, a Q chunk
   /// apart in Q's buffer.
   static constexpr uint32_t kOBoxStride = kOStageInQ ? kQChunkBytes : kOBoxBytes;
-  static constexpr uint32_t kOStageBytes = kConsumers * kOBoxes * kOBoxBytes;
+  static constexpr uint32_t kOStageBytes = kConsumers * (kOBoxes / kORounds) * kOBoxBytes;
 };
 
 /// O's stage (FwdConfig::kTmaOut): consumer c's boxes from o_stage + c · kOBoxes · kOBoxBytes.

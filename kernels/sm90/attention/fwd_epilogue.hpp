@@ -97,7 +97,8 @@ FP8ATTN_ARCH_FN float store_output(const AttentionFwdParams& p, const arch::Wgmm
 
 /// store_output's BF16 output through shared memory and TMA stores (FwdConfig::kTmaOut, with
 /// p.tma_out): the warpgroup writes its 64 rows × kHeadDimO columns into `stage` (its
-/// FwdConfig::kOBoxes boxes of 64 columns, 128B-swizzled, kOBoxStride apart), and its leader stores each box at
+/// FwdConfig::kOBoxes boxes of 64 columns, 128B-swizzled, kOBoxStride apart; in kORounds rounds
+/// where the stage holds a part of them), and its leader stores each box at
 /// {col0 + 64c, head, wg_row0, batch}; the map's bounds clip the rows past the sequence. Same
 /// values and rounding as store_output, so the same bits.
 /// NOTE: FlashAttention-3's epilogue: one bulk store per box in place of 2-byte stores scattered
@@ -114,33 +115,41 @@ FP8ATTN_ARCH_FN float store_output_tma(const AttentionFwdParams& p, uint8_t* sta
   const uint32_t q = t % 4, stage_row = 16 * (t / 32) + (t % 32) / 4;  // the h = 0 row among the 64
   float amax = 0.0f;
   const FwdOutRows out = output_rows(rows, v_descale);
-  if (leader) arch::tma_store_wait_read<0>();
-  arch::named_barrier_sync(stage_barrier, 128);
+  constexpr int kRoundRegs = Cfg::kHeadDimO / 2 / Cfg::kORounds, kRoundBoxes = Cfg::kOBoxes / Cfg::kORounds;
   FP8ATTN_UNROLL
-  for (int i = 0; i < Cfg::kHeadDimO / 2; i += 2) {  // registers i, i + 1: columns c, c + 1 of row h
-    const int h = (i >> 1) & 1;
-    const float v0 = o[i] * out.factor[h], v1 = o[i + 1] * out.factor[h];
-    if constexpr (kAmaxO) {
-      if (row_lo + 8 * h < rows_end) {
-        const float m0 = v0 < 0.0f ? -v0 : v0, m1 = v1 < 0.0f ? -v1 : v1;
-        if (amax < m0) amax = m0;
-        if (amax < m1) amax = m1;
-      }
-    }
-    const uint32_t col = 8u * static_cast<uint32_t>(i >> 2) + 2u * q;
-    const uint32_t line = (stage_row + 8u * static_cast<uint32_t>(h)) * 128u + (col % 64u) * 2u;
-    arch::smem_store(reinterpret_cast<uint32_t*>(stage + (col / 64u) * Cfg::kOBoxStride +
-                                                 arch::swizzle_address(line, arch::Swizzle::B128)),
-                     arch::cvt_bf16x2(v0, v1));
-  }
-  // NOTE: the stage's generic-proxy writes are made visible to the TMA (async proxy) before the
-  // barrier after which the leader issues the stores.
-  arch::fence_proxy_async_shared_cta();
-  arch::named_barrier_sync(stage_barrier, 128);
-  if (leader) {
+  for (int round = 0; round < Cfg::kORounds; ++round) {  // kRoundBoxes boxes of O at a time
+    if (leader) arch::tma_store_wait_read<0>();
+    arch::named_barrier_sync(stage_barrier, 128);
     FP8ATTN_UNROLL
-    for (int c = 0; c < Cfg::kOBoxes; ++c) arch::tma_store<4>(p.tma_o, stage + c * Cfg::kOBoxStride, {col0 + 64 * c, head, wg_row0, batch});
-    arch::tma_store_commit_group();
+    // Registers i, i + 1: columns c, c + 1 of row h.
+    for (int i = round * kRoundRegs; i < (round + 1) * kRoundRegs; i += 2) {
+      const int h = (i >> 1) & 1;
+      const float v0 = o[i] * out.factor[h], v1 = o[i + 1] * out.factor[h];
+      if constexpr (kAmaxO) {
+        if (row_lo + 8 * h < rows_end) {
+          const float m0 = v0 < 0.0f ? -v0 : v0, m1 = v1 < 0.0f ? -v1 : v1;
+          if (amax < m0) amax = m0;
+          if (amax < m1) amax = m1;
+        }
+      }
+      const uint32_t col = 8u * static_cast<uint32_t>(i >> 2) + 2u * q;
+      const uint32_t line = (stage_row + 8u * static_cast<uint32_t>(h)) * 128u + (col % 64u) * 2u;
+      const uint32_t box = col / 64u - static_cast<uint32_t>(round * kRoundBoxes);
+      arch::smem_store(reinterpret_cast<uint32_t*>(stage + box * Cfg::kOBoxStride +
+                                                   arch::swizzle_address(line, arch::Swizzle::B128)),
+                       arch::cvt_bf16x2(v0, v1));
+    }
+    // NOTE: the stage's generic-proxy writes are made visible to the TMA (async proxy) before the
+    // barrier after which the leader issues the stores.
+    arch::fence_proxy_async_shared_cta();
+    arch::named_barrier_sync(stage_barrier, 128);
+    if (leader) {
+      FP8ATTN_UNROLL
+      for (int c = 0; c < kRoundBoxes; ++c)
+        arch::tma_store<4>(p.tma_o, stage + c * Cfg::kOBoxStride,
+                           {col0 + 64 * (round * kRoundBoxes + c), head, wg_row0, batch});
+      arch::tma_store_commit_group();
+    }
   }
   store_lse(p, rows, out, batch, head, row_lo, rows_end, write_lse, scale_log2);
   return amax;

@@ -189,7 +189,7 @@ FP8ATTN_ARCH_FN void run_blocks_serial(const AttentionFwdParams& p, FwdSharedSto
 template <class Cfg>
 FP8ATTN_ARCH_FN uint8_t* o_stage_of(FwdSharedStorage<Cfg>& smem, const FwdConsumerRole& role) {
   if constexpr (Cfg::kOStageInQ) return &smem.q[0][0] + role.rows * Cfg::kOBoxBytes;
-  else return smem.o_stage + role.consumer * Cfg::kOBoxes * Cfg::kOBoxBytes;
+  else return smem.o_stage + role.consumer * (Cfg::kOBoxes / Cfg::kORounds) * Cfg::kOBoxBytes;
 }
 
 /// A consumer warpgroup's loop over the CTA's tiles.
