@@ -25,6 +25,7 @@
 #endif
 
 #if defined(FP8ATTN_EMU_ASAN)
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 #if defined(FP8ATTN_EMU_TSAN)
@@ -54,6 +55,20 @@ void finish_switch(void* fake_stack_save, const void** bottom_old, size_t* size_
 // NOTE: TSan tracks each fiber as its own thread of execution; flags 0 (not
 // __tsan_switch_to_fiber_no_sync) makes each switch a happens-before edge, which is exactly the
 // ordering the scheduler provides: one fiber runs at a time on a host thread.
+// NOTE: a fiber's stack is a fresh mapping, often at the address of one unmapped before, and a
+// reset stack is laid out anew, while ASan may keep the shadow of the frames last there (their
+// redzones). Once in CI it took a frame's own variable (the wgmma validation's message string)
+// for a redzone, a stack-buffer-overflow with ASan's hint of a false positive under stack
+// switching, and the run did not repeat. So the stack's shadow is cleared whenever a fiber's
+// stack is laid out or unmapped (for large ranges ASan releases the shadow pages: cheap).
+void clear_stack_shadow(void* base, size_t bytes) {
+#if defined(FP8ATTN_EMU_ASAN)
+  __asan_unpoison_memory_region(base, bytes);
+#else
+  (void)base, (void)bytes;
+#endif
+}
+
 void tsan_switch(void* to) {
 #if defined(FP8ATTN_EMU_TSAN)
   __tsan_switch_to_fiber(to, 0);
@@ -103,12 +118,14 @@ Fiber::~Fiber() {
 #if defined(FP8ATTN_EMU_TSAN)
   if (tsan_fiber_ != nullptr) __tsan_destroy_fiber(tsan_fiber_);
 #endif
+  clear_stack_shadow(stack_base_, stack_bytes_);
   munmap(stack_mapping_, mapping_bytes_);
 }
 
 void Fiber::reset(Entry entry, void* arg) {
   entry_ = entry;
   arg_ = arg;
+  clear_stack_shadow(stack_base_, stack_bytes_);
   stack_pointer_ = prepare_stack(stack_base_, stack_bytes_, &fiber_trampoline, this);
 }
 
