@@ -146,7 +146,10 @@ PaddedOut run_padded(const AttentionShape& s, int32_t input, workloads::Quantize
   return out;
 }
 
+/// The padded output (16 bytes after each row, 3 rows after each sequence) through TMA stores
+/// (asserted from the plan first), against the engine under every emulator schedule.
 void expect_padded_output_matches_the_engine(const AttentionShape& s, int32_t input) {
+  ASSERT_TRUE(plans_tma_out({s, input, FP8ATTN_DTYPE_BF16, 0, 8})) << "the plan does not store O through TMA";
   const uint64_t seed = workloads::fresh_seed();
   workloads::QuantizedInputs in =
       workloads::quantize(workloads::normal_inputs(s, seed), input, workloads::ScaleGranularity::PerHead);
@@ -173,36 +176,26 @@ void expect_padded_output_matches_the_engine(const AttentionShape& s, int32_t in
 }
 
 TEST(FwdTmaOutput, PaddedOutputMatchesTheEngineAndKeepsItsGapsE4m3HeadDim128) {
-  const AttentionShape s{2, 100, 150, 2, 1, 128};
-  ASSERT_TRUE(plans_tma_out({s, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_BF16, 0, 8}));
-  expect_padded_output_matches_the_engine(s, FP8ATTN_DTYPE_E4M3);
+  expect_padded_output_matches_the_engine({2, 100, 150, 2, 1, 128}, FP8ATTN_DTYPE_E4M3);
 }
 
 // O staged in Q's buffer; causal with more queries than keys, so the first query tile sees no key
 // (no Q load: its O, all zeros, is stored from registers while the producer may load the next Q).
 TEST(FwdTmaOutput, PaddedOutputMatchesTheEngineAndKeepsItsGapsBf16HeadDim128InQsBuffer) {
-  const AttentionShape s{2, 200, 60, 2, 1, 128};
-  ASSERT_TRUE(plans_tma_out({s, FP8ATTN_DTYPE_BF16, FP8ATTN_DTYPE_BF16, 0, 8}));
-  expect_padded_output_matches_the_engine(s, FP8ATTN_DTYPE_BF16);
+  expect_padded_output_matches_the_engine({2, 200, 60, 2, 1, 128}, FP8ATTN_DTYPE_BF16);
 }
 
 TEST(FwdTmaOutput, PaddedOutputMatchesTheEngineAndKeepsItsGapsBf16HeadDim256InQsBuffer) {
-  const AttentionShape s{1, 150, 170, 2, 2, 256};
-  ASSERT_TRUE(plans_tma_out({s, FP8ATTN_DTYPE_BF16, FP8ATTN_DTYPE_BF16, 0, 8}));
-  expect_padded_output_matches_the_engine(s, FP8ATTN_DTYPE_BF16);
+  expect_padded_output_matches_the_engine({1, 150, 170, 2, 2, 256}, FP8ATTN_DTYPE_BF16);
 }
 
 // Half of O through the stage at a time (two rounds of stores).
 TEST(FwdTmaOutput, PaddedOutputMatchesTheEngineAndKeepsItsGapsE4m3HeadDim256InTwoRounds) {
-  const AttentionShape s{2, 140, 110, 2, 1, 256};
-  ASSERT_TRUE(plans_tma_out({s, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_BF16, 0, 8}));
-  expect_padded_output_matches_the_engine(s, FP8ATTN_DTYPE_E4M3);
+  expect_padded_output_matches_the_engine({2, 140, 110, 2, 1, 256}, FP8ATTN_DTYPE_E4M3);
 }
 
 TEST(FwdTmaOutput, PaddedOutputMatchesTheEngineAndKeepsItsGapsBf16HeadDim64) {
-  const AttentionShape s{2, 70, 90, 3, 1, 64};
-  ASSERT_TRUE(plans_tma_out({s, FP8ATTN_DTYPE_BF16, FP8ATTN_DTYPE_BF16, 0, 8}));
-  expect_padded_output_matches_the_engine(s, FP8ATTN_DTYPE_BF16);
+  expect_padded_output_matches_the_engine({2, 70, 90, 3, 1, 64}, FP8ATTN_DTYPE_BF16);
 }
 
 }  // namespace
