@@ -101,10 +101,33 @@ std::vector<float> reference(const Case& c, const Operands& o) {
   return acc;
 }
 
+/// panel_gemm's scratch for a case (the AVX-512 FP8 form prepares B in it).
+std::vector<unsigned char> scratch_for(const Case& c) {
+  return std::vector<unsigned char>(panel_gemm_scratch_bytes(c.panels, c.depth) + 7);  // + 7: an odd base below
+}
+
+/// Row blocks of R rows through panel_rows, with B prepared as panel_gemm prepares it when
+/// `prepare` (else the forms that need no scratch).
 template <int R>
-void run_rows(const Case& c, Operands& o) {
-  panel_rows<R>(o.a.data(), o.lda, o.panels.data(), static_cast<int64_t>(o.depth_cap) * kPanelWidth, c.panels,
-                o.acc.data(), o.ldacc, c.depth, c.mma_k, c.overwrite, c.model);
+void run_rows(const Case& c, Operands& o, bool prepare = true) {
+  std::vector<unsigned char> scratch = scratch_for(c);
+  PreparedPanels prepared_here;
+  const PreparedPanels* prepared =
+      prepare ? prepare_panels(prepared_here, o.panels.data(), static_cast<int64_t>(o.depth_cap) * kPanelWidth,
+                               c.panels, c.depth, c.mma_k, c.model, scratch.data() + 7, scratch.size() - 7)
+              : nullptr;
+  for (int r0 = 0; r0 + R <= c.rows; r0 += R)
+    panel_rows<R>(o.a.data() + r0 * o.lda, o.lda, o.panels.data(), static_cast<int64_t>(o.depth_cap) * kPanelWidth,
+                  c.panels, o.acc.data() + static_cast<size_t>(r0) * o.ldacc, o.ldacc, c.depth, c.mma_k, c.overwrite,
+                  c.model, prepared);
+}
+
+/// panel_gemm over all rows, with its scratch or without.
+void run_gemm(const Case& c, Operands& o, bool with_scratch) {
+  std::vector<unsigned char> scratch = scratch_for(c);
+  panel_gemm(o.a.data(), o.lda, o.panels.data(), static_cast<int64_t>(o.depth_cap) * kPanelWidth, c.panels,
+             o.acc.data(), o.ldacc, c.rows, c.depth, c.mma_k, c.overwrite, c.model,
+             with_scratch ? scratch.data() + 7 : nullptr, with_scratch ? scratch.size() - 7 : 0);
 }
 
 void expect_bits_equal(const std::vector<float>& want, const std::vector<float>& got, const char* what) {
@@ -145,23 +168,21 @@ TEST_F(PanelGemm, EveryRowBlockFollowsTheMmaOrder) {
           const std::vector<float> want = reference(base, drawn);
           auto check = [&](auto rows_block, const char* name) {
             constexpr int R = decltype(rows_block)::value;
-            Operands o = drawn;
-            for (int r0 = 0; r0 + R <= base.rows; r0 += R)
-              panel_rows<R>(o.a.data() + r0 * o.lda, o.lda, o.panels.data(),
-                            static_cast<int64_t>(o.depth_cap) * kPanelWidth, base.panels,
-                            o.acc.data() + static_cast<size_t>(r0) * o.ldacc, o.ldacc, base.depth, base.mma_k,
-                            base.overwrite, base.model);
-            expect_bits_equal(want, o.acc, name);
+            for (bool prepare : {true, false}) {
+              Operands o = drawn;
+              run_rows<R>(base, o, prepare);
+              expect_bits_equal(want, o.acc, name);
+            }
           };
           check(std::integral_constant<int, 1>{}, "1-row blocks");
           check(std::integral_constant<int, 2>{}, "2-row blocks");
           check(std::integral_constant<int, 4>{}, "4-row blocks");
           check(std::integral_constant<int, 8>{}, "8-row blocks");
-          Operands o = drawn;  // 6-row blocks leave two rows: panel_gemm takes them as a pair
-          panel_gemm(o.a.data(), o.lda, o.panels.data(), static_cast<int64_t>(o.depth_cap) * kPanelWidth,
-                     base.panels, o.acc.data(), o.ldacc, base.rows, base.depth, base.mma_k, base.overwrite,
-                     base.model);
-          expect_bits_equal(want, o.acc, "panel_gemm");
+          for (bool with_scratch : {true, false}) {
+            Operands o = drawn;  // 6-row blocks leave two rows: panel_gemm takes them as a pair
+            run_gemm(base, o, with_scratch);
+            expect_bits_equal(want, o.acc, with_scratch ? "panel_gemm" : "panel_gemm without scratch");
+          }
           Operands six = drawn;
           run_rows<6>(Case{6, base.panels, depth, mma_k, overwrite, model}, six);
           for (size_t i = 0; i < static_cast<size_t>(6) * six.ldacc; ++i) {
@@ -187,6 +208,44 @@ TEST_F(PanelGemm, NanAndInfinityInTheAccumulatorKeepTheirBits) {
     std::memcpy(&got, &o.acc[static_cast<size_t>(i) * (o.ldacc + 1)], 4);
     EXPECT_EQ((got & 0x7F800000u), 0x7F800000u) << "special " << i << " lost its exponent";
   }
+}
+
+// The value sets the fast FP8 forms meet in the engine and at their edges: E5M2 inputs (their own
+// emin), attention-like operands (Gaussian Q and K; non-negative P, many of them tiny, against V),
+// and a NaN in one panel of B or an infinity in A, which send the whole call to the generic path.
+TEST_F(PanelGemm, Fp8FormsMatchTheRuleOnE5m2GaussianAndSpecialOperands) {
+  const arch::MmaRule e5m2 = rule_of(arch::MmaAccumulation::TensorCore, arch::MmaFormat::E5M2);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  auto e4m3_of = [](float x) { return num::e4m3_to_float(num::float_to_e4m3(x)); };
+  for (int variant = 0; variant < 5; ++variant)
+    for (bool overwrite : {true, false}) {
+      SCOPED_TRACE("seed " + std::to_string(seed_) + ", variant " + std::to_string(variant) +
+                   (overwrite ? ", overwrite" : ", accumulate"));
+      const Case c{8, 3, 128, 32, overwrite, variant == 0 ? e5m2 : kTensorCoreE4m3};
+      Operands o = draw(c, rng_);
+      for (size_t i = 0; i < o.a.size(); ++i) {
+        if (variant == 0) o.a[i] = num::e5m2_to_float(static_cast<uint8_t>(rng_() & 0x7B));  // no inf or NaN
+        if (variant == 1) o.a[i] = e4m3_of(normal(rng_) * 3.0f);
+        if (variant == 2) o.a[i] = e4m3_of(std::exp2(-std::fabs(normal(rng_)) * 6.0f));  // P: in (0, 1], often tiny
+        if (variant == 4 && i == 77) o.a[i] = std::numeric_limits<float>::infinity();
+      }
+      for (int p = 0; p < c.panels; ++p)
+        for (int k = 0; k < c.depth; ++k)
+          for (int j = 0; j < kPanelWidth; ++j) {
+            float& x = o.panels[(static_cast<size_t>(p) * o.depth_cap + k) * kPanelWidth + j];
+            if (variant == 0) x = num::e5m2_to_float(static_cast<uint8_t>(rng_() & 0xFB));
+            if (variant == 1 || variant == 2) x = e4m3_of(normal(rng_) * 2.0f);
+            if (variant == 3 && p == 1 && k == 40 && j == 5) x = std::nanf("1");
+            o.b[k * o.ldb + p * kPanelWidth + j] = x;
+          }
+      const std::vector<float> want = reference(c, o);
+      Operands eight = o;
+      run_rows<8>(c, eight);
+      expect_bits_equal(want, eight.acc, "8-row blocks");
+      Operands whole = o;
+      run_gemm(c, whole, true);
+      expect_bits_equal(want, whole.acc, "panel_gemm");
+    }
 }
 
 }  // namespace

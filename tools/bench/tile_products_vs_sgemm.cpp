@@ -8,12 +8,15 @@
 // accumulation of the third argument, 1 = the tensor core's addition of kernels/ptx/mma_order.hpp
 // (the engine's default), 0 = FP32, and the wgmma depth of the config: K = 32 for E4M3, K = 16
 // for BF16), with the head's K and V blocks distinct in memory (2·4096·head_dim
-// floats, streamed from beyond L2 as in the engine). Q and P hold fresh random E4M3 values.
+// floats, streamed from beyond L2 as in the engine). Q holds fresh random E4M3 values, P
+// non-negative ones shaped like a softmax's.
 // FLOPs: 2·BlockM·(keys rounded up to 16)·head_dim + 2·BlockM·keys·head_dim per block.
 //
 // NOTE: compiled twice (CMakeLists.txt): for x86-64-v3, the AVX2 build's blocks, and for
 // x86-64-v4 (bench_tile_products_vs_sgemm_avx512), the AVX-512 build's; main refuses to run on a
 // CPU without the build's ISA.
+#include <algorithm>
+#include <cmath>
 #include <thread>
 
 #include "include/fp8attn/fp8attn.h"
@@ -35,6 +38,7 @@ struct CoreWork {
   int64_t blocks;  ///< KV blocks of the head
   fp8attn::arch::MmaRule rule;  ///< the tensor core's addition or FP32 accumulation
   std::vector<float> q, p, s, o, k_panels, v_panels;
+  std::vector<unsigned char> scratch;
 
   CoreWork(int d, bool fp8, bool tensor_core, unsigned seed) : head_dim(d) {
     const auto tile = fp8attn::sm90::attention_tile(d, fp8, fp8attn::sm90::PvPromotion::Off);
@@ -53,10 +57,16 @@ struct CoreWork {
       for (float& x : v) x = fp8attn::num::round_to_e4m3(dist(rng));
     };
     fill(q, size_t(block_m) * d);
-    fill(p, size_t(block_m) * block_n);
+    // P as the softmax leaves it: in (0, 1], the row's largest near 1 and many far below (the
+    // tensor core's AVX-512 form takes a faster loop for an A with no negative value).
+    p.resize(size_t(block_m) * block_n);
+    for (float& x : p) x = fp8attn::num::round_to_e4m3(std::exp2(-std::fabs(dist(rng)) * 4.0f));
     fill(k_panels, size_t(blocks) * block_n * d);
     fill(v_panels, size_t(blocks) * block_n * d);
     s.assign(size_t(block_m) * block_n, 0.0f);
+    // panel_gemm's scratch, as the engine's tile carves it (query_tile.cpp)
+    scratch.resize(std::max(engine::panel_gemm_scratch_bytes(block_n / engine::kPanelWidth, d),
+                            engine::panel_gemm_scratch_bytes(d / engine::kPanelWidth, block_n)));
     o.assign(size_t(block_m) * d, 0.0f);
   }
 
@@ -70,9 +80,10 @@ struct CoreWork {
         const float* k = k_panels.data() + b * block_n * head_dim;
         const float* v = v_panels.data() + b * block_n * head_dim;
         engine::panel_gemm(q.data(), head_dim, k, int64_t(head_dim) * engine::kPanelWidth, panels, s.data(), block_n,
-                           block_m, head_dim, mma_k_qk, true, rule);
+                           block_m, head_dim, mma_k_qk, true, rule, scratch.data(), scratch.size());
         engine::panel_gemm(p.data(), block_n, v, int64_t(block_n) * engine::kPanelWidth,
-                           head_dim / engine::kPanelWidth, o.data(), head_dim, block_m, keys, mma_k_pv, false, rule);
+                           head_dim / engine::kPanelWidth, o.data(), head_dim, block_m, keys, mma_k_pv, false, rule,
+                           scratch.data(), scratch.size());
         flops += 2.0 * block_m * panels * engine::kPanelWidth * head_dim + 2.0 * block_m * keys * head_dim;
       }
     benchmark::DoNotOptimize(o.data());

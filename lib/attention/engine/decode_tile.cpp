@@ -21,6 +21,8 @@ namespace {
 
 struct DecodeBuffers {
   float *q, *s, *o, *o_fresh, *row_max, *row_sum, *rescale, *k_token, *v_ratio;
+  float* gemm;  // panel_gemm's scratch (panel_gemm_scratch.hpp), gemm_bytes of it
+  size_t gemm_bytes;
 };
 
 size_t carve(const AttentionConfig& c, void* scratch, DecodeBuffers* b) {
@@ -37,6 +39,10 @@ size_t carve(const AttentionConfig& c, void* scratch, DecodeBuffers* b) {
   t.rescale = take(bm);
   t.k_token = take(bn);
   t.v_ratio = take(bn);
+  // Q·Kᵀ: block_n / 16 panels of head_dim rows; P·V: head_dim_v / 16 panels of block_n rows.
+  t.gemm_bytes = std::max(panel_gemm_scratch_bytes(static_cast<int>(bn / 16), static_cast<int>(d)),
+                          panel_gemm_scratch_bytes(static_cast<int>(dv / 16), static_cast<int>(bn)));
+  t.gemm = take((t.gemm_bytes + sizeof(float) - 1) / sizeof(float));
   if (b) *b = t;
   return carve_scratch.bytes();
 }
@@ -121,7 +127,7 @@ void run_decode_tile(const AttentionConfig& c, const AttentionProblem& p, const 
     const float v_token_max =
         per_token ? block_token_scales(p, at.batch, head_kv, key0, keys, t.k_token, t.v_ratio, fp8) : 1.0f;
     panel_gemm(t.q, d, k_panels, static_cast<int64_t>(d) * kPanelWidth, (keys + kPanelWidth - 1) / kPanelWidth, t.s, bn,
-               rows, d, c.tile.mma_k_qk, true, c.mma_rule);
+               rows, d, c.tile.mma_k_qk, true, c.mma_rule, t.gemm, t.gemm_bytes);
     const float k_block = k_blocks ? p.k_block_descale.at(at.batch, head_kv, block.index) : 1.0f;
 
     for (int r = 0; r < rows; ++r) {
@@ -141,7 +147,7 @@ void run_decode_tile(const AttentionConfig& c, const AttentionProblem& p, const 
       }
     }
     panel_gemm(t.s, bn, v_panels, static_cast<int64_t>(bn) * kPanelWidth, dv / kPanelWidth, pv_acc, dv, rows,
-               fp8 ? pv_slot_depth(keys) : keys, c.tile.mma_k_pv, false, c.mma_rule);
+               fp8 ? pv_slot_depth(keys) : keys, c.tile.mma_k_pv, false, c.mma_rule, t.gemm, t.gemm_bytes);
     ++visited;
     if (promote && (visited % promote_interval == 0 || visited == split_blocks)) {
       const float vb = sm90::kv_token_pv_factor(p.v_block_descale.at(at.batch, head_kv, block.index), v_token_max);

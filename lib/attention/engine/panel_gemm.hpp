@@ -22,6 +22,7 @@
 #include <cstdint>
 
 #include "kernels/ptx/mma_order.hpp"
+#include "lib/attention/engine/panel_gemm_scratch.hpp"
 #include "lib/attention/engine/tile_ops.hpp"
 
 #if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512F__)
@@ -33,7 +34,9 @@
 // NOTE: the tensor core's addition runs panel_gemm_tensor_core.hpp's AVX2 block on AVX2 and its
 // AVX-512 form (panel_gemm_tensor_core_avx512.hpp, 16 lanes) in the AVX-512 build: the generic
 // rule_block ran the E4M3 forward at under 0.1 of sgemm there. Both share A's exponents
-// (exponents_of_rows) and the AVX2 file's scalar helpers.
+// (exponents_of_rows) and the AVX2 file's scalar helpers. FP8 inputs in the AVX-512 build take
+// panel_gemm_tensor_core_fp8_avx512.hpp first (E on bytes, the cut sums by FMAs rounding toward
+// zero); it hands back to the 16-lane form for operands it does not take (NaN, ±inf).
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #define FP8ATTN_PANEL_GEMM_TC_AVX2 1
@@ -43,12 +46,21 @@
 #endif
 #if defined(__AVX512F__)
 #include "lib/attention/engine/panel_gemm_tensor_core_avx512.hpp"  // IWYU pragma: export
+#include "lib/attention/engine/panel_gemm_tensor_core_fp8_avx512.hpp"  // IWYU pragma: export
 #endif
 
 namespace fp8attn::engine {
 
 /// Columns per panel; every block_n and head_dim of kernels/sm90/tile_config.hpp is a multiple.
 inline constexpr int kPanelWidth = 16;
+
+/// What panel_gemm prepares once from B for all its row blocks, in the caller's scratch: B's
+/// exponent bytes and sign words for the AVX-512 form of the tensor core's FP8 addition (panel_gemm_tensor_core_fp8_avx512.hpp).
+#if defined(__AVX512F__)
+using PreparedPanels = tensor_core_fp8_avx512::Prepared;
+#else
+struct PreparedPanels {};
+#endif
 
 /// Rows of A per register block. AVX2 (16 registers of 8 floats): 6 rows × 2 registers = 12
 /// chunk sums, one row of the panel (2) and a broadcast (1). AVX-512 (32 registers of 16
@@ -156,10 +168,19 @@ inline void panel_block(const float* a, int64_t lda, const float* panel, int dep
 }
 
 /// R rows of A against every panel: for each panel, its instructions k0 = 0, mma_k, ... in order.
+/// `prepared`: what panel_gemm prepared in its scratch (null: the forms that need none).
 template <int R>
 inline void panel_rows(const float* a, int64_t lda, const float* panels, int64_t panel_stride, int panels_count,
                        float* acc, int64_t ldacc, int depth_total, int mma_k, bool overwrite,
-                       const arch::MmaRule& rule) {
+                       const arch::MmaRule& rule, const PreparedPanels* prepared = nullptr) {
+#if defined(__AVX512F__)
+  if (prepared != nullptr && tensor_core_fp8_avx512::applies(rule, mma_k) &&
+      tensor_core_fp8_avx512::panel_rows<R>(a, lda, panels, panel_stride, panels_count, acc, ldacc, depth_total, mma_k,
+                                            overwrite, rule, *prepared))
+    return;
+#else
+  (void)prepared;
+#endif
 #if FP8ATTN_PANEL_GEMM_TC_AVX2
   // The tensor core's addition (panel_gemm_tensor_core.hpp): A's exponents once for all panels.
   // A NaN or ±inf in A of BF16 products takes the generic block below.
@@ -207,22 +228,44 @@ inline void panel_rows(const float* a, int64_t lda, const float* panels, int64_t
   }
 }
 
+/// panel_gemm's preparation of B in `scratch`, for a caller that drives panel_rows itself:
+/// returns `out`, or null when no form of this build needs it or the scratch is too small.
+inline const PreparedPanels* prepare_panels(PreparedPanels& out, const float* panels, int64_t panel_stride,
+                                            int panels_count, int depth_total, int mma_k, const arch::MmaRule& rule,
+                                            void* scratch, size_t scratch_bytes) {
+#if defined(__AVX512F__)
+  if (tensor_core_fp8_avx512::applies(rule, mma_k) &&
+      out.carve(scratch, scratch_bytes, panels, panel_stride, panels_count, depth_total, rule.emin_b))
+    return &out;
+#else
+  (void)out, (void)panels, (void)panel_stride, (void)panels_count, (void)depth_total, (void)mma_k, (void)rule;
+  (void)scratch, (void)scratch_bytes;
+#endif
+  return nullptr;
+}
+
 /// acc[r][c] ⊕= Σ_k a[r][k]·B[k][c] in the mma order, for r < rows and c < panels_count·kPanelWidth,
 /// k < depth_total; B's panel p is panels[p·panel_stride + k·kPanelWidth + c − p·kPanelWidth].
-/// With `overwrite` the first instruction does not read acc (scale-d = 0).
+/// With `overwrite` the first instruction does not read acc (scale-d = 0). `scratch`: at least
+/// panel_gemm_scratch_bytes(panels_count, depth_total) bytes the call may overwrite, for the
+/// AVX-512 form of the tensor core's FP8 addition; with less (or null) the call takes the other
+/// forms, same bits, no allocation either way.
 inline void panel_gemm(const float* a, int64_t lda, const float* panels, int64_t panel_stride, int panels_count,
                        float* acc, int64_t ldacc, int rows, int depth_total, int mma_k, bool overwrite,
-                       const arch::MmaRule& rule) {
+                       const arch::MmaRule& rule, void* scratch = nullptr, size_t scratch_bytes = 0) {
+  PreparedPanels here;
+  const PreparedPanels* prepared =
+      prepare_panels(here, panels, panel_stride, panels_count, depth_total, mma_k, rule, scratch, scratch_bytes);
   int r0 = 0;
   for (; r0 + kPanelRows <= rows; r0 += kPanelRows)
     panel_rows<kPanelRows>(a + r0 * lda, lda, panels, panel_stride, panels_count, acc + r0 * ldacc, ldacc,
-                           depth_total, mma_k, overwrite, rule);
+                           depth_total, mma_k, overwrite, rule, prepared);
   for (; r0 + 2 <= rows; r0 += 2)
     panel_rows<2>(a + r0 * lda, lda, panels, panel_stride, panels_count, acc + r0 * ldacc, ldacc, depth_total, mma_k,
-                  overwrite, rule);
+                  overwrite, rule, prepared);
   if (r0 < rows)
     panel_rows<1>(a + r0 * lda, lda, panels, panel_stride, panels_count, acc + r0 * ldacc, ldacc, depth_total, mma_k,
-                  overwrite, rule);
+                  overwrite, rule, prepared);
 }
 
 }  // namespace fp8attn::engine

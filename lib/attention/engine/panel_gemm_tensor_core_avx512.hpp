@@ -11,6 +11,8 @@
 // truncation and an add: six µops per 16 products on the two 512-bit ports, against fourteen per
 // 16 on AVX2's two FP ports. A's broadcasts are memory operands of the multiplies.
 // Lanes the vector form does not cover fall back to rule_block, as in the AVX2 block.
+// NOTE: FP8 inputs run panel_gemm_tensor_core_fp8_avx512.hpp's form (about half the µops per
+// product); this block serves BF16 inputs and FP8 operands holding NaN or ±inf.
 #pragma once
 
 #include <immintrin.h>

@@ -32,10 +32,12 @@ struct TileBuffers {
   float* rescale;  // [block_m]               this block's rescale factor of each row
   float* k_token;  // [block_n]               a paged cache's per-token K descales of the block
   float* v_ratio;  // [block_n]               its per-token V descales / their block maximum
+  void* gemm;      // panel_gemm's scratch (panel_gemm_scratch.hpp), gemm_bytes of it
+  size_t gemm_bytes;
 };
 
 struct TileLayout {
-  size_t q, s, o, o_fresh, row_max, row_sum, rescale, k_token, v_ratio, total;
+  size_t q, s, o, o_fresh, row_max, row_sum, rescale, k_token, v_ratio, gemm, gemm_bytes, total;
 };
 
 TileLayout tile_layout(const AttentionConfig& c) {
@@ -56,6 +58,10 @@ TileLayout tile_layout(const AttentionConfig& c) {
   l.rescale = take(bm);
   l.k_token = take(bn);
   l.v_ratio = take(bn);
+  // Q·Kᵀ: block_n / 16 panels of head_dim rows; P·V: head_dim_v / 16 panels of block_n rows.
+  l.gemm_bytes = std::max(panel_gemm_scratch_bytes(static_cast<int>(bn / 16), static_cast<int>(d)),
+                          panel_gemm_scratch_bytes(static_cast<int>(dv / 16), static_cast<int>(bn)));
+  l.gemm = take((l.gemm_bytes + sizeof(float) - 1) / sizeof(float));
   l.total = at;
   return l;
 }
@@ -63,7 +69,8 @@ TileLayout tile_layout(const AttentionConfig& c) {
 TileBuffers carve(void* scratch, const TileLayout& l) {
   auto* base = static_cast<unsigned char*>(scratch);
   auto f = [&](size_t off) { return reinterpret_cast<float*>(base + off); };
-  return {f(l.q), f(l.s), f(l.o), f(l.o_fresh), f(l.row_max), f(l.row_sum), f(l.rescale), f(l.k_token), f(l.v_ratio)};
+  return {f(l.q), f(l.s),       f(l.o),       f(l.o_fresh), f(l.row_max),
+          f(l.row_sum), f(l.rescale), f(l.k_token), f(l.v_ratio), base + l.gemm, l.gemm_bytes};
 }
 
 }  // namespace
@@ -223,7 +230,7 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
 
     // S = Q·Kᵀ, over the block's keys rounded up to whole panels
     panel_gemm(t.q, d, k_panels, static_cast<int64_t>(d) * kPanelWidth, (keys + kPanelWidth - 1) / kPanelWidth, t.s, bn,
-               rows, d, c.tile.mma_k_qk, true, c.mma_rule);
+               rows, d, c.tile.mma_k_qk, true, c.mma_rule, t.gemm, t.gemm_bytes);
     // Per-block descales fold into this block's logits, so the running max and the exp2 step see
     // one consistent scale across blocks.
     const float block_factor = k_blocks ? q_block_descale * p.k_block_descale.at(at.batch, head_kv, block.index) : 1.0f;
@@ -293,7 +300,7 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
 
     // O += P·V  (into the fresh tile when promotion is on)
     panel_gemm(t.s, bn, v_panels, static_cast<int64_t>(bn) * kPanelWidth, dv / kPanelWidth, pv_acc, dv, rows,
-               fp8 ? pv_slot_depth(keys) : keys, c.tile.mma_k_pv, false, c.mma_rule);
+               fp8 ? pv_slot_depth(keys) : keys, c.tile.mma_k_pv, false, c.mma_rule, t.gemm, t.gemm_bytes);
     // NOTE: two-level accumulation guards against the FP8 tensor core's accumulator keeping
     // fewer bits than FP32 (DESIGN §3): the fresh tile is added into O every N blocks.
     if (promote && ((step + 1) % promote_interval == 0 || step + 1 == schedule.count())) {

@@ -1,0 +1,30 @@
+// The scratch panel_gemm (panel_gemm.hpp) may use: the operands the tensor core's FP8 addition on
+// AVX-512 prepares once per call (panel_gemm_tensor_core_fp8_avx512.hpp). The size is the same in
+// every ISA build, so a workspace sized by one build serves any.
+#pragma once
+
+#include <cstddef>
+
+namespace fp8attn::engine {
+
+/// The rows kept per panel and per row of A: depth_total rounded up to a 32-deep instruction, plus
+/// one more (an instruction's sign words are read 32 at a time from its first k).
+inline constexpr long panel_scratch_stride(int depth_total) { return (depth_total + 31) / 32 * 32 + 32; }
+
+inline constexpr size_t round_up_64(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+/// Bytes of the regions, in order: B's exponent bytes [panel][stride][16] and sign words
+/// [panel][stride]; one row block's A patterns [2 groups][stride][64], sign words [8][stride] and
+/// values [stride][8]. Without the 64 bytes that align the base.
+inline constexpr size_t panel_scratch_regions_bytes(int panels_count, int depth_total) {
+  const size_t stride = static_cast<size_t>(panel_scratch_stride(depth_total)), panels = static_cast<size_t>(panels_count);
+  return round_up_64(panels * stride * 16) + round_up_64(panels * stride * 2) + round_up_64(2 * stride * 64) +
+         round_up_64(8 * stride * 2) + round_up_64(8 * stride * 4);
+}
+
+/// What a caller passes to panel_gemm for up to `panels_count` panels of up to `depth_total` rows.
+inline constexpr size_t panel_gemm_scratch_bytes(int panels_count, int depth_total) {
+  return 64 + panel_scratch_regions_bytes(panels_count, depth_total);
+}
+
+}  // namespace fp8attn::engine
