@@ -163,7 +163,7 @@ TEST_F(PanelGemm, EveryRowBlockFollowsTheMmaOrder) {
           SCOPED_TRACE("seed " + std::to_string(seed_) + ", depth " + std::to_string(depth) + ", mma_k " +
                        std::to_string(mma_k) + (model.tensor_core ? ", tensor core F " + std::to_string(model.align_bits) : ", fp32") +
                        (overwrite ? ", overwrite" : ", accumulate"));
-          const Case base{8, 3, depth, mma_k, overwrite, model};
+          const Case base{8, 5, depth, mma_k, overwrite, model};  // 5 panels: a block of 3 and one of 2
           const Operands drawn = draw(base, rng_);
           const std::vector<float> want = reference(base, drawn);
           auto check = [&](auto rows_block, const char* name) {

@@ -20,6 +20,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/ptx/mma_order.hpp"
 #include "lib/attention/engine/panel_gemm_scratch.hpp"
@@ -122,7 +123,7 @@ template <int R, int P>
 __attribute__((always_inline)) inline void panel_block_avx512(const float* a, int64_t lda, const float* panel,
                                                               int64_t panel_stride, int depth, float* acc,
                                                               int64_t ldacc, bool overwrite) {
-  static_assert(P == 1 || P == 2, "one or two panels");
+  static_assert(P >= 1 && P <= 3, "one to three panels");
   __m512 c[P][R];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
@@ -208,15 +209,21 @@ inline void panel_rows(const float* a, int64_t lda, const float* panels, int64_t
   int p0 = 0;
 #if defined(__AVX512F__)
   // The Fp32 accumulation two panels at a time (panel_block_avx512); an odd last one below.
-  if (!rule.tensor_core)
-    for (; p0 + 2 <= panels_count; p0 += 2) {
-      const float* panel = panels + p0 * panel_stride;
-      float* acc_p = acc + p0 * kPanelWidth;
-      for_each_instruction(depth_total, mma_k, [&](int k0, int depth) {
-        panel_block_avx512<R, 2>(a + k0, lda, panel + static_cast<int64_t>(k0) * kPanelWidth, panel_stride, depth,
-                                 acc_p, ldacc, overwrite && k0 == 0);
-      });
-    }
+  if (!rule.tensor_core) {
+    auto panels_at_once = [&](auto count) {
+      constexpr int P = decltype(count)::value;
+      for (; p0 + P <= panels_count; p0 += P) {
+        const float* panel = panels + p0 * panel_stride;
+        float* acc_p = acc + p0 * kPanelWidth;
+        for_each_instruction(depth_total, mma_k, [&](int k0, int depth) {
+          panel_block_avx512<R, P>(a + k0, lda, panel + static_cast<int64_t>(k0) * kPanelWidth, panel_stride, depth,
+                                   acc_p, ldacc, overwrite && k0 == 0);
+        });
+      }
+    };
+    if constexpr (R <= 8) panels_at_once(std::integral_constant<int, 3>{});
+    panels_at_once(std::integral_constant<int, 2>{});
+  }
 #endif
   for (int p = p0; p < panels_count; ++p) {
     const float* panel = panels + p * panel_stride;
