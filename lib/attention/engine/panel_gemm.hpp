@@ -36,8 +36,9 @@
 // AVX-512 form (panel_gemm_tensor_core_avx512.hpp, 16 lanes) in the AVX-512 build: the generic
 // rule_block ran the E4M3 forward at under 0.1 of sgemm there. Both share A's exponents
 // (exponents_of_rows) and the AVX2 file's scalar helpers. FP8 inputs in the AVX-512 build take
-// panel_gemm_tensor_core_fp8_avx512.hpp first (E on bytes, the cut sums by FMAs rounding toward
-// zero); it hands back to the 16-lane form for operands it does not take (NaN, ±inf).
+// panel_gemm_tensor_core_fp8_avx512.hpp first when panel_gemm is given scratch (E on bytes, the
+// cut sums by FMAs rounding toward zero); it hands back to the 16-lane form for operands it does
+// not take (NaN, ±inf).
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #define FP8ATTN_PANEL_GEMM_TC_AVX2 1

@@ -1,12 +1,12 @@
 // The tensor core's addition for FP8 inputs (kernels/ptx/mma_order.hpp, steps 1-4) with AVX-512,
-// in two passes whose cost per product is about a third of panel_gemm_tensor_core_avx512.hpp's
+// in two passes that cost about half the µops per product of panel_gemm_tensor_core_avx512.hpp's
 // (that file keeps BF16 inputs and is the fallback here). Same bits, element by element.
 //
 //  1. E on bytes, 64 lanes per operation: a product's exponent is ea + eb, so E of four rows × 16
 //     columns is one saturating byte add and one byte max per k (A's exponents replicated 16 times
 //     per row, B's 16 exponents repeated for the four rows). B's bytes are made once per
 //     panel_gemm call (PanelSide), A's once per row block (RowSide).
-//  2. The cut sums by the rounding of an FMA, one masked FMA per product:
+//  2. The cut sums by the rounding of an FMA, two masked FMAs (one per sum) per 16 products:
 //     with M = 2^(E + 23 − F), every value in [M, 2M) is a multiple of u = 2^(E − F), so
 //     RZ(acc + |p|) for acc in that binade is acc + (|p| cut toward zero to a multiple of u):
 //     step 2 and step 3 in one instruction (the FMA's product is exact before its one rounding).
@@ -22,7 +22,7 @@
 // NOTE: lanes whose E is out of the vector range (an infinite or NaN accumulator, E ≥ 2^100, or an
 // accumulator alone below 2^−100) take rule_block for the block, as in the other vector forms; an
 // A or B holding NaN, ±inf or a value no FP8 format has (exponent beyond ±40) takes
-// panel_gemm_tensor_core_avx512.hpp's block for the call or the panel.
+// panel_gemm_tensor_core_avx512.hpp's block for the row block (A) or the whole call (B).
 #pragma once
 
 #include <immintrin.h>
@@ -53,7 +53,7 @@ inline bool applies(const arch::MmaRule& rule, int mma_k) {
   return rule.tensor_core && !rule.wide_sum && rule.align_bits <= 14 && mma_k <= kMaxK;
 }
 
-/// max(e(x), emin) per lane as int32 for the 16 FP8 values in x, kNoExponent for ±0; `special`
+/// max(e(x), emin) per lane as bytes for the 16 FP8 values in x, kNoExponent for ±0; `special`
 /// gets the lanes holding NaN, ±inf, an FP32 subnormal or an exponent beyond ±40.
 __attribute__((always_inline)) inline __m128i exponent_bytes(__m512 x, int32_t emin, __mmask16* special) {
   const __m512i bits = _mm512_castps_si512(x);
