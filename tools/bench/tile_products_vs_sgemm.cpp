@@ -65,8 +65,7 @@ struct CoreWork {
     fill(v_panels, size_t(blocks) * block_n * d);
     s.assign(size_t(block_m) * block_n, 0.0f);
     // panel_gemm's scratch, as the engine's tile carves it (query_tile.cpp)
-    scratch.resize(std::max(engine::panel_gemm_scratch_bytes(block_n / engine::kPanelWidth, d),
-                            engine::panel_gemm_scratch_bytes(d / engine::kPanelWidth, block_n)));
+    scratch.resize(engine::tile_products_scratch_bytes(block_n, d, d));
     o.assign(size_t(block_m) * d, 0.0f);
   }
 

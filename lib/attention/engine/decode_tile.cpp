@@ -39,9 +39,7 @@ size_t carve(const AttentionConfig& c, void* scratch, DecodeBuffers* b) {
   t.rescale = take(bm);
   t.k_token = take(bn);
   t.v_ratio = take(bn);
-  // Q·Kᵀ: block_n / 16 panels of head_dim rows; P·V: head_dim_v / 16 panels of block_n rows.
-  t.gemm_bytes = std::max(panel_gemm_scratch_bytes(static_cast<int>(bn / 16), static_cast<int>(d)),
-                          panel_gemm_scratch_bytes(static_cast<int>(dv / 16), static_cast<int>(bn)));
+  t.gemm_bytes = tile_products_scratch_bytes(static_cast<int>(bn), static_cast<int>(d), static_cast<int>(dv));
   t.gemm = take((t.gemm_bytes + sizeof(float) - 1) / sizeof(float));
   if (b) *b = t;
   return carve_scratch.bytes();

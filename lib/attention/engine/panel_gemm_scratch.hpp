@@ -27,4 +27,11 @@ inline constexpr size_t panel_gemm_scratch_bytes(int panels_count, int depth_tot
   return 64 + panel_scratch_regions_bytes(panels_count, depth_total);
 }
 
+/// A query or decode tile's two products: Q·Kᵀ over block_n / 16 panels of head_dim rows, P·V
+/// over head_dim_v / 16 panels of block_n rows; one scratch serves both, one after the other.
+inline constexpr size_t tile_products_scratch_bytes(int block_n, int head_dim, int head_dim_v) {
+  const size_t qk = panel_gemm_scratch_bytes(block_n / 16, head_dim), pv = panel_gemm_scratch_bytes(head_dim_v / 16, block_n);
+  return qk > pv ? qk : pv;
+}
+
 }  // namespace fp8attn::engine

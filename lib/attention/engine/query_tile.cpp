@@ -58,9 +58,7 @@ TileLayout tile_layout(const AttentionConfig& c) {
   l.rescale = take(bm);
   l.k_token = take(bn);
   l.v_ratio = take(bn);
-  // Q·Kᵀ: block_n / 16 panels of head_dim rows; P·V: head_dim_v / 16 panels of block_n rows.
-  l.gemm_bytes = std::max(panel_gemm_scratch_bytes(static_cast<int>(bn / 16), static_cast<int>(d)),
-                          panel_gemm_scratch_bytes(static_cast<int>(dv / 16), static_cast<int>(bn)));
+  l.gemm_bytes = tile_products_scratch_bytes(static_cast<int>(bn), static_cast<int>(d), static_cast<int>(dv));
   l.gemm = take((l.gemm_bytes + sizeof(float) - 1) / sizeof(float));
   l.total = at;
   return l;
