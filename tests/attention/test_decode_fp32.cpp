@@ -262,54 +262,67 @@ TEST(DecodeFp32Isa, decode_fp32_every_isa_build_gives_the_portable_bits) {
   set_active_cpu_isa(best);
 }
 
-/// An E4M3 NaN code in one key reaches exactly the query rows that see that key, with one split
-/// and with several (a split's NaN partial poisons the merge, sm90::partial_row_lse). The
-/// transposed keys' FP16 route has no NaN, so a chunk holding one takes the exact decode; every
-/// ISA build gives the same bits.
-TEST(DecodeFp32Nan, decode_fp32_nan_key_code_reaches_its_rows_in_every_isa_build) {
+/// An E4M3 NaN code in one key's K row, or in its V row, reaches exactly the query rows that see
+/// that key, with one split and with several (a split's NaN partial poisons the merge,
+/// sm90::partial_row_lse). The keys' bit placement and the values' FP16 route have no NaN, so a
+/// chunk holding one takes the exact decode; every ISA build gives the same bits.
+void expect_nan_code_reaches_its_rows(bool in_values) {
   const uint64_t seed = workloads::fresh_seed();
   std::mt19937_64 rng(seed);
   Fp32Case c = fp32_cases()[0];  // GQA 8:1, E4M3, causal, 16 query heads over 2 KV heads
   c.seqlen_k = {700, 40};
   c.seqlen_q = {1, 2};
   Fp32Run run(c, rng);
-  // Key 300 of sequence 0, KV head 1, element 17: visible to sequence 0's one query.
+  // Key 300 of sequence 0, KV head 1, element 17 (of K) or 45 (of V): visible to sequence 0's one
+  // query.
   const int64_t key = 300;
   const int64_t page = run.kv.entry(0, key / c.page_size);
-  run.kv.k_cache[static_cast<size_t>(((page * c.page_size + key % c.page_size) * c.heads_kv + 1) * c.head_dim + 17)] =
-      0xFF;
+  std::vector<uint8_t>& cache = in_values ? run.kv.v_cache : run.kv.k_cache;
+  cache[static_cast<size_t>(((page * c.page_size + key % c.page_size) * c.heads_kv + 1) * c.head_dim +
+                            (in_values ? 45 : 17))] = 0xFF;
   const int group = c.heads_q / c.heads_kv;
   std::map<int32_t, Outputs> base;  // per split count
   for (CpuIsa isa : {CpuIsa::kBaseline, CpuIsa::kAvx2, CpuIsa::kAvx512}) {
     if (static_cast<int>(isa) > static_cast<int>(best_cpu_isa())) continue;
     ASSERT_TRUE(set_active_cpu_isa(isa));
     for (int32_t splits : {1, 3}) {
-    const std::string where = std::string(cpu_isa_name(isa)) + ", num_splits " + std::to_string(splits) + ", seed " +
-                              std::to_string(seed);
-    const Outputs r = run.engine_call(splits, nullptr);
-    EXPECT_EQ(r.status, FP8ATTN_STATUS_NUMERICS) << where << ": " << r.message;
-    // Sequence 0 is token 0 of the packed output; sequence 1 holds tokens 1 and 2.
-    for (int64_t token = 0; token < 3; ++token)
-      for (int h = 0; h < c.heads_q; ++h) {
-        const bool sees_nan = token == 0 && h / group == 1;
-        for (int e = 0; e < c.head_dim; ++e) {
-          const float x = r.out[static_cast<size_t>((token * c.heads_q + h) * c.head_dim + e)];
-          ASSERT_EQ(std::isnan(x), sees_nan) << where << ": token " << token << ", head " << h << ", element " << e;
-          if (!sees_nan) {
-            ASSERT_TRUE(std::isfinite(x)) << where << ": token " << token << ", head " << h;
+      const std::string where = std::string(in_values ? "V" : "K") + ", " + cpu_isa_name(isa) + ", num_splits " +
+                                std::to_string(splits) + ", seed " + std::to_string(seed);
+      const Outputs r = run.engine_call(splits, nullptr);
+      EXPECT_EQ(r.status, FP8ATTN_STATUS_NUMERICS) << where << ": " << r.message;
+      // Sequence 0 is token 0 of the packed output; sequence 1 holds tokens 1 and 2. A NaN in K
+      // poisons every element of its rows (through the row's max and sum); one in V, at least
+      // its own element of each row (the others through the row sum only when P is NaN).
+      for (int64_t token = 0; token < 3; ++token)
+        for (int h = 0; h < c.heads_q; ++h) {
+          const bool sees_nan = token == 0 && h / group == 1;
+          for (int e = 0; e < c.head_dim; ++e) {
+            const float x = r.out[static_cast<size_t>((token * c.heads_q + h) * c.head_dim + e)];
+            if (!sees_nan) {
+              ASSERT_TRUE(std::isfinite(x)) << where << ": token " << token << ", head " << h << ", element " << e;
+            } else if (!in_values || e == 45) {
+              ASSERT_TRUE(std::isnan(x)) << where << ": token " << token << ", head " << h << ", element " << e;
+            }
           }
         }
+      if (isa == CpuIsa::kBaseline) {
+        base[splits] = r;
+        continue;
       }
-    if (isa == CpuIsa::kBaseline) {
-      base[splits] = r;
-      continue;
-    }
-    std::string diff;
-    EXPECT_TRUE(same_bits(base[splits].out, r.out, &diff)) << where << " vs baseline: " << diff;
-    EXPECT_TRUE(same_bits(base[splits].lse, r.lse, &diff)) << where << " vs baseline: " << diff;
+      std::string diff;
+      EXPECT_TRUE(same_bits(base[splits].out, r.out, &diff)) << where << " vs baseline: " << diff;
+      EXPECT_TRUE(same_bits(base[splits].lse, r.lse, &diff)) << where << " vs baseline: " << diff;
     }
   }
   set_active_cpu_isa(best_cpu_isa());
+}
+
+TEST(DecodeFp32Nan, decode_fp32_nan_key_code_reaches_its_rows_in_every_isa_build) {
+  expect_nan_code_reaches_its_rows(false);
+}
+
+TEST(DecodeFp32Nan, decode_fp32_nan_value_code_reaches_its_rows_in_every_isa_build) {
+  expect_nan_code_reaches_its_rows(true);
 }
 
 }  // namespace

@@ -12,6 +12,8 @@
 #include "kernels/sm90/softmax_math.hpp"
 #include "lib/attention/engine/decode_fp32_vec.hpp"
 #include "lib/attention/engine/decode_fp32_keys.hpp"
+#include "lib/attention/engine/decode_fp32_values.hpp"
+#include "lib/attention/engine/decode_fp32_ahead.hpp"
 #include "lib/attention/engine/decode_rows.hpp"
 #include "lib/attention/engine/row_softmax.hpp"
 
@@ -19,26 +21,6 @@ namespace fp8attn::engine {
 namespace {
 
 using namespace decode_fp32_vec;
-
-/// Element offsets of `keys` consecutive keys (from `key`, span.k_offset included) of KV head h in
-/// x: kv_element_offset's, with one block-table read per page instead of a division per row.
-void row_offsets(const AttentionProblem& p, const SeqTensor& x, int64_t b, int h, int64_t key, int keys, int64_t* out) {
-  if (!p.paged.present) {
-    for (int j = 0; j < keys; ++j) out[j] = p.kv_element_offset(x, b, key + j, h, 0);
-    return;
-  }
-  const PagedKv& kv = p.paged;
-  int64_t page = key / kv.page_size, token = key % kv.page_size;
-  int64_t page_at = kv.block_table[b * kv.table_batch_stride + page * kv.table_page_stride] * x.batch_stride;
-  for (int j = 0; j < keys; ++j) {
-    out[j] = page_at + token * x.seq_stride + h * x.head_stride;
-    if (++token == kv.page_size && j + 1 < keys) {
-      token = 0;
-      ++page;
-      page_at = kv.block_table[b * kv.table_batch_stride + page * kv.table_page_stride] * x.batch_stride;
-    }
-  }
-}
 
 /// Query rows one KV head's part of a work item can have: the group's heads times the decode
 /// limit of tokens, at most BlockM.
@@ -78,61 +60,6 @@ size_t carve(const AttentionConfig& c, void* scratch, Fp32Buffers* b) {
   if (b) *b = t;
   return carve_scratch.bytes();
 }
-
-/// The order in which a work item reads the cache: per KV block of its split, K in key chunks,
-/// then V in key chunks. Ahead walks that order, requesting each chunk's rows; its caller keeps
-/// it a fixed number of chunks ahead of the one in use.
-/// NOTE: a paged cache's rows lie in scattered pages, where the hardware prefetcher (which stops
-/// at 4 KiB pages) leaves each first read waiting on memory; every KV head's rows of a chunk are
-/// requested together, so each page is read whole while it is requested.
-template <class NextHeld>
-class Ahead {
- public:
-  Ahead(const AttentionProblem& p, const sm90::KvSchedule& schedule, int64_t batch, int64_t k_offset, int head0,
-        int heads, int d, int dv, int64_t* offsets, int64_t first_step, NextHeld next_held)
-      : p_(p), schedule_(schedule), batch_(batch), k_offset_(k_offset), head0_(head0), heads_(heads), d_(d), dv_(dv),
-        at_(offsets), step_(first_step), next_held_(next_held) {}
-
-  /// Requests part `part` of `parts` of the next chunk of the order (its keys cut in `parts`
-  /// ranges, every KV head's rows of each), then, after the last part, moves to the chunk after.
-  /// NOTE: requested in parts between the heads' products, not all at once: a burst of requests
-  /// fills the core's line fill buffers and stalls it until the lines arrive.
-  void advance(int part, int parts) {
-    if (step_ >= schedule_.count()) return;
-    const sm90::KeyBlock block = schedule_.at(step_);
-    const int64_t key = block.key_begin + chunk_ * kKeyChunk;
-    const int n = static_cast<int>(std::min<int64_t>(kKeyChunk, block.key_end - key));
-    const SeqTensor& x = v_phase_ ? p_.v : p_.k;
-    if (part == 0) row_offsets(p_, x, batch_, head0_, k_offset_ + key, n, at_);
-    const int64_t elem = x.dtype == FP8ATTN_DTYPE_BF16 ? 2 : 1, bytes = elem * (v_phase_ ? dv_ : d_);
-    const char* base = static_cast<const char*>(x.data);
-    for (int j = n * part / parts; j < n * (part + 1) / parts; ++j)
-      for (int h = 0; h < heads_; ++h)
-        for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(base + (at_[j] + h * x.head_stride) * elem + b);
-    if (part + 1 < parts) return;
-    if (key + kKeyChunk < block.key_end) {
-      ++chunk_;
-    } else if (!v_phase_) {
-      v_phase_ = true;
-      chunk_ = 0;
-    } else {
-      v_phase_ = false;
-      chunk_ = 0;
-      step_ = next_held_(step_ + 1);
-    }
-  }
-
- private:
-  const AttentionProblem& p_;
-  const sm90::KvSchedule& schedule_;
-  int64_t batch_, k_offset_;
-  int head0_, heads_, d_, dv_;
-  int64_t* at_;
-  int64_t step_;
-  NextHeld next_held_;
-  bool v_phase_ = false;
-  int chunk_ = 0;
-};
 
 }  // namespace
 
@@ -181,8 +108,9 @@ void run_decode_fp32_tile(const AttentionConfig& c, const AttentionProblem& p, c
     return decode_row_rules(c, span, logit.scale_log2, logit.tie_tol_raw);
   };
 
-  // NOTE: E4M3 Q times 2^8 (exact), the factor the keys' FP16 route leaves out (decode_fp32_keys.hpp).
-  const F16 q_factor = splat(fp8 ? kKeyScaleUndo : 1.0f);
+  // NOTE: E4M3 Q times 2^112 (exact), the keys' lanes being their values times 2^-120
+  // (decode_fp32_keys.hpp).
+  const F16 q_factor = splat(fp8 ? kQueryScale : 1.0f);
   for (int h = 0; h < heads; ++h)
     for (int r = 0; r < rows; ++r) {
       float* qr = q_of(h) + r * d;
@@ -204,12 +132,17 @@ void run_decode_fp32_tile(const AttentionConfig& c, const AttentionProblem& p, c
     return step;
   };
   const char* k_base = static_cast<const char*>(p.k.data);
+  const uint8_t* v_base = static_cast<const uint8_t*>(p.v.data);
+  // NOTE: E4M3 values 32 at a time are read as codes inside the products, P times 2^8
+  // (decode_fp32_values.hpp); BF16 values, or a head_dim_v not a multiple of 32, are decoded first.
+  const bool v_codes = fp8 && dv % (2 * kLanes) == 0;
   const int64_t first = next_held(0);
   Ahead ahead(p, schedule, at.batch, span.k_offset, head0, heads, d, dv, t.ahead_at, first, next_held);
   // NOTE: two chunks (K or V of 32 keys, every KV head) ahead: far enough to cover a read from
   // memory, near enough that the requested lines are still in L1 when used.
   constexpr int kChunksAhead = 2;
-  for (int i = 0; i < kChunksAhead; ++i) ahead.advance(0, 1);
+  for (int i = 0; i < kChunksAhead; ++i) ahead.prime();
+  auto request_ahead = [&ahead] { ahead.step(); };
 
   for (int64_t step = first; step < schedule.count(); step = next_held(step + 1)) {
     const sm90::KeyBlock block = schedule.at(step);
@@ -226,15 +159,15 @@ void run_decode_fp32_tile(const AttentionConfig& c, const AttentionProblem& p, c
             rows_of_chunk[j] = j < n ? reinterpret_cast<const uint8_t*>(k_base) + t.k_at[j] + h * p.k.head_stride
                                      : t.zero_row;
           if (transpose_key_bytes(rows_of_chunk, d, t.kt))
-            qk_key_chunk<true>(q_of(h), rows, d, t.kt, s_of(h) + c0, ld);
+            qk_key_chunk<true>(q_of(h), rows, d, t.kt, s_of(h) + c0, ld, request_ahead);
           else
-            qk_key_chunk<false>(q_of(h), rows, d, t.kt, s_of(h) + c0, ld);
+            qk_key_chunk<false>(q_of(h), rows, d, t.kt, s_of(h) + c0, ld, request_ahead);
         } else {
           for (int j = 0; j < n; ++j) decode_contiguous(p.k, t.k_at[j] + h * p.k.head_stride, d, t.k + j * d);
-          qk_block(q_of(h), rows, d, t.k, n, s_of(h) + c0, ld);
+          qk_block(q_of(h), rows, d, t.k, n, s_of(h) + c0, ld, request_ahead);
         }
-        ahead.advance(h, heads);
       }
+      ahead.chunk_done();
     }
     // The online softmax of every row; S becomes the cast P.
     for (int h = 0; h < heads; ++h) {
@@ -247,6 +180,10 @@ void run_decode_fp32_tile(const AttentionConfig& c, const AttentionProblem& p, c
                                nullptr, nullptr, t.row_max[row], t.row_sum + row * 4, max_abs, telemetry);
         float* orow = o_of(h) + static_cast<int64_t>(r) * dv;
         for (int e = 0; e < dv; ++e) orow[e] *= rescale;
+        if (v_codes) {
+          float* prow = s_of(h) + static_cast<int64_t>(r) * ld;
+          for (int j = 0; j < keys; ++j) prow[j] *= kValueScaleUndo;
+        }
       }
       telemetry.max_abs_scaled_logit = std::max(telemetry.max_abs_scaled_logit, max_abs * scales_of(h).natural_scale);
     }
@@ -255,10 +192,19 @@ void run_decode_fp32_tile(const AttentionConfig& c, const AttentionProblem& p, c
       const int n = std::min(kKeyChunk, keys - c0);
       row_offsets(p, p.v, at.batch, head0, span.k_offset + key0 + c0, n, t.v_at);
       for (int h = 0; h < heads; ++h) {
+        if (v_codes) {
+          const uint8_t* rows_of_chunk[kKeyChunk];
+          for (int j = 0; j < n; ++j) rows_of_chunk[j] = v_base + t.v_at[j] + h * p.v.head_stride;
+          if (value_codes_hold_nan(rows_of_chunk, n, dv))
+            pv_code_chunk<true>(s_of(h) + c0, rows, ld, rows_of_chunk, dv, n, o_of(h), request_ahead);
+          else
+            pv_code_chunk<false>(s_of(h) + c0, rows, ld, rows_of_chunk, dv, n, o_of(h), request_ahead);
+          continue;
+        }
         for (int j = 0; j < n; ++j) decode_contiguous(p.v, t.v_at[j] + h * p.v.head_stride, dv, t.v + j * dv);
-        pv_block(s_of(h) + c0, rows, ld, t.v, dv, n, o_of(h));
-        ahead.advance(h, heads);
+        pv_block(s_of(h) + c0, rows, ld, t.v, dv, n, o_of(h), request_ahead);
       }
+      ahead.chunk_done();
     }
   }
 

@@ -11,7 +11,9 @@
 // from the cache's own bytes, in chunks of 32 keys that stay in L1 while every packed row (query
 // heads of the group, tokens) uses them: E4M3 keys transposed byte for byte, so that Q·Kᵀ runs
 // with the keys in the vector lanes (decode_fp32_keys.hpp); BF16 keys as dot products; V by
-// broadcast FMAs. Every KV head's rows of a chunk are read together, so a page of an
+// broadcast FMAs, E4M3 values widened from their codes inside them (decode_fp32_values.hpp). The
+// next chunks' lines are requested a few at a time from inside the products
+// (decode_fp32_ahead.hpp). Every KV head's rows of a chunk are read together, so a page of an
 // interleaved-heads cache ([pages, page_size, heads, dim]) is read whole, not a quarter at a time
 // with the other heads' rows skipped. The TENSOR_CORE tile keeps its bits and its code;
 // decode_engine.cpp picks between the two at one place.

@@ -16,8 +16,9 @@
 // gives for 64-byte vectors in builds without AVX-512 does not concern any interface.
 #pragma GCC diagnostic ignored "-Wpsabi"
 // NOTE: GCC 12's avx512fintrin.h starts the widening intrinsics from an undefined vector, which
-// -Wmaybe-uninitialized reports inside the header.
+// -Wmaybe-uninitialized (or -Wuninitialized, depending on inlining) reports inside the header.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 namespace fp8attn::engine::decode_fp32_vec {
 
@@ -31,17 +32,26 @@ using B16 = uint8_t __attribute__((vector_size(16)));
 using H16 = uint16_t __attribute__((vector_size(16 * sizeof(uint16_t))));
 constexpr int kLanes = 16;
 
-inline F16 load16(const float* p) {
+// NOTE: the small vector helpers are always inlined: a call would pass 64-byte vectors, which the
+// builds without AVX-512 cannot hold in one register (GCC then warns about the ABI, in a warning
+// that -Wpsabi's pragma does not reach), and a call per 16 lanes would cost more than the work.
+#define FP8ATTN_VEC_INLINE inline __attribute__((always_inline))
+// NOTE: the products over one chunk are kept out of line: inlined into the tile, they left GCC's
+// inlining budget short of the softmax's exp2 (kernels/arch/ex2.hpp), which then became a call
+// per element and cost more than the products gained.
+#define FP8ATTN_DECODE_KERNEL __attribute__((noinline))
+
+FP8ATTN_VEC_INLINE F16 load16(const float* p) {
   F16 v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-inline void store16(float* p, F16 v) { std::memcpy(p, &v, sizeof v); }
+FP8ATTN_VEC_INLINE void store16(float* p, F16 v) { std::memcpy(p, &v, sizeof v); }
 // NOTE: an initializer is one broadcast; a lane loop became 16 masked ones, and 0 + x an add.
-inline F16 splat(float x) { return F16{x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x}; }
+FP8ATTN_VEC_INLINE F16 splat(float x) { return F16{x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x}; }
 
 /// a·b + c, rounded once, lane by lane (the same bits in every build).
-inline F16 fma16(F16 a, F16 b, F16 c) {
+FP8ATTN_VEC_INLINE F16 fma16(F16 a, F16 b, F16 c) {
 #if defined(__AVX512F__)
   return reinterpret_cast<F16>(_mm512_fmadd_ps(reinterpret_cast<__m512>(a), reinterpret_cast<__m512>(b),
                                                reinterpret_cast<__m512>(c)));
@@ -61,7 +71,7 @@ inline F16 fma16(F16 a, F16 b, F16 c) {
 }
 
 /// The lanes' sum in a fixed tree: lane l with l + 8, then with l + 4, then pairs.
-inline float hsum16(F16 v) {
+FP8ATTN_VEC_INLINE float hsum16(F16 v) {
   const F8 a = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
                __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
   const F4 b = __builtin_shufflevector(a, a, 0, 1, 2, 3) + __builtin_shufflevector(a, a, 4, 5, 6, 7);
@@ -75,7 +85,7 @@ inline float hsum16(F16 v) {
 /// NOTE: GCC 12 lowers __builtin_convertvector from 16 bytes to 16 ints lane by lane (a scalar
 /// extract per byte, the decode's whole cost); the builds with AVX2 or AVX-512 widen in one
 /// instruction per 8 or 16 lanes.
-inline I16 widen_bytes(const uint8_t* in) {
+FP8ATTN_VEC_INLINE I16 widen_bytes(const uint8_t* in) {
 #if defined(__AVX512F__)
   return reinterpret_cast<I16>(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in))));
 #elif defined(__AVX2__)
@@ -91,7 +101,7 @@ inline I16 widen_bytes(const uint8_t* in) {
 #endif
 }
 
-inline I16 widen_words(const uint16_t* in) {
+FP8ATTN_VEC_INLINE I16 widen_words(const uint16_t* in) {
 #if defined(__AVX512F__)
   return reinterpret_cast<I16>(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in))));
 #elif defined(__AVX2__)
@@ -107,7 +117,7 @@ inline I16 widen_words(const uint16_t* in) {
 #endif
 }
 
-inline F16 e4m3_16(const uint8_t* in) {
+FP8ATTN_VEC_INLINE F16 e4m3_16(const uint8_t* in) {
   const I16 x = widen_bytes(in);
   const I16 e = (x >> 3) & 15, m = x & 7;
   const I16 normal = e != 0;  // −1 where normal
@@ -121,7 +131,7 @@ inline F16 e4m3_16(const uint8_t* in) {
 }
 
 /// Sixteen BF16 values to FP32 (exact: the upper half of the FP32 bits).
-inline F16 bf16_16(const uint16_t* in) { return reinterpret_cast<F16>(widen_words(in) << 16); }
+FP8ATTN_VEC_INLINE F16 bf16_16(const uint16_t* in) { return reinterpret_cast<F16>(widen_words(in) << 16); }
 
 #if defined(__AVX2__)
 /// 16 E4M3 codes (as 16-bit words) to their FP16 codes: the same sign, exponent and mantissa
@@ -195,9 +205,10 @@ inline F8 hsum16_x8(const F16* a) {
   return __builtin_shufflevector(e, e, 0, 2, 4, 6, 8, 10, 12, 14) + __builtin_shufflevector(e, e, 1, 3, 5, 7, 9, 11, 13, 15);
 }
 
-template <int kRows>
-void qk_rows(const float* q, int d, const float* k, int keys, float* s, int ld) {
+template <int kRows, class Step>
+void qk_rows(const float* q, int d, const float* k, int keys, float* s, int ld, Step& step) {
   for (int j = 0; j < keys; ++j) {
+    if (j & 1) step();
     const float* kj = k + static_cast<int64_t>(j) * d;
     F16 acc[kRows] = {};
     for (int e = 0; e < d; e += kLanes) {
@@ -213,13 +224,15 @@ void qk_rows(const float* q, int d, const float* k, int keys, float* s, int ld) 
   }
 }
 
-/// o_r[e0, e0 + 16·kVecs) += Σ_j p_r[j]·v_j[...] for kRows rows, keys in ascending order.
-template <int kRows, int kVecs>
-void pv_rows(const float* p, int ld, const float* v, int dv, int keys, float* o, int e0) {
+/// o_r[e0, e0 + 16·kVecs) += Σ_j p_r[j]·v_j[...] for kRows rows, keys in ascending order; step()
+/// after every 8 keys (decode_fp32_ahead.hpp).
+template <int kRows, int kVecs, class Step>
+void pv_rows(const float* p, int ld, const float* v, int dv, int keys, float* o, int e0, Step& step) {
   F16 acc[kRows][kVecs];
   for (int r = 0; r < kRows; ++r)
     for (int x = 0; x < kVecs; ++x) acc[r][x] = load16(o + r * dv + e0 + x * kLanes);
   for (int j = 0; j < keys; ++j) {
+    if ((j & 7) == 7) step();
     F16 vv[kVecs];
     for (int x = 0; x < kVecs; ++x) vv[x] = load16(v + static_cast<int64_t>(j) * dv + e0 + x * kLanes);
     for (int r = 0; r < kRows; ++r) {
@@ -231,38 +244,40 @@ void pv_rows(const float* p, int ld, const float* v, int dv, int keys, float* o,
     for (int x = 0; x < kVecs; ++x) store16(o + r * dv + e0 + x * kLanes, acc[r][x]);
 }
 
-template <int kRows>
-void pv_row_group(const float* p, int ld, const float* v, int dv, int keys, float* o) {
+template <int kRows, class Step>
+void pv_row_group(const float* p, int ld, const float* v, int dv, int keys, float* o, Step& step) {
   int e0 = 0;
-  for (; e0 + 2 * kLanes <= dv; e0 += 2 * kLanes) pv_rows<kRows, 2>(p, ld, v, dv, keys, o, e0);
-  if (e0 < dv) pv_rows<kRows, 1>(p, ld, v, dv, keys, o, e0);
+  for (; e0 + 2 * kLanes <= dv; e0 += 2 * kLanes) pv_rows<kRows, 2>(p, ld, v, dv, keys, o, e0, step);
+  if (e0 < dv) pv_rows<kRows, 1>(p, ld, v, dv, keys, o, e0, step);
 }
 
 // Rows go in groups of eight, then four: 8 rows × 2 vectors of O (16 accumulators) per V load
 // pair, and eight dot products per K vector.
 constexpr int kRowGroup = 4;
 
-void qk_block(const float* q, int rows, int d, const float* k, int keys, float* s, int ld) {
+template <class Step>
+FP8ATTN_DECODE_KERNEL void qk_block(const float* q, int rows, int d, const float* k, int keys, float* s, int ld, Step& step) {
   int r = 0;
   // NOTE: eight rows per K row (a GQA group of 8, or 2 tokens of 4) read each K vector once.
-  for (; r + 8 <= rows; r += 8) qk_rows<8>(q + r * d, d, k, keys, s + r * ld, ld);
-  for (; r + kRowGroup <= rows; r += kRowGroup) qk_rows<kRowGroup>(q + r * d, d, k, keys, s + r * ld, ld);
+  for (; r + 8 <= rows; r += 8) qk_rows<8>(q + r * d, d, k, keys, s + r * ld, ld, step);
+  for (; r + kRowGroup <= rows; r += kRowGroup) qk_rows<kRowGroup>(q + r * d, d, k, keys, s + r * ld, ld, step);
   switch (rows - r) {
-    case 3: qk_rows<3>(q + r * d, d, k, keys, s + r * ld, ld); break;
-    case 2: qk_rows<2>(q + r * d, d, k, keys, s + r * ld, ld); break;
-    case 1: qk_rows<1>(q + r * d, d, k, keys, s + r * ld, ld); break;
+    case 3: qk_rows<3>(q + r * d, d, k, keys, s + r * ld, ld, step); break;
+    case 2: qk_rows<2>(q + r * d, d, k, keys, s + r * ld, ld, step); break;
+    case 1: qk_rows<1>(q + r * d, d, k, keys, s + r * ld, ld, step); break;
     default: break;
   }
 }
 
-void pv_block(const float* p, int rows, int ld, const float* v, int dv, int keys, float* o) {
+template <class Step>
+FP8ATTN_DECODE_KERNEL void pv_block(const float* p, int rows, int ld, const float* v, int dv, int keys, float* o, Step& step) {
   int r = 0;
-  for (; r + 8 <= rows; r += 8) pv_row_group<8>(p + r * ld, ld, v, dv, keys, o + r * dv);
-  for (; r + kRowGroup <= rows; r += kRowGroup) pv_row_group<kRowGroup>(p + r * ld, ld, v, dv, keys, o + r * dv);
+  for (; r + 8 <= rows; r += 8) pv_row_group<8>(p + r * ld, ld, v, dv, keys, o + r * dv, step);
+  for (; r + kRowGroup <= rows; r += kRowGroup) pv_row_group<kRowGroup>(p + r * ld, ld, v, dv, keys, o + r * dv, step);
   switch (rows - r) {
-    case 3: pv_row_group<3>(p + r * ld, ld, v, dv, keys, o + r * dv); break;
-    case 2: pv_row_group<2>(p + r * ld, ld, v, dv, keys, o + r * dv); break;
-    case 1: pv_row_group<1>(p + r * ld, ld, v, dv, keys, o + r * dv); break;
+    case 3: pv_row_group<3>(p + r * ld, ld, v, dv, keys, o + r * dv, step); break;
+    case 2: pv_row_group<2>(p + r * ld, ld, v, dv, keys, o + r * dv, step); break;
+    case 1: pv_row_group<1>(p + r * ld, ld, v, dv, keys, o + r * dv, step); break;
     default: break;
   }
 }

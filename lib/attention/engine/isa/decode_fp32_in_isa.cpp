@@ -5,8 +5,9 @@
 #include "lib/cpu_isa/isa_build.hpp"
 #define FP8ATTN_ENGINE_ISA_NAMESPACE FP8ATTN_CPU_ISA_PASTE(engine_, FP8ATTN_CPU_ISA_BUILD)
 
-// Every header decode_fp32.cpp includes, except its own vector kernels (decode_fp32_vec.hpp), the
-// shared row steps (decode_rows.hpp) and row_softmax.hpp, before the rename.
+// Every header decode_fp32.cpp includes, except its own vector kernels and cache requests
+// (decode_fp32_vec.hpp, _keys.hpp, _values.hpp, _ahead.hpp), the shared row steps (decode_rows.hpp)
+// and row_softmax.hpp, before the rename.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
