@@ -43,14 +43,16 @@ constexpr float kScoreUndo = 0x1p8f;
 /// the exponent and mantissa fields (bits 26..20).
 constexpr int kKeyBitsMask = static_cast<int>(0x87F00000u);
 
-/// kt[e · kKeyChunk + j] = rows[j][e] for j < kKeyChunk and e < d (a multiple of 16). Returns
+/// kt[e · kKeys + j] = rows[j][e] for j < kKeys (16 or 32) and e < d (a multiple of 16). Returns
 /// whether some code is an E4M3 NaN (S.1111.111).
+template <int kKeys = kKeyChunk>
 inline bool transpose_key_bytes(const uint8_t* const* rows, int d, uint8_t* kt) {
+  static_assert(kKeys % 16 == 0);
   B16 nan_seen{};
 #if defined(__AVX512BW__)
   __mmask64 nan_mask = 0;
 #endif
-  for (int g = 0; g < kKeyChunk; g += 16) {
+  for (int g = 0; g < kKeys; g += 16) {
     int e0 = 0;
 #if defined(__AVX512BW__)
     // Four 16 × 16 blocks at once (one per 128-bit lane): after the four unpack stages register i
@@ -80,11 +82,11 @@ inline bool transpose_key_bytes(const uint8_t* const* rows, int d, uint8_t* kt) 
         r[2 * k + 1] = _mm512_unpackhi_epi64(t[k], t[k + 8]);
       }
       for (int i = 0; i < 16; ++i) {
-        uint8_t* out = kt + static_cast<int64_t>(e0 + i) * kKeyChunk + g;
+        uint8_t* out = kt + static_cast<int64_t>(e0 + i) * kKeys + g;
         _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_castsi512_si128(r[i]));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 16 * kKeyChunk), _mm512_extracti32x4_epi32(r[i], 1));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 32 * kKeyChunk), _mm512_extracti32x4_epi32(r[i], 2));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 48 * kKeyChunk), _mm512_extracti32x4_epi32(r[i], 3));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 16 * kKeys), _mm512_extracti32x4_epi32(r[i], 1));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 32 * kKeys), _mm512_extracti32x4_epi32(r[i], 2));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 48 * kKeys), _mm512_extracti32x4_epi32(r[i], 3));
       }
     }
 #endif
@@ -118,7 +120,7 @@ inline bool transpose_key_bytes(const uint8_t* const* rows, int d, uint8_t* kt) 
         r[2 * k + 1] =
             __builtin_shufflevector(t[k], t[k + 8], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
       }
-      for (int i = 0; i < 16; ++i) std::memcpy(kt + static_cast<int64_t>(e0 + i) * kKeyChunk + g, &r[i], sizeof r[i]);
+      for (int i = 0; i < 16; ++i) std::memcpy(kt + static_cast<int64_t>(e0 + i) * kKeys + g, &r[i], sizeof r[i]);
     }
   }
   uint64_t half[2];

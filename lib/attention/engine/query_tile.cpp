@@ -11,6 +11,7 @@
 #include "lib/attention/engine/row_softmax.hpp"
 #include "lib/attention/engine/tile_rules.hpp"
 #include "lib/attention/engine/panel_gemm.hpp"
+#include "lib/attention/engine/decoded_block_e4m3.hpp"
 #include "lib/attention/engine/pv_order.hpp"
 #include "kernels/numerics/bfloat16.hpp"
 #include "lib/numerics/element_io.hpp"
@@ -100,6 +101,47 @@ void decode_row(const SeqTensor& t, int64_t offset, int n, const float* lut, flo
   }
 }
 
+namespace {
+
+/// decoded_block's vector path for E4M3 K and V with unit dimension stride
+/// (decoded_block_e4m3.hpp): the same panels, zero fill and bits as the scalar path below.
+/// Returns false where it does not apply, and when the block holds a NaN code: the scalar path
+/// then decodes the whole block again, overwriting what this one wrote.
+bool decode_e4m3_block(const AttentionProblem& p, const SeqSpan& span, int64_t batch, int head_kv,
+                       const sm90::KeyBlock& block, int d, int dv, int bn, bool slots, float* block_k, float* block_v) {
+  if (p.k.dtype != FP8ATTN_DTYPE_E4M3 || p.v.dtype != FP8ATTN_DTYPE_E4M3 || p.k.dim_stride != 1 ||
+      p.v.dim_stride != 1 || d % kPanelWidth != 0 || dv % kPanelWidth != 0 || d > kMaxVectorDecodeDim)
+    return false;
+  const int keys = static_cast<int>(block.key_end - block.key_begin);
+  const auto* k_codes = static_cast<const uint8_t*>(p.k.data);
+  const auto* v_codes = static_cast<const uint8_t*>(p.v.data);
+  alignas(64) static constexpr uint8_t kZeroRow[kMaxVectorDecodeDim] = {};
+  // K: 16 keys per panel; the keys past the block's last are zero rows (its padding columns).
+  for (int j0 = 0; j0 < keys; j0 += kPanelWidth) {
+    const uint8_t* rows[kPanelWidth];
+    for (int i = 0; i < kPanelWidth; ++i) {
+      const int64_t key = span.k_offset + block.key_begin + j0 + i;
+      rows[i] = j0 + i < keys ? k_codes + p.kv_element_offset(p.k, batch, key, head_kv, 0) : kZeroRow;
+    }
+    if (!decode_e4m3_key_panel(rows, d, block_k + static_cast<int64_t>(j0 / kPanelWidth) * d * kPanelWidth))
+      return false;
+  }
+  // V: each key's row into its slot of every 16-wide panel.
+  for (int j = 0; j < keys; ++j) {
+    const int v_row = slots ? sm90::pv_slot_of_key(j) : j;
+    const int64_t key = span.k_offset + block.key_begin + j;
+    const uint8_t* row = v_codes + p.kv_element_offset(p.v, batch, key, head_kv, 0);
+    if (!decode_e4m3_value_row(row, dv, block_v + static_cast<int64_t>(v_row) * kPanelWidth, bn)) return false;
+  }
+  if (slots)
+    for (int j = keys; j < pv_slot_depth(keys); ++j)
+      for (int e0 = 0; e0 < dv; e0 += kPanelWidth)
+        std::fill_n(block_v + e0 * bn + sm90::pv_slot_of_key(j) * kPanelWidth, kPanelWidth, 0.0f);
+  return true;
+}
+
+}  // namespace
+
 /// The decoded K and V of one KV block of (batch, head_kv), as panels for panel_gemm: from the
 /// worker's cache, decoding the block on first use.
 /// K: [block_n / 16][head_dim][16], panel p holding keys 16p..16p+15, zero past the block's last
@@ -117,6 +159,10 @@ void decoded_block(const AttentionConfig& c, const AttentionProblem& p, const Se
   const float* lut = e4m3_table();
   const int keys = static_cast<int>(block.key_end - block.key_begin);
   const bool slots = c.fp8();
+  if (decode_e4m3_block(p, span, batch, head_kv, block, d, dv, bn, slots, block_k, block_v)) {
+    kv.ready[block.index] = 1;
+    return;
+  }
   for (int j = 0; j < keys; ++j) {
     const int v_row = slots ? sm90::pv_slot_of_key(j) : j;
     const int64_t key = span.k_offset + block.key_begin + j;
