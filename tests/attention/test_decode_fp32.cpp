@@ -264,7 +264,7 @@ TEST(DecodeFp32Isa, decode_fp32_every_isa_build_gives_the_portable_bits) {
 
 /// An E4M3 NaN code in one key's K row, or in its V row, reaches exactly the query rows that see
 /// that key, with one split and with several (a split's NaN partial poisons the merge,
-/// sm90::partial_row_lse). The keys' bit placement and the values' FP16 route have no NaN, so a
+/// sm90::partial_row_lse). The keys' and the values' FP16 routes have no NaN, so a
 /// chunk holding one takes the exact decode; every ISA build gives the same bits.
 void expect_nan_code_reaches_its_rows(bool in_values) {
   const uint64_t seed = workloads::fresh_seed();

@@ -108,9 +108,8 @@ void run_decode_fp32_tile(const AttentionConfig& c, const AttentionProblem& p, c
     return decode_row_rules(c, span, logit.scale_log2, logit.tie_tol_raw);
   };
 
-  // NOTE: E4M3 Q times 2^112 (exact), the keys' lanes being their values times 2^-120
-  // (decode_fp32_keys.hpp).
-  const F16 q_factor = splat(fp8 ? kQueryScale : 1.0f);
+  // NOTE: E4M3 Q times 2^8 (exact), the factor the keys' FP16 route leaves out (decode_fp32_keys.hpp).
+  const F16 q_factor = splat(fp8 ? kKeyScaleUndo : 1.0f);
   for (int h = 0; h < heads; ++h)
     for (int r = 0; r < rows; ++r) {
       float* qr = q_of(h) + r * d;
