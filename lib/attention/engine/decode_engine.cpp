@@ -23,7 +23,7 @@ namespace {
 constexpr size_t kAlign = 64;
 size_t round_up(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
-/// The workspace: per-worker [tile scratch | K blocks | V blocks | ready flags], then telemetry
+/// The workspace: per-worker [tile scratch | K block | V block | ready flag], then telemetry
 /// and caches per worker, the item table (batch + 1), the partials' O and LSE.
 struct Layout {
   size_t k = 0, v = 0, ready = 0, stride = 0;
@@ -31,10 +31,12 @@ struct Layout {
   size_t telemetry = 0, caches = 0, table = 0, part_o = 0, part_lse = 0, total = 0;
 };
 
-Layout layout(const AttentionConfig& c, int workers, int64_t batch, int64_t max_q, int64_t max_k, int splits) {
+Layout layout(const AttentionConfig& c, int workers, int64_t batch, int64_t max_q, int splits) {
   Layout l;
   const size_t w = static_cast<size_t>(workers);
-  l.slots = sm90::kv_descale_slots(max_k, c.sink_tokens, c.tile.block_n);
+  // NOTE: one KV block's panels per worker: the tensor-core tile decodes every block of an item
+  // into the same slot (decode_tile.cpp), the FP32 tile none.
+  l.slots = 1;
   const size_t slot_floats = static_cast<size_t>(c.tile.block_n);
   l.k = round_up(std::max(decode_tile_scratch_bytes(c), decode_fp32_scratch_bytes(c)));
   const size_t slots = static_cast<size_t>(l.slots);
@@ -71,7 +73,7 @@ int decode_num_splits(const AttentionConfig& c, int64_t batch, int64_t max_q, in
 
 size_t decode_engine_workspace_size(const AttentionConfig& c, int workers, int64_t batch, int64_t max_q,
                                     int64_t max_k) {
-  return layout(c, workers, batch, max_q, max_k, decode_num_splits(c, batch, max_q, max_k)).total;
+  return layout(c, workers, batch, max_q, decode_num_splits(c, batch, max_q, max_k)).total;
 }
 
 void decode_engine_forward(const AttentionConfig& c, const AttentionProblem& p, ThreadPool& pool, void* workspace) {
@@ -84,7 +86,7 @@ void decode_engine_forward(const AttentionConfig& c, const AttentionProblem& p, 
     longest_k = std::max(longest_k, span.seqlen_k);
   }
   const int splits = decode_num_splits(c, p.batch, p.max_seqlen_q, longest_k);
-  const Layout l = layout(c, pool.size(), p.batch, p.max_seqlen_q, p.max_seqlen_k, splits);
+  const Layout l = layout(c, pool.size(), p.batch, p.max_seqlen_q, splits);
   auto* base = static_cast<unsigned char*>(workspace);
   auto* telemetry = reinterpret_cast<TileTelemetry*>(base + l.telemetry);
   auto* caches = reinterpret_cast<KvBlockCache*>(base + l.caches);
@@ -101,10 +103,9 @@ void decode_engine_forward(const AttentionConfig& c, const AttentionProblem& p, 
   }
   // The one choice of tile: FP32 accumulation's own (decode_fp32.hpp) where it applies.
   const bool fp32_tile = decode_fp32_applies(c, p);
-  // Items: (sequence, KV head, split, row tile), sequence-major; consecutive items of a worker on
-  // one (sequence, KV head) keep its decoded blocks. The FP32 tile takes every KV head in one
-  // item, up to 8 (its cache reads cover whole pages): its items are (sequence, group of KV
-  // heads, split, row tile).
+  // Items: (sequence, KV head, split, row tile), sequence-major. The FP32 tile takes every KV
+  // head in one item, up to 8 (its cache reads cover whole pages): its items are (sequence, group
+  // of KV heads, split, row tile).
   const int heads_per_item = fp32_tile ? decode_fp32_heads_per_item(c) : 1;
   const int item_heads = static_cast<int>(ceil_div(c.num_heads_kv, heads_per_item));
   auto* item_begin = reinterpret_cast<int64_t*>(base + l.table);
