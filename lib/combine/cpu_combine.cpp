@@ -1,5 +1,6 @@
 #include "lib/combine/cpu_combine.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -11,6 +12,10 @@
 
 namespace fp8attn::combine {
 namespace {
+
+/// Work items per worker: a few, so that a worker slowed by another tenant leaves its share to
+/// the others, each a long contiguous run of rows.
+constexpr int64_t kItemsPerWorker = 4;
 
 using sm90::combine::CombineParams;
 
@@ -69,9 +74,16 @@ void combine_on_cpu(const CombineParams& p, ThreadPool& pool) {
   const int64_t rows = sm90::combine::row_count(p);
   if (rows == 0) return;
   const CombineRowOps& ops = combine_row_ops();
-  pool.parallel_for((rows + kRowsPerItem - 1) / kRowsPerItem, [&](int64_t item, int) {
-    const int64_t r0 = item * kRowsPerItem;
-    ops.combine_rows(p, r0, rows - r0 < kRowsPerItem ? rows - r0 : kRowsPerItem);
+  // NOTE: each work item is a contiguous run of row blocks, a few per worker: one block per item
+  // handed the workers alternate blocks, so each one's reads of a part skipped every other few
+  // KiB and the hardware prefetcher kept restarting (and every block took the pool's lock).
+  const int64_t blocks = (rows + kRowsPerItem - 1) / kRowsPerItem;
+  const int64_t items = std::min<int64_t>(blocks, kItemsPerWorker * static_cast<int64_t>(pool.size()));
+  pool.parallel_for(items, [&](int64_t item, int) {
+    for (int64_t b = blocks * item / items; b < blocks * (item + 1) / items; ++b) {
+      const int64_t r0 = b * kRowsPerItem;
+      ops.combine_rows(p, r0, rows - r0 < kRowsPerItem ? rows - r0 : kRowsPerItem);
+    }
   });
 }
 
