@@ -4,10 +4,9 @@
 // FP32. Its work item is one sequence's split and row tile for up to 8 KV heads at once.
 //
 // NOTE: why a tile of its own. decode_tile.cpp shares the forward's tile products (panel_gemm)
-// and decoded-block cache, built for BlockM query rows against a block's keys: at decode's few
-// rows the decode of every key into FP32 panels (a strided scatter into a cache of the whole
-// sequence, 32 MiB per worker at 32k keys) and the emulated tensor core cost far more than the
-// arithmetic, and the bytes stream through memory twice. This tile reads each K and V row once
+// and block decode, built for BlockM query rows against a block's keys: at decode's few rows the
+// decode of every key into FP32 panels (four bytes written and read again per cache byte) and the
+// emulated tensor core cost far more than the arithmetic. This tile reads each K and V row once
 // from the cache's own bytes, in chunks of 32 keys that stay in L1 while every packed row (query
 // heads of the group, tokens) uses them: E4M3 keys transposed byte for byte, so that Q·Kᵀ runs
 // with the keys in the vector lanes (decode_fp32_keys.hpp); BF16 keys as dot products; V by
