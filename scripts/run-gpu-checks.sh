@@ -3,15 +3,17 @@
 # kernels and runs the ctest tests labelled `cuda` (the GEMM, the quantizer and the spectral
 # norms' cuBLASLt path on the device, libfp8attn_cuda through the C API: quantizer, spectral norms,
 # graph capture, two streams), then the sm_90a static checks (the kernels and libfp8attn_cuda.so),
-# then the benchmark (tools/cuda_bench: FA3's grid against a cuBLASLt FP8 GEMM, its table in
-# bench-results/cuda_fa3_grid.md), and writes one report (every cuda test's output, verbose) to gpu-checks-report.txt. Without a GPU the `cuda` tests skip and say why; this script then fails,
+# then the benchmarks (tools/cuda_bench: FA3's grid against a cuBLASLt FP8 GEMM, its table in
+# bench-results/cuda_fa3_grid.md; the decode path against a device copy and the spec bandwidth, in
+# bench-results/cuda_decode.txt), and writes one report (every cuda test's output, verbose) to gpu-checks-report.txt. Without a GPU the `cuda` tests skip and say why; this script then fails,
 # so that it is never mistaken for a GPU run. The GEMM tests leave their operands and the GPU's
 # outputs in gpu-dumps/ (FP8ATTN_GPU_DUMP_DIR), for fitting the tensor core's addition offline.
 # FP8ATTN_GPU_PREBUILT=DIR uses a CUDA build made on another machine with the same CUDA major
 # version (a GPU machine without a package registry or the time to compile): no install, no
 # build, and no static checks (they read the compiler's output and ran where DIR was built).
 # Each test has FP8ATTN_GPU_TEST_TIMEOUT seconds (default 120), so that a kernel that hangs
-# costs one test, not the run; the benchmark has FP8ATTN_GPU_BENCH_TIMEOUT (default 300).
+# costs one test, not the run; the benchmarks have FP8ATTN_GPU_BENCH_TIMEOUT (default 300) and
+# FP8ATTN_GPU_DECODE_BENCH_TIMEOUT (default 180).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 report=gpu-checks-report.txt
@@ -39,6 +41,12 @@ ctest --test-dir "$build" --no-tests=error -V --timeout "$timeout" -L cuda 2>&1 
 ctest --test-dir "$build" --no-tests=error --output-on-failure --timeout "$timeout" -R "$others" 2>&1 | tee -a "$report" || status=1
 echo "== benchmark (tools/cuda_bench/fa3_grid_bench.cpp)" | tee -a "$report"
 timeout "${FP8ATTN_GPU_BENCH_TIMEOUT:-300}" "$build"/tools/cuda_bench/fp8attn_cuda_bench --out bench-results/cuda_fa3_grid.md 2>&1 | tee -a "$report" || status=1
+# NOTE: the decode bench's caches up to 16 GiB (--max-gib): the 128k-key rows at batch 64 are
+# skipped with a note, so that the run fits a short lease.
+mkdir -p bench-results
+echo "== decode benchmark (tools/cuda_bench/decode_bench.cpp)" | tee -a "$report"
+timeout "${FP8ATTN_GPU_DECODE_BENCH_TIMEOUT:-180}" "$build"/tools/cuda_bench/fp8attn_decode_cuda_bench --reps 5 \
+  --max-gib 16 2>&1 | tee bench-results/cuda_decode.txt | tee -a "$report" || status=1
 if grep -q "needs an sm_90 GPU" "$report"; then
   echo "== GPU tests skipped: no sm_90 GPU here (see the reasons above)" | tee -a "$report"
   exit 1

@@ -22,12 +22,12 @@ print("\n".join(sorted({t["command"][0] for t in json.load(sys.stdin)["tests"]})
 {
   find . \( -name CTestTestfile.cmake -o -name "*_tests*.cmake" -o -name "*_include*.cmake" \) -print
   for e in $executables tests/backend/test_cuda_backend_loading tests/backend/libfp8attn_fake_cuda_backend.so \
-           tools/cuda_bench/fp8attn_cuda_bench; do
+           tools/cuda_bench/fp8attn_cuda_bench tools/cuda_bench/fp8attn_decode_cuda_bench; do
     [ -e "$e" ] || [ -e "$build/$e" ] && realpath --relative-to="$build" "$e"
   done
   ls capi/*.so*
 } | tar cf - -T - | (cd "$out/build" && tar xf -)
-for so in $(ldd "$build"/capi/libfp8attn.so tools/cuda_bench/fp8attn_cuda_bench 2>/dev/null |
+for so in $(ldd "$build"/capi/libfp8attn.so tools/cuda_bench/fp8attn_cuda_bench tools/cuda_bench/fp8attn_decode_cuda_bench 2>/dev/null |
             grep -oE "/[^ ]*(openblas|gfortran|quadmath)[^ ]*" | sort -u); do
   xz -1 -c "$so" >"$out/lib/$(basename "$so").xz"  # -1: fast; the libraries shrink 5x anyway
 done
