@@ -23,11 +23,10 @@ namespace {
 constexpr size_t kAlign = 64;
 size_t round_up(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
-/// The workspace: per-worker [tile scratch | K block | V block | ready flag], then telemetry
-/// and caches per worker, the item table (batch + 1), the partials' O and LSE.
+/// The workspace: per-worker [tile scratch | K block | V block], then telemetry and caches per
+/// worker, the item table (batch + 1), the partials' O and LSE.
 struct Layout {
-  size_t k = 0, v = 0, ready = 0, stride = 0;
-  int64_t slots = 0;
+  size_t k = 0, v = 0, stride = 0;
   size_t telemetry = 0, caches = 0, table = 0, part_o = 0, part_lse = 0, total = 0;
 };
 
@@ -35,15 +34,11 @@ Layout layout(const AttentionConfig& c, int workers, int64_t batch, int64_t max_
   Layout l;
   const size_t w = static_cast<size_t>(workers);
   // NOTE: one KV block's panels per worker: the tensor-core tile decodes every block of an item
-  // into the same slot (decode_tile.cpp), the FP32 tile none.
-  l.slots = 1;
-  const size_t slot_floats = static_cast<size_t>(c.tile.block_n);
+  // into the same panels (decode_tile.cpp), the FP32 tile none.
+  const size_t bn = static_cast<size_t>(c.tile.block_n);
   l.k = round_up(std::max(decode_tile_scratch_bytes(c), decode_fp32_scratch_bytes(c)));
-  const size_t slots = static_cast<size_t>(l.slots);
-  l.v = checked_add(l.k, round_up(checked_mul(slots, slot_floats * c.head_dim * sizeof(float), "K cache")), "K cache");
-  l.ready =
-      checked_add(l.v, round_up(checked_mul(slots, slot_floats * c.head_dim_v * sizeof(float), "V cache")), "V cache");
-  l.stride = checked_add(l.ready, round_up(slots), "KV cache");
+  l.v = checked_add(l.k, round_up(checked_mul(bn, c.head_dim * sizeof(float), "K block")), "K block");
+  l.stride = checked_add(l.v, round_up(checked_mul(bn, c.head_dim_v * sizeof(float), "V block")), "V block");
   l.telemetry = checked_mul(l.stride, w, "workers");
   l.caches = l.telemetry + round_up(sizeof(TileTelemetry) * w);
   l.table = l.caches + round_up(sizeof(KvBlockCache) * w);
@@ -93,8 +88,9 @@ void decode_engine_forward(const AttentionConfig& c, const AttentionProblem& p, 
   for (int w = 0; w < pool.size(); ++w) {
     telemetry[w] = TileTelemetry{};
     unsigned char* mine = base + l.stride * static_cast<size_t>(w);
-    caches[w] = KvBlockCache{reinterpret_cast<float*>(mine + l.k), reinterpret_cast<float*>(mine + l.v),
-                             mine + l.ready, l.slots, -1, -1};
+    // NOTE: no ready flags: the decode tile keeps no decoded block (decode_block_panels).
+    caches[w] = KvBlockCache{reinterpret_cast<float*>(mine + l.k), reinterpret_cast<float*>(mine + l.v), nullptr, 1,
+                             -1, -1};
   }
   DecodePartials parts;
   if (splits > 1) {

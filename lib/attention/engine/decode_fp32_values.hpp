@@ -1,8 +1,8 @@
 // The FP32 decode tile's P·V over E4M3 values (decode_fp32.cpp): each of the tile's query rows
 // accumulates O[r][e..e+32) += P[r][j] · V[j][e..e+32) over the chunk's keys j in ascending order,
 // reading V's codes straight from the cache and widening them to FP32 inside the FMA loop.
-// Included by decode_fp32.cpp only, after decode_fp32_vec.hpp, inside its per-ISA namespace
-// (isa/decode_fp32_in_isa.cpp).
+// Included after decode_fp32_keys.hpp by decode_fp32.cpp and decoded_block_e4m3.hpp, inside a
+// per-ISA namespace (isa/decode_fp32_in_isa.cpp, isa/query_tile_in_isa.cpp).
 //
 // NOTE: why widened in the loop. The tile decoded each chunk's V rows into an FP32 buffer first
 // (a store and a reload of every element, and a NaN select per code), a tenth of the decode's
@@ -24,8 +24,9 @@
 
 namespace fp8attn::engine::decode_fp32_vec {
 
-/// The factor P takes before the products with the values' lanes (value · 2^-8).
-constexpr float kValueScaleUndo = 0x1p8f;
+/// The factor P takes before the products with the values' lanes (value · 2^-8, the keys'
+/// widening: decode_fp32_keys.hpp).
+constexpr float kValueScaleUndo = kKeyScaleUndo;
 
 /// Whether some code among `keys` rows of n bytes (n a multiple of 16) is an E4M3 NaN (S.1111.111).
 inline bool value_codes_hold_nan(const uint8_t* const* rows, int keys, int n) {
@@ -50,30 +51,21 @@ inline bool value_codes_hold_nan(const uint8_t* const* rows, int keys, int n) {
   return (half[0] | half[1]) != 0;
 }
 
-/// 32 E4M3 codes to value · 2^-8 in FP32 (two vectors of 16): through FP16 where the build has
-/// F16C (no NaN code allowed), else (kExact) the exact decode times 2^-8.
+/// 32 E4M3 codes to value · 2^-8 in FP32 (two vectors of 16): key_lanes' widening, 32 codes at
+/// once where the build has AVX-512 BW.
 template <bool kExact>
 FP8ATTN_VEC_INLINE void value_lanes32(const uint8_t* in, F16& lo, F16& hi) {
-  if constexpr (!kExact) {
 #if defined(__AVX512BW__)
+  if constexpr (!kExact) {
     const __m512i w = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in)));
     const __m512i h = _mm512_and_si512(_mm512_slli_epi16(w, 7), _mm512_set1_epi16(static_cast<short>(0xBF80)));
     lo = reinterpret_cast<F16>(_mm512_cvtph_ps(_mm512_castsi512_si256(h)));
     hi = reinterpret_cast<F16>(_mm512_cvtph_ps(_mm512_extracti64x4_epi64(h, 1)));
     return;
-#elif defined(__AVX2__)
-    for (int half = 0; half < 2; ++half) {
-      const __m256i w = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 16 * half)));
-      const __m256i h = _mm256_and_si256(_mm256_slli_epi16(w, 7), _mm256_set1_epi16(static_cast<short>(0xBF80)));
-      const F8 a = reinterpret_cast<F8>(_mm256_cvtph_ps(_mm256_castsi256_si128(h)));
-      const F8 b = reinterpret_cast<F8>(_mm256_cvtph_ps(_mm256_extracti128_si256(h, 1)));
-      (half ? hi : lo) = __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    }
-    return;
-#endif
   }
-  lo = e4m3_16(in) * splat(1.0f / kValueScaleUndo);
-  hi = e4m3_16(in + 16) * splat(1.0f / kValueScaleUndo);
+#endif
+  lo = key_lanes<kExact>(in);
+  hi = key_lanes<kExact>(in + 16);
 }
 
 /// o_r[e0, e0 + 32) += Σ_j p_r[j] · V[j][e0, e0 + 32) for kRows rows, keys in ascending order,

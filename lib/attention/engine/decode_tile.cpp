@@ -114,15 +114,12 @@ void run_decode_tile(const AttentionConfig& c, const AttentionProblem& p, const 
     if (!sm90::decode_split_holds(blocks, at.num_splits, at.split, block.index)) continue;
     const int64_t key0 = block.key_begin;
     const int keys = static_cast<int>(block.key_end - block.key_begin);
-    // NOTE: every block into the worker's one slot (decode_engine.cpp): an item visits each of
-    // its blocks once, so there is nothing to keep, and a slot per block (32 MiB per worker at 32k
-    // keys) made each block's panels a fresh stream of stores to memory (about 8 % of this tile's
-    // time, measured).
-    const float *k_panels = nullptr, *v_panels = nullptr;
-    sm90::KeyBlock slot = block;
-    slot.index = 0;
-    kv.ready[0] = 0;
-    engine::decoded_block(c, p, span, at.batch, head_kv, slot, kv, &k_panels, &v_panels);
+    // NOTE: every block into the worker's one block of panels (decode_engine.cpp), not the
+    // forward's cache of decoded blocks: an item visits each of its blocks once, so there is
+    // nothing to keep, and a slot per block (32 MiB per worker at 32k keys) made each block's
+    // panels a fresh stream of stores to memory (about 8 % of this tile's time, measured).
+    engine::decode_block_panels(c, p, span, at.batch, head_kv, block, kv.k, kv.v);
+    const float *k_panels = kv.k, *v_panels = kv.v;
     // NOTE: block_token_scales is query_tile.cpp's, in this translation unit (isa/query_tile_in_isa.cpp).
     const float v_token_max =
         per_token ? block_token_scales(p, at.batch, head_kv, key0, keys, t.k_token, t.v_ratio, fp8) : 1.0f;

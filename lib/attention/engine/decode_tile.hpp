@@ -3,7 +3,7 @@
 // The arithmetic per row is the forward's (query_tile.cpp): the same blocks in the same order,
 // the same online softmax and casts, so one split gives the forward's bits.
 // NOTE: decode_tile.cpp is compiled only inside the per-ISA builds of query_tile.cpp
-// (isa/query_tile_in_isa.cpp), whose K/V gather and decode (decoded_block) it calls; these
+// (isa/query_tile_in_isa.cpp), whose K/V gather and decode (decode_block_panels) it calls; these
 // declarations are the dispatcher's (isa/query_tile_dispatch.cpp).
 #pragma once
 

@@ -103,8 +103,8 @@ void decode_row(const SeqTensor& t, int64_t offset, int n, const float* lut, flo
 
 namespace {
 
-/// decoded_block's vector path for E4M3 K and V with unit dimension stride
-/// (decoded_block_e4m3.hpp): the same panels, zero fill and bits as the scalar path below.
+/// decode_block_panels' vector path for E4M3 K and V with unit dimension stride
+/// (decoded_block_e4m3.hpp): the same panels, K's zero columns and bits as the scalar path below.
 /// Returns false where it does not apply, and when the block holds a NaN code: the scalar path
 /// then decodes the whole block again, overwriting what this one wrote.
 bool decode_e4m3_block(const AttentionProblem& p, const SeqSpan& span, int64_t batch, int head_kv,
@@ -133,55 +133,55 @@ bool decode_e4m3_block(const AttentionProblem& p, const SeqSpan& span, int64_t b
     const uint8_t* row = v_codes + p.kv_element_offset(p.v, batch, key, head_kv, 0);
     if (!decode_e4m3_value_row(row, dv, block_v + static_cast<int64_t>(v_row) * kPanelWidth, bn)) return false;
   }
-  if (slots)
-    for (int j = keys; j < pv_slot_depth(keys); ++j)
-      for (int e0 = 0; e0 < dv; e0 += kPanelWidth)
-        std::fill_n(block_v + e0 * bn + sm90::pv_slot_of_key(j) * kPanelWidth, kPanelWidth, 0.0f);
   return true;
 }
 
 }  // namespace
 
-/// The decoded K and V of one KV block of (batch, head_kv), as panels for panel_gemm: from the
-/// worker's cache, decoding the block on first use.
+/// Decodes one KV block of (batch, head_kv) into panels for panel_gemm at block_k and block_v.
 /// K: [block_n / 16][head_dim][16], panel p holding keys 16p..16p+15, zero past the block's last
 /// key (S's padding columns come out 0 and are never read). V: [head_dim_v / 16][block_n][16],
 /// for E4M3 P with its rows in the P·V key order (pv_order.hpp), zero up to the block's period.
-void decoded_block(const AttentionConfig& c, const AttentionProblem& p, const SeqSpan& span, int64_t batch,
-                   int head_kv, const sm90::KeyBlock& block, KvBlockCache& kv, const float** k_panels,
-                   const float** v_panels) {
+void decode_block_panels(const AttentionConfig& c, const AttentionProblem& p, const SeqSpan& span, int64_t batch,
+                         int head_kv, const sm90::KeyBlock& block, float* block_k, float* block_v) {
   const int d = c.head_dim, dv = c.head_dim_v, bn = c.tile.block_n;
-  float* block_k = kv.k + block.index * d * bn;
-  float* block_v = kv.v + block.index * bn * dv;
-  *k_panels = block_k;
-  *v_panels = block_v;
-  if (kv.ready[block.index]) return;
-  const float* lut = e4m3_table();
   const int keys = static_cast<int>(block.key_end - block.key_begin);
   const bool slots = c.fp8();
-  if (decode_e4m3_block(p, span, batch, head_kv, block, d, dv, bn, slots, block_k, block_v)) {
-    kv.ready[block.index] = 1;
-    return;
-  }
-  for (int j = 0; j < keys; ++j) {
-    const int v_row = slots ? sm90::pv_slot_of_key(j) : j;
-    const int64_t key = span.k_offset + block.key_begin + j;
-    float* k_col = block_k + (j / kPanelWidth) * d * kPanelWidth + j % kPanelWidth;
-    // NOTE: a paged cache is gathered here, row by row through the block table; what follows
-    // sees the same decoded block as for contiguous K and V, so the results are bit-equal.
-    decode_row(p.k, p.kv_element_offset(p.k, batch, key, head_kv, 0), d, lut, k_col, kPanelWidth);
-    for (int e0 = 0; e0 < dv; e0 += kPanelWidth)
-      decode_row(p.v, p.kv_element_offset(p.v, batch, key, head_kv, e0), kPanelWidth, lut,
-                 block_v + e0 * bn + v_row * kPanelWidth, 1);
+  if (!decode_e4m3_block(p, span, batch, head_kv, block, d, dv, bn, slots, block_k, block_v)) {
+    const float* lut = e4m3_table();
+    for (int j = 0; j < keys; ++j) {
+      const int v_row = slots ? sm90::pv_slot_of_key(j) : j;
+      const int64_t key = span.k_offset + block.key_begin + j;
+      float* k_col = block_k + (j / kPanelWidth) * d * kPanelWidth + j % kPanelWidth;
+      // NOTE: a paged cache is gathered here, row by row through the block table; what follows
+      // sees the same decoded block as for contiguous K and V, so the results are bit-equal.
+      decode_row(p.k, p.kv_element_offset(p.k, batch, key, head_kv, 0), d, lut, k_col, kPanelWidth);
+      for (int e0 = 0; e0 < dv; e0 += kPanelWidth)
+        decode_row(p.v, p.kv_element_offset(p.v, batch, key, head_kv, e0), kPanelWidth, lut,
+                   block_v + e0 * bn + v_row * kPanelWidth, 1);
+    }
+    for (int j = keys; j % kPanelWidth != 0; ++j) {
+      float* k_col = block_k + (j / kPanelWidth) * d * kPanelWidth + j % kPanelWidth;
+      for (int e = 0; e < d; ++e) k_col[e * kPanelWidth] = 0.0f;
+    }
   }
   if (slots)
     for (int j = keys; j < pv_slot_depth(keys); ++j)
       for (int e0 = 0; e0 < dv; e0 += kPanelWidth)
         std::fill_n(block_v + e0 * bn + sm90::pv_slot_of_key(j) * kPanelWidth, kPanelWidth, 0.0f);
-  for (int j = keys; j % kPanelWidth != 0; ++j) {
-    float* k_col = block_k + (j / kPanelWidth) * d * kPanelWidth + j % kPanelWidth;
-    for (int e = 0; e < d; ++e) k_col[e * kPanelWidth] = 0.0f;
-  }
+}
+
+/// The decoded K and V of one KV block of (batch, head_kv), as panels for panel_gemm
+/// (decode_block_panels): from the worker's cache, decoding the block on first use.
+void decoded_block(const AttentionConfig& c, const AttentionProblem& p, const SeqSpan& span, int64_t batch,
+                   int head_kv, const sm90::KeyBlock& block, KvBlockCache& kv, const float** k_panels,
+                   const float** v_panels) {
+  float* block_k = kv.k + block.index * c.head_dim * c.tile.block_n;
+  float* block_v = kv.v + block.index * c.tile.block_n * c.head_dim_v;
+  *k_panels = block_k;
+  *v_panels = block_v;
+  if (kv.ready[block.index]) return;
+  decode_block_panels(c, p, span, batch, head_kv, block, block_k, block_v);
   kv.ready[block.index] = 1;
 }
 
