@@ -53,7 +53,10 @@ FP8ATTN_HOST_DEVICE constexpr PvPromotion pv_promotion_of_interval(int interval)
 /// consumer warpgroups of 160 registers (BlockM 192) with a BlockN of 96: S 48, O 32, the every-N
 /// fresh tile 32 and the previous block's P 12 registers fit with the softmax overlapping P·V,
 /// where BlockN 160 spilled 28 to 640 bytes and 128 still 4 in the every-N kernel (docs/kernels.md, the
-/// limits). Head_dim 256 takes a BlockN of 96 too (S 48 registers, not 64, next to O's 128).
+/// limits). Head_dim 256 has FlashAttention-3's 128 × 128 (S 64 + O 128 + the previous block's P
+/// 16 registers): the shared memory holds it because E4M3's raw V rows take one buffer, not one
+/// per stage (FwdConfig::kVStages), and the kernel with telemetry runs serially (fwd_config.hpp).
+/// The decode path keeps 128 × 96 there (decode_attention_tile).
 /// NOTE: FP8 head_dim 128 with every-N promotion has its own BlockN of 128: the overlapped
 /// consumers hold S (64 registers), the previous block's P (16), O (64) and the fresh tile (64)
 /// through the softmax, 208 of 240; at BlockN 224, S alone is 112 and the fresh tile does not fit.
@@ -75,11 +78,22 @@ FP8ATTN_HOST_DEVICE constexpr AttentionTile attention_tile(int head_dim, bool fp
     if (head_dim <= 128) return promotion == PvPromotion::EveryN ? AttentionTile{128, 128, 32, 32, 2, 2}
                                                                  : AttentionTile{128, 224, 32, 32, 2, 2};
     return promotion == PvPromotion::EveryN ? AttentionTile{64, 96, 32, 32, 2, 2, 2}
-                                            : AttentionTile{128, 96, 32, 32, 2, 2};
+           : AttentionTile{128, 128, 32, 32, 2, 2};
   }
   if (head_dim <= 64) return {192, 128, 16, 16, 3, 2};
   if (head_dim <= 128) return {128, 176, 16, 16, 2, 2};
   return {128, 80, 16, 16, 2, 2};
+}
+
+/// The decode path's tile (desc.decode: kernels/sm90/decode, the engine's decode tile): the
+/// forward's, except E4M3 head_dim 256 without every-N promotion, which keeps 128 × 96.
+/// NOTE: the decode consumers have 232 registers (kernels/sm90/decode/decode_config.hpp) and a
+/// decode tile's state; at BlockN 128 the every-block kernel, which a paged cache's per-token
+/// descales also take, spilled 160 bytes next to S (64) and O (128), and 100 with P·V in
+/// 32-column parts. Off shares the tile, since per-block descales promote on Off's tile.
+FP8ATTN_HOST_DEVICE constexpr AttentionTile decode_attention_tile(int head_dim, bool fp8, PvPromotion promotion) {
+  if (fp8 && head_dim > 128 && promotion != PvPromotion::EveryN) return {128, 96, 32, 32, 2, 2};
+  return attention_tile(head_dim, fp8, promotion);
 }
 
 /// Tile sizes of the BF16 attention backward (the CPU engine's and the sm_90a kernel's,

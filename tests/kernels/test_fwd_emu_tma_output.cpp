@@ -100,7 +100,8 @@ TEST(FwdTmaOutput, PlanStoresThroughTmaWhereTheKernelAndTheLayoutAllow) {
   EXPECT_TRUE(plans_tma_out({s, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_BF16, 1}));
   EXPECT_TRUE(plans_tma_out({{2, 100, 130, 2, 1, 256}, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_BF16, 2}));
   EXPECT_TRUE(plans_tma_out({s, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_BF16, 0, 8})) << "rows padded by 16 bytes";
-  // E4M3 off and every-block at 256 store half of O at a time (fwd_config.hpp, kORounds).
+  // E4M3 off and every-block at 256 store a half and a quarter of O at a time (fwd_config.hpp,
+  // kORounds).
   EXPECT_TRUE(plans_tma_out({{2, 100, 130, 2, 1, 256}}));
   EXPECT_TRUE(plans_tma_out({{2, 100, 130, 2, 1, 256}, FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_BF16, 1}));
   // BF16 inputs at head_dims 128 and 256 stage O in Q's buffer (fwd_config.hpp, kOStageInQ).
@@ -117,7 +118,7 @@ TEST(FwdTmaOutput, PlanStoresThroughTmaWhereTheKernelAndTheLayoutAllow) {
 
 /// One forward of `s` on `backend` into a padded output.
 PaddedOut run_padded(const AttentionShape& s, int32_t input, workloads::QuantizedInputs& in, int32_t backend,
-                     const std::string& schedule) {
+                     const std::string& schedule, int32_t promote) {
   PaddedOut out(s, 8, 3);
   if (!schedule.empty()) setenv("FP8ATTN_EMULATOR_SCHEDULE", schedule.c_str(), 1);
   // Two CTAs, so that each runs several tiles: a stage reused, Q reloaded after its stores.
@@ -127,6 +128,7 @@ PaddedOut run_padded(const AttentionShape& s, int32_t input, workloads::Quantize
   unsetenv("FP8ATTN_EMULATOR_SMS");
   fp8attn_attention_desc desc = workloads::make_desc(s, input, FP8ATTN_DTYPE_BF16);
   desc.causal = 1;
+  desc.pv_promote_interval = promote;
   fp8attn_plan plan = nullptr;
   EXPECT_EQ(fp8attn_plan_create(ctx, &desc, &plan, nullptr), FP8ATTN_OK);
   fp8attn_attention_args args{};
@@ -148,14 +150,14 @@ PaddedOut run_padded(const AttentionShape& s, int32_t input, workloads::Quantize
 
 /// The padded output (16 bytes after each row, 3 rows after each sequence) through TMA stores
 /// (asserted from the plan first), against the engine under every emulator schedule.
-void expect_padded_output_matches_the_engine(const AttentionShape& s, int32_t input) {
-  ASSERT_TRUE(plans_tma_out({s, input, FP8ATTN_DTYPE_BF16, 0, 8})) << "the plan does not store O through TMA";
+void expect_padded_output_matches_the_engine(const AttentionShape& s, int32_t input, int32_t promote = 0) {
+  ASSERT_TRUE(plans_tma_out({s, input, FP8ATTN_DTYPE_BF16, promote, 8})) << "the plan does not store O through TMA";
   const uint64_t seed = workloads::fresh_seed();
   workloads::QuantizedInputs in =
       workloads::quantize(workloads::normal_inputs(s, seed), input, workloads::ScaleGranularity::PerHead);
-  const PaddedOut cpu = run_padded(s, input, in, FP8ATTN_BACKEND_CPU, "");
+  const PaddedOut cpu = run_padded(s, input, in, FP8ATTN_BACKEND_CPU, "", promote);
   for (const std::string& schedule : emulator_schedules(seed)) {
-    const PaddedOut emu = run_padded(s, input, in, FP8ATTN_BACKEND_EMULATOR, schedule);
+    const PaddedOut emu = run_padded(s, input, in, FP8ATTN_BACKEND_EMULATOR, schedule, promote);
     int64_t differ = 0, gaps_written = 0, poisoned = 0;
     for (size_t i = 0; i < emu.data.size(); ++i) {
       if (emu.inside(s, static_cast<int64_t>(i))) {
@@ -192,6 +194,12 @@ TEST(FwdTmaOutput, PaddedOutputMatchesTheEngineAndKeepsItsGapsBf16HeadDim256InQs
 // Half of O through the stage at a time (two rounds of stores).
 TEST(FwdTmaOutput, PaddedOutputMatchesTheEngineAndKeepsItsGapsE4m3HeadDim256InTwoRounds) {
   expect_padded_output_matches_the_engine({2, 140, 110, 2, 1, 256}, FP8ATTN_DTYPE_E4M3);
+}
+
+// A quarter of O through the stage at a time (four rounds): the every-block kernel at 256, whose
+// stage shares the shared memory with a paged cache's per-token descales.
+TEST(FwdTmaOutput, PaddedOutputMatchesTheEngineAndKeepsItsGapsE4m3HeadDim256EveryBlockInFourRounds) {
+  expect_padded_output_matches_the_engine({2, 140, 290, 2, 1, 256}, FP8ATTN_DTYPE_E4M3, 1);
 }
 
 TEST(FwdTmaOutput, PaddedOutputMatchesTheEngineAndKeepsItsGapsBf16HeadDim64) {

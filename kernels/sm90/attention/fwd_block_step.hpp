@@ -142,7 +142,7 @@ FP8ATTN_ARCH_FN void release_kv(const AttentionFwdParams& p, FwdSharedStorage<Cf
 /// loaded for BF16 (read N-major). vt_full signals it in both cases.
 template <class Cfg>
 FP8ATTN_ARCH_FN const uint8_t* pv_operand(const FwdSharedStorage<Cfg>& smem, int stage) {
-  if constexpr (Cfg::kBf16) return smem.v[stage];
+  if constexpr (Cfg::kBf16) return smem.v_rows(stage);
   else return smem.vt[stage];
 }
 

@@ -32,7 +32,10 @@ enum class FwdFault : int {
 /// Input element type of a kernel: Q, K, V and the cast of P share it.
 enum class FwdInput : int { E4M3 = 0, BF16 = 1 };
 
-template <int kHeadDimT, PvPromotion kPromotionT, bool kTelemetryT, FwdInput kInputT = FwdInput::E4M3>
+/// kDecodeTileT: the decode path's tile (decode_attention_tile), which kernels/sm90/decode's
+/// configs are built on.
+template <int kHeadDimT, PvPromotion kPromotionT, bool kTelemetryT, FwdInput kInputT = FwdInput::E4M3,
+          bool kDecodeTileT = false>
 struct FwdConfig {
   static constexpr FwdFault kFault = FwdFault::None;
   static constexpr bool kDecode = false;  ///< decode tiles (kernels/sm90/decode/decode_config.hpp)
@@ -42,7 +45,8 @@ struct FwdConfig {
   static constexpr FwdInput kInput = kInputT;
   static constexpr bool kBf16 = kInput == FwdInput::BF16;
   static constexpr uint32_t kElementBytes = kBf16 ? 2 : 1;
-  static constexpr AttentionTile kTile = attention_tile(kHeadDim, !kBf16, kPromotion);
+  static constexpr AttentionTile kTile =
+      kDecodeTileT ? decode_attention_tile(kHeadDim, !kBf16, kPromotion) : attention_tile(kHeadDim, !kBf16, kPromotion);
   static constexpr int kBlockM = kTile.block_m;
   static constexpr int kBlockN = kTile.block_n;
   static constexpr int kConsumers = kTile.consumer_warpgroups;
@@ -52,6 +56,11 @@ struct FwdConfig {
   static constexpr int kHeadDimSplit = kTile.head_dim_split;
   static constexpr int kHeadDimO = kHeadDim / kHeadDimSplit;  ///< columns of O per warpgroup
   static constexpr int kStages = kTile.stages;
+  /// Buffers of V's rows as loaded. BF16 V is P·V's operand itself: one per stage. E4M3 V is
+  /// transposed into Vᵀ (a buffer per stage) as soon as it lands, so one buffer of raw rows
+  /// serves every stage: the next V lands there once the last one's Vᵀ is complete (run_loads).
+  /// NOTE: the 32 KB a second raw buffer took at head_dim 256 are what a BlockN of 128 needs.
+  static constexpr int kVStages = kBf16 ? kStages : 1;
   static constexpr int kThreads = 128 * (1 + kConsumers);  // warpgroup 0 is the producer
   static constexpr int kMmaK = kTile.mma_k_pv;  ///< keys per P·V wgmma: 32 (E4M3) or 16 (BF16)
   static_assert(kTile.mma_k_qk == kMmaK, "one wgmma K for both products");
@@ -99,13 +108,18 @@ struct FwdConfig {
   /// NOTE: the BF16 kernels overlap too, except head_dim 64 (three consumers of 160 registers) and
   /// head_dim 256 with telemetry, which spilled with the previous block's P live through the
   /// softmax (ptxas -warn-spills: 20 to 32 bytes at 64, 8 at 256); pingpong still overlaps one
-  /// consumer's softmax with another's wgmmas there.
+  /// consumer's softmax with another's wgmmas there. E4M3 at head_dim 256 with telemetry and no
+  /// promotion runs serially too: at BlockN 128 (S 64 + O 128 + P 16) the tile's three counters
+  /// spilled 12 bytes.
   static constexpr bool kIntraWgOverlap =
-      kPromotion != PvPromotion::EveryBlock && !(kBf16 && (kHeadDim == 64 || (kHeadDim == 256 && kTelemetry)));
+      kPromotion != PvPromotion::EveryBlock &&
+      !((kBf16 && kHeadDim == 64) || (kHeadDim == 256 && kTelemetry && kPromotion == PvPromotion::Off));
 
   /// Columns of O per P·V wgmma when the fresh tile lives only during P·V (EveryBlock).
   /// NOTE: 64 columns (32 registers): with 128, head_dim 128 spilled next to O and P.
-  static constexpr int kPvSplitN = 64;
+  /// At head_dim 256 with telemetry 32 (16 registers): with 64, O (128), P and the tile's counters
+  /// spilled 48 bytes. Every O element still gets its own fresh sum and promotion: same bits.
+  static constexpr int kPvSplitN = kHeadDim == 256 && kTelemetry ? 32 : 64;
 
   // NOTE: FlashAttention-3's budgets for a TMA producer and two consumers are 24 and 240. The
   // overlapped consumers need the 240 (head_dim 128: S 112 + O 64 + P of the previous block 28
@@ -136,16 +150,18 @@ struct FwdConfig {
   /// NOTE: the BF16 kernels at head_dims 128 and 256 have no room for a stage (15 and 0 KB free
   /// under the CTA's 227 KB, for 32 and 64 KB): they stage O in Q's buffer (kOStageInQ), where a
   /// warpgroup's 64 rows of a 128-byte Q chunk are exactly one box of BF16 O, and free Q only once
-  /// the stores have read it. E4M3's off and every-block kernels at 256 store half of O at a time
-  /// (kORounds). E4M3's every-N kernels at 64 and 128 have no register room (their fresh tile
+  /// the stores have read it. E4M3's off and every-block kernels at 256 store a half and a
+  /// quarter of O at a time (kORounds): at BlockN 128 they have 34 and 18 KB free for 64 KB. E4M3's every-N kernels at 64 and 128 have no register room (their fresh tile
   /// fills the consumers' budget; the stage's path spilled 4 bytes without telemetry: ptxas
   /// -warn-spills): they store O from registers, as does every call whose output is not a BF16
   /// tensor TMA can write (fwd_params.hpp, FwdArguments::tma_out).
   static constexpr bool kOStageInQ = kBf16 && kHeadDim > 64;
   static constexpr bool kTmaOut = kHeadDim == 256 || kBf16 || kPromotion != PvPromotion::EveryN;
   /// Rounds of the stores through a stage that holds 1 / kORounds of a warpgroup's O: E4M3's off
-  /// and every-block kernels at 256 have 49 KB free, room for half of their 64 KB.
-  static constexpr int kORounds = kHeadDim == 256 && !kBf16 && kPromotion != PvPromotion::EveryN ? 2 : 1;
+  /// and every-block kernels at 256 have room for half (32 KB) and a quarter (16 KB; the
+  /// every-block kernel also holds a paged cache's per-token descales) of their 64 KB.
+  static constexpr int kORounds =
+      kHeadDim == 256 && !kBf16 && kPromotion != PvPromotion::EveryN ? (kPromotion == PvPromotion::EveryBlock ? 4 : 2) : 1;
   static constexpr uint32_t kOBoxBytes = 64u * 128u;  ///< one box: 64 rows × 64 BF16 columns
   static constexpr int kOBoxes = kHeadDimO / 64;      ///< boxes per warpgroup
   /// Bytes from one of a warpgroup's boxes to the next: adjacent in a stage of its own, a Q chunk
@@ -175,7 +191,7 @@ template <class Cfg>
 struct FwdSharedStorage : FwdOStage<Cfg> {
   alignas(16) uint8_t q[Cfg::kChunks][Cfg::kQChunkBytes];
   alignas(16) uint8_t k[Cfg::kStages][Cfg::kChunks][Cfg::kKChunkBytes];
-  alignas(16) uint8_t v[Cfg::kStages][Cfg::kVBytes];   // V rows as loaded (BF16: in K's chunks, N-major B of P·V)
+  alignas(16) uint8_t v[Cfg::kVStages][Cfg::kVBytes];  // V rows as loaded (BF16: in K's chunks, N-major B of P·V)
   alignas(16) uint8_t vt[Cfg::kStages][Cfg::kVtBytes];  // Vᵀ, written by the producer (E4M3 only)
   uint64_t q_full, q_empty;
   uint64_t k_full[Cfg::kStages], v_full[Cfg::kStages], vt_full[Cfg::kStages], kv_empty[Cfg::kStages];
@@ -200,6 +216,10 @@ struct FwdSharedStorage : FwdOStage<Cfg> {
   // The swizzle's base offset is 0 only on a 1024-byte period (PTX_FACTS.md): Q and K's chunks
   // (Q·Kᵀ's operands, 64B or 128B swizzle), V (BF16: P·V's B through 128B swizzle) and Vᵀ (32B
   // swizzle when loaded by TMA).
+  /// The raw V rows of stage `stage` (FwdConfig::kVStages).
+  FP8ATTN_HOST_DEVICE uint8_t* v_rows(int stage) { return v[Cfg::kVStages == 1 ? 0 : stage]; }
+  FP8ATTN_HOST_DEVICE const uint8_t* v_rows(int stage) const { return v[Cfg::kVStages == 1 ? 0 : stage]; }
+
   static_assert(Cfg::kQChunkBytes % 1024 == 0 && Cfg::kKChunkBytes % 1024 == 0 && Cfg::kVBytes % 1024 == 0 &&
                     (!Cfg::kTmaOut || Cfg::kOStageInQ || Cfg::kOStageBytes % 1024 == 0),
                 "each tile a whole number of 1024-byte periods, so the next starts on one");

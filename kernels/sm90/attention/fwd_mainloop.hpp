@@ -211,7 +211,6 @@ FP8ATTN_ARCH_FN void run_consumer(const AttentionFwdParams& p, FwdSharedStorage<
     // Host arguments folded once per tile, as the engine does.
     const float q_descale = p.q_descale.at(tile.batch, tile.head_kv);
     const float k_descale = p.k_descale.at(tile.batch, tile.head_kv);
-    const float v_descale = p.v_descale.at(tile.batch, tile.head_kv);
     FwdBlockSoftmax sb{};
     const LogitScales ls = logit_scales(p.softmax_scale, q_descale, k_descale, p.stabilized_tie_tol);
     sb.scale_log2 = ls.scale_log2;
@@ -257,6 +256,10 @@ FP8ATTN_ARCH_FN void run_consumer(const AttentionFwdParams& p, FwdSharedStorage<
     }
     // NOTE: the telemetry kernels also measure max |O| (amax_o): the same per-CTA merge, and the
     // API runs them whenever a call asks for an amax (capi/forward_api.cpp).
+    // NOTE: V's descale is read here, after the blocks, not with Q's and K's: loaded before the
+    // loop it held a register through it, which the overlapped head_dim-256 consumer at BlockN 128
+    // did not have (ptxas -warn-spills: 4 bytes).
+    const float v_descale = p.v_descale.at(tile.batch, tile.head_kv);
     const int64_t row_lo = tile.q_offset + tile.row0 + my_row, rows_end = tile.q_offset + tile.row0 + tile.rows;
     float amax_o;
     if constexpr (Cfg::kTmaOut) {

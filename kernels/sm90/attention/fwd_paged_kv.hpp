@@ -196,10 +196,10 @@ FP8ATTN_ARCH_FN void load_paged_block(const AttentionFwdParams& p, FwdSharedStor
   arch::mbarrier_arrive_expect_tx(&smem.v_full[stage], Cfg::kVBytes);
   if constexpr (Cfg::kBf16) {
     for (int c = 0; c < Cfg::kChunks; ++c)
-      load_paged_rows<Cfg>(p.paged, p.tma_v, smem.v[stage] + c * Cfg::kKChunkBytes, Cfg::kChunkBytes,
+      load_paged_rows<Cfg>(p.paged, p.tma_v, smem.v_rows(stage) + c * Cfg::kKChunkBytes, Cfg::kChunkBytes,
                            c * Cfg::kChunkElements, &smem.v_full[stage], at.b, at.head_kv, at.key, at.seqlen_k);
   } else {
-    load_paged_rows<Cfg>(p.paged, p.tma_v, smem.v[stage], Cfg::kRowBytes, 0, &smem.v_full[stage], at.b, at.head_kv,
+    load_paged_rows<Cfg>(p.paged, p.tma_v, smem.v_rows(stage), Cfg::kRowBytes, 0, &smem.v_full[stage], at.b, at.head_kv,
                          at.key, at.seqlen_k);
   }
 }
@@ -217,7 +217,7 @@ FP8ATTN_ARCH_FN void gather_paged_block(const AttentionFwdParams& p, uint32_t th
   // V: BF16 in K's chunks (read N-major by the wgmma), E4M3 as raw rows for the transpose.
   constexpr uint32_t kVChunk = Cfg::kBf16 ? Cfg::kChunkBytes : Cfg::kRowBytes;
   constexpr arch::Swizzle kVSwizzle = Cfg::kBf16 ? Cfg::kSwizzle : arch::Swizzle::None;
-  gather_paged_rows<Cfg, true, kVChunk, kVSwizzle>(kv, smem.v[stage], thread, at.b, at.head_kv, at.key, at.seqlen_k);
+  gather_paged_rows<Cfg, true, kVChunk, kVSwizzle>(kv, smem.v_rows(stage), thread, at.b, at.head_kv, at.key, at.seqlen_k);
   arch::fence_proxy_async_shared_cta();
   arch::named_barrier_sync(barrier_id(FwdBarrier::kProducerVt), kThreads);
   if (thread == 0) {

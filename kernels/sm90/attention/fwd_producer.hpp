@@ -50,8 +50,14 @@ FP8ATTN_ARCH_FN void run_v_transposer(const AttentionFwdParams& p, FwdSharedStor
   PipelineState<Cfg::kStages> kv{0, 0};
   for (int32_t block = 0; block < blocks; ++block, kv.advance()) {
     arch::mbarrier_wait_parity(&smem.v_full[kv.stage], kv.phase);
-    if (p.v_transposed) order_vt_slabs<Cfg>(thread, smem.vt[kv.stage], &smem.vt_full[kv.stage]);
-    else transpose_v<Cfg>(thread, smem.v[kv.stage], smem.vt[kv.stage], &smem.vt_full[kv.stage]);
+    if (p.v_transposed) {
+      order_vt_slabs<Cfg>(thread, smem.vt[kv.stage], &smem.vt_full[kv.stage]);
+    } else {
+      // NOTE: the loads wait for the raw V buffer only (run_loads), so the consumers' P·V of the
+      // stage's last block may still read its Vᵀ: its release comes first.
+      arch::mbarrier_wait_parity(&smem.kv_empty[kv.stage], kv.phase ^ 1u);
+      transpose_v<Cfg>(thread, smem.v_rows(kv.stage), smem.vt[kv.stage], &smem.vt_full[kv.stage]);
+    }
   }
 }
 
@@ -94,7 +100,7 @@ FP8ATTN_ARCH_FN void run_paged_kv(const AttentionFwdParams& p, FwdSharedStorage<
     if (p.paged.box_rows == 0) {
       gather_paged_block<Cfg>(p, arch::thread_idx_in_warpgroup() - 32, smem, stage, at);
       if constexpr (!Cfg::kBf16)
-        transpose_v<Cfg>(arch::thread_idx_in_warpgroup() - 32, smem.v[stage], smem.vt[stage], &smem.vt_full[stage]);
+        transpose_v<Cfg>(arch::thread_idx_in_warpgroup() - 32, smem.v_rows(stage), smem.vt[stage], &smem.vt_full[stage]);
       continue;
     }
     if (arch::thread_idx_in_warpgroup() == 32) load_paged_block<Cfg>(p, smem, stage, at);
@@ -103,12 +109,12 @@ FP8ATTN_ARCH_FN void run_paged_kv(const AttentionFwdParams& p, FwdSharedStorage<
     const uint32_t keys = static_cast<uint32_t>(at.seqlen_k - at.key < kBlockN ? at.seqlen_k - at.key : kBlockN);
     const uint32_t thread = arch::thread_idx_in_warpgroup() - 32;
     if constexpr (Cfg::kBf16) {
-      zero_paged_v_tail<Cfg>(thread, smem.v[stage], keys, static_cast<uint32_t>(p.paged.box_rows));
+      zero_paged_v_tail<Cfg>(thread, smem.v_rows(stage), keys, static_cast<uint32_t>(p.paged.box_rows));
       arch::fence_proxy_async_shared_cta();
       arch::named_barrier_sync(barrier_id(FwdBarrier::kProducerVt), kTransposeThreads);
       if (thread == 0) arch::mbarrier_arrive(&smem.vt_full[stage]);
     } else {
-      transpose_v<Cfg>(thread, smem.v[stage], smem.vt[stage], &smem.vt_full[stage], keys);
+      transpose_v<Cfg>(thread, smem.v_rows(stage), smem.vt[stage], &smem.vt_full[stage], keys);
     }
   }
   if (arch::thread_idx_in_warpgroup() == 32) flag_seqused_k<Cfg>(p, smem);  // NOTE: after the loop: registers
@@ -161,14 +167,15 @@ FP8ATTN_ARCH_FN void run_loads(const AttentionFwdParams& p, FwdSharedStorage<Cfg
       for (int c = 0; c < Cfg::kChunks; ++c)
         arch::tma_load<4, kKvEvict<Cfg>>(smem.k[kv.stage][c], p.tma_k, &smem.k_full[kv.stage],
                           {c * Cfg::kChunkElements, tile.head_kv, key, b});
-      arch::mbarrier_wait_parity(&smem.kv_empty[kv.stage], kv.phase);  // V and Vᵀ read by P·V
       if constexpr (Cfg::kBf16) {
+        arch::mbarrier_wait_parity(&smem.kv_empty[kv.stage], kv.phase);  // V read by P·V
         // BF16 V in K's layout (chunks of 64 dims, 128B swizzle), ready for P·V once loaded.
         arch::mbarrier_arrive_expect_tx(&smem.vt_full[kv.stage], Cfg::kVBytes);
         for (int c = 0; c < Cfg::kChunks; ++c)
-          arch::tma_load<4, kKvEvict<Cfg>>(smem.v[kv.stage] + c * Cfg::kKChunkBytes, p.tma_v, &smem.vt_full[kv.stage],
+          arch::tma_load<4, kKvEvict<Cfg>>(smem.v_rows(kv.stage) + c * Cfg::kKChunkBytes, p.tma_v, &smem.vt_full[kv.stage],
                             {c * Cfg::kChunkElements, tile.head_kv, key, b});
       } else if (p.v_transposed) {
+        arch::mbarrier_wait_parity(&smem.kv_empty[kv.stage], kv.phase);  // Vᵀ read by P·V
         // tma_v is {key, dim, head, batch}: one box of 32 keys x head_dim per slab, into Vᵀ, which
         // warps 1-3 then put into the P·V key order (run_v_transposer).
         arch::mbarrier_arrive_expect_tx(&smem.v_full[kv.stage], Cfg::kVBytes);
@@ -176,8 +183,17 @@ FP8ATTN_ARCH_FN void run_loads(const AttentionFwdParams& p, FwdSharedStorage<Cfg
           arch::tma_load<4, kKvEvict<Cfg>>(smem.vt[kv.stage] + slab * Cfg::kVtSlabBytes, p.tma_v, &smem.v_full[kv.stage],
                             {key + 32 * slab, 0, tile.head_kv, b});
       } else {
+        // NOTE: E4M3 V lands in the one raw buffer (FwdConfig::kVStages) once warps 1-3 have
+        // transposed the last block out of it: its Vᵀ is complete (vt_full, which they arrive on
+        // after all of them have read V). They wait for the stage's Vᵀ to be free themselves
+        // (run_v_transposer). vt_full's next phase needs this load, so the wait cannot pass a
+        // later phase.
+        if (loaded != 0) {
+          const uint32_t last = loaded - 1;
+          arch::mbarrier_wait_parity(&smem.vt_full[last % Cfg::kStages], (last / Cfg::kStages) & 1u);
+        }
         arch::mbarrier_arrive_expect_tx(&smem.v_full[kv.stage], Cfg::kVBytes);
-        arch::tma_load<4, kKvEvict<Cfg>>(smem.v[kv.stage], p.tma_v, &smem.v_full[kv.stage], {0, tile.head_kv, key, b});
+        arch::tma_load<4, kKvEvict<Cfg>>(smem.v_rows(kv.stage), p.tma_v, &smem.v_full[kv.stage], {0, tile.head_kv, key, b});
       }
     }
   }

@@ -104,7 +104,7 @@ FP8ATTN_ARCH_FN void transpose_v(uint32_t thread, const uint8_t* v, uint8_t* vt,
   }
   arch::fence_proxy_async_shared_cta();
   arch::named_barrier_sync(barrier_id(FwdBarrier::kProducerVt), kTransposeThreads);
-  if (thread == 0) arch::mbarrier_arrive(vt_full);
+  if (thread == 0) arch::mbarrier_arrive(vt_full);  // every warp's reads of V are done too
 }
 
 /// 16 bytes of Vᵀ: one 128-bit shared-memory load or store.

@@ -47,10 +47,10 @@ bool with_decode_config(int head_dim, PvPromotion promotion, bool telemetry, Fwd
   if (!decode_kernel_exists(head_dim, promotion, telemetry, input)) return false;
   auto by_dim = [&](auto hd) {
     constexpr int kHd = decltype(hd)::value;
-    if (input == FwdInput::BF16) f(DecodeConfig<FwdConfig<kHd, PvPromotion::Off, false, FwdInput::BF16>>{});
+    if (input == FwdInput::BF16) f(DecodeConfig<FwdConfig<kHd, PvPromotion::Off, false, FwdInput::BF16, true>>{});
     else if (promotion == PvPromotion::EveryBlock)
-      f(DecodeConfig<FwdConfig<kHd, PvPromotion::EveryBlock, false, FwdInput::E4M3>>{});
-    else f(DecodeConfig<FwdConfig<kHd, PvPromotion::Off, false, FwdInput::E4M3>>{});
+      f(DecodeConfig<FwdConfig<kHd, PvPromotion::EveryBlock, false, FwdInput::E4M3, true>>{});
+    else f(DecodeConfig<FwdConfig<kHd, PvPromotion::Off, false, FwdInput::E4M3, true>>{});
     return true;
   };
   switch (head_dim) {
