@@ -11,9 +11,15 @@
 # FP8ATTN_GPU_PREBUILT=DIR uses a CUDA build made on another machine with the same CUDA major
 # version (a GPU machine without a package registry or the time to compile): no install, no
 # build, and no static checks (they read the compiler's output and ran where DIR was built).
+# The forward's bench also runs with V given keys-contiguous (no V transpose: the transpose's
+# share is the difference) and for BF16 inputs, both at head_dim 128 (bench-results/
+# cuda_fa3_grid_v_keys_contiguous.md, cuda_fa3_grid_bf16.md), and where Nsight Compute reads the
+# hardware counters, one `ncu --clock-control none` pass on the head_dim-128 16k non-causal E4M3
+# kernel (shared-memory bank conflicts, issue slots, tensor pipe: bench-results/ncu_fwd_hd128_16k.txt;
+# a failing ncu is reported, not a failed run: the device library's KINDS.md has runtimes without counters).
 # Each test has FP8ATTN_GPU_TEST_TIMEOUT seconds (default 120), so that a kernel that hangs
-# costs one test, not the run; the benchmarks have FP8ATTN_GPU_BENCH_TIMEOUT (default 300) and
-# FP8ATTN_GPU_DECODE_BENCH_TIMEOUT (default 180).
+# costs one test, not the run; the benchmarks have FP8ATTN_GPU_BENCH_TIMEOUT (default 300; 120
+# for each of the two head_dim-128 runs and for ncu) and FP8ATTN_GPU_DECODE_BENCH_TIMEOUT (default 180).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 report=gpu-checks-report.txt
@@ -41,6 +47,31 @@ ctest --test-dir "$build" --no-tests=error -V --timeout "$timeout" -L cuda 2>&1 
 ctest --test-dir "$build" --no-tests=error --output-on-failure --timeout "$timeout" -R "$others" 2>&1 | tee -a "$report" || status=1
 echo "== benchmark (tools/cuda_bench/fa3_grid_bench.cpp)" | tee -a "$report"
 timeout "${FP8ATTN_GPU_BENCH_TIMEOUT:-300}" "$build"/tools/cuda_bench/fp8attn_cuda_bench --out bench-results/cuda_fa3_grid.md 2>&1 | tee -a "$report" || status=1
+bench_hd128() {  # NAME ARGS...: the forward's bench at head_dim 128, into bench-results/NAME.md
+  local name=$1
+  shift
+  echo "== benchmark, head_dim 128: $*" | tee -a "$report"
+  timeout "${FP8ATTN_GPU_BENCH_TIMEOUT:-120}" "$build"/tools/cuda_bench/fp8attn_cuda_bench --head-dims 128 \
+    --out "bench-results/$name.md" "$@" 2>&1 | tee -a "$report" || status=1
+}
+bench_hd128 cuda_fa3_grid_v_keys_contiguous --v-keys-contiguous
+bench_hd128 cuda_fa3_grid_bf16 --dtype bf16
+# NOTE: one kernel launch profiled (the bench's fourth forward: after its three warm-up calls), with
+# the sections that hold shared-memory bank conflicts (MemoryWorkloadAnalysis_Tables), issue-slot
+# use (SchedulerStats) and the tensor pipe's activity (ComputeWorkloadAnalysis).
+echo "== Nsight Compute, E4M3 head_dim 128, 16k, non-causal" | tee -a "$report"
+if command -v ncu >/dev/null; then
+  timeout "${FP8ATTN_GPU_BENCH_TIMEOUT:-120}" ncu --clock-control none --kernel-name regex:attention_fwd_kernel \
+    --launch-skip 3 --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
+    --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables --section SchedulerStats \
+    --section WarpStateStats --section LaunchStats --section Occupancy \
+    "$build"/tools/cuda_bench/fp8attn_cuda_bench --head-dims 128 --seqlens 16384 --causal 0 --reps 1 \
+    --out bench-results/ncu_bench_hd128_16k.md >bench-results/ncu_fwd_hd128_16k.txt 2>&1 ||
+    echo "ncu failed (exit $?): bench-results/ncu_fwd_hd128_16k.txt says why" | tee -a "$report"
+  tail -n 80 bench-results/ncu_fwd_hd128_16k.txt | tee -a "$report"
+else
+  echo "ncu: not on the PATH" | tee -a "$report"
+fi
 # NOTE: the decode bench's caches up to 16 GiB (--max-gib): the 128k-key rows at batch 64 are
 # skipped with a note, so that the run fits a short lease.
 mkdir -p bench-results

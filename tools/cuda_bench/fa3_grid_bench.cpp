@@ -4,9 +4,15 @@
 // not. FLOPs = 4·seqlen²·head_dim·heads·batch, halved for causal. Each figure is also given as a
 // ratio to a cuBLASLt FP8 GEMM (E4M3 in, FP32 accumulation, BF16 out) of the same FLOPs,
 // measured in the same run, so that clocks and power limits cancel. FA3's own FP8 figures are
-// printed as anchors: 1171 TFLOP/s at hd256, 16k, non-causal and 1008 at hd128.
+// printed as anchors: 1171 TFLOP/s at hd256, 16k, non-causal and 1008 at hd128; with --dtype bf16,
+// the BF16 forward beside FA3's BF16 figures (about 650 to 740 TFLOP/s at hd128, 16k, H100).
 //
-// Usage: fp8attn_cuda_bench [--out FILE] [--reps N]   (default FILE bench-results/cuda_fa3_grid.md)
+// Usage: fp8attn_cuda_bench [--out FILE] [--reps N] [--dtype e4m3|bf16] [--head-dims 64,128,256]
+//                           [--seqlens 512,...,16384] [--causal 0|1|both] [--v-keys-contiguous]
+//   (default FILE bench-results/cuda_fa3_grid.md). --v-keys-contiguous passes V with its keys
+//   contiguous (seq stride 1), which the E4M3 kernel loads as Vᵀ without transposing: the V
+//   transpose's share of the time is the difference to the default run. The filters pick one
+//   shape for a profiler (scripts/run-gpu-checks.sh runs Nsight Compute on hd128, 16k).
 // Without an sm_90 GPU (or libfp8attn_cuda) it prints why and exits with status 2.
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
@@ -17,11 +23,13 @@
 #include <cstring>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "fp8attn/fp8attn.h"
 #include "tools/cuda_bench/cuda_bench_support.hpp"
+#include "kernels/numerics/bfloat16.hpp"
 #include "kernels/numerics/float8.hpp"
 
 namespace {
@@ -79,18 +87,49 @@ double gemm_tflops(cublasLtHandle_t lt, double flops, cudaStream_t stream, int r
   return 2.0 * m * n * k / (ms * 1e-3) / 1e12;
 }
 
+/// "64,128" -> {64, 128}.
+std::vector<int64_t> int_list(const std::string& text) {
+  std::vector<int64_t> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(std::atoll(item.c_str()));
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   fp8attn::cuda_bench::program_name() = "fp8attn_cuda_bench";
   std::string out_path = "bench-results/cuda_fa3_grid.md";
   int reps = 10;
+  bool bf16 = false, v_keys_contiguous = false;
+  std::vector<int64_t> head_dims{64, 128, 256}, seqlens{512, 1024, 2048, 4096, 8192, 16384}, causals{0, 1};
+  const char* usage =
+      "usage: fp8attn_cuda_bench [--out FILE] [--reps N] [--dtype e4m3|bf16] [--head-dims 64,128,256] "
+      "[--seqlens 512,...] [--causal 0|1|both] [--v-keys-contiguous]";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--out" && i + 1 < argc) out_path = argv[++i];
-    else if (a == "--reps" && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
-    else fail("usage: fp8attn_cuda_bench [--out FILE] [--reps N]");
+    const bool has_value = i + 1 < argc;
+    if (a == "--out" && has_value) out_path = argv[++i];
+    else if (a == "--reps" && has_value) reps = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--dtype" && has_value) {
+      const std::string t = argv[++i];
+      if (t != "e4m3" && t != "bf16") fail(usage);
+      bf16 = t == "bf16";
+    } else if (a == "--head-dims" && has_value) head_dims = int_list(argv[++i]);
+    else if (a == "--seqlens" && has_value) seqlens = int_list(argv[++i]);
+    else if (a == "--causal" && has_value) {
+      const std::string c = argv[++i];
+      causals = c == "both" ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{std::atoll(c.c_str()) != 0};
+    } else if (a == "--v-keys-contiguous") v_keys_contiguous = true;
+    else fail(usage);
   }
+  for (int64_t hd : head_dims)
+    if (hd != 64 && hd != 128 && hd != 256) fail("head dims are 64, 128 and 256");
+  for (int64_t s : seqlens)
+    if (s <= 0 || 16384 % s != 0) fail("sequence lengths divide 16384 (batch = 16384 / seqlen)");
+  if (bf16 && v_keys_contiguous) fail("V with its keys contiguous is an E4M3 path (BF16 refuses it)");
+  const int32_t dtype = bf16 ? FP8ATTN_DTYPE_BF16 : FP8ATTN_DTYPE_E4M3;
+  const size_t element = bf16 ? 2 : 1;
   fp8attn_context_options o{};
   o.struct_size = sizeof o;
   o.backend = FP8ATTN_BACKEND_CUDA;
@@ -112,18 +151,25 @@ int main(int argc, char** argv) {
   void* scratch = nullptr;
   CUDA_OK(cudaMalloc(&scratch, scratch_bytes));
 
-  // Inputs: N(0,1) cast to E4M3, for the largest problem; every problem reads a prefix.
+  // Inputs: N(0,1) cast to E4M3 (or BF16), for the largest problem; every problem reads a prefix.
   const int64_t tokens = 16384, hidden = 2048;
-  std::vector<uint8_t> host(static_cast<size_t>(tokens * hidden));
+  std::vector<uint8_t> host(static_cast<size_t>(tokens * hidden) * element);
   std::mt19937 rng(1);
   std::normal_distribution<float> n01;
-  for (auto& x : host) x = fp8attn::num::float_to_e4m3(n01(rng));
+  for (size_t i = 0; i < host.size() / element; ++i) {
+    if (bf16) {
+      const uint16_t b = fp8attn::num::float_to_bf16(n01(rng));
+      std::memcpy(&host[2 * i], &b, 2);
+    } else {
+      host[i] = fp8attn::num::float_to_e4m3(n01(rng));
+    }
+  }
   void *q, *k, *v, *out, *ones;
   for (void** p : {&q, &k, &v}) {
     CUDA_OK(cudaMalloc(p, host.size()));
     CUDA_OK(cudaMemcpy(*p, host.data(), host.size(), cudaMemcpyHostToDevice));
   }
-  CUDA_OK(cudaMalloc(&out, host.size() * 2));
+  CUDA_OK(cudaMalloc(&out, static_cast<size_t>(tokens * hidden) * 2));
   const std::vector<float> one_host(4096, 1.0f);
   CUDA_OK(cudaMalloc(&ones, one_host.size() * sizeof(float)));
   CUDA_OK(cudaMemcpy(ones, one_host.data(), one_host.size() * sizeof(float), cudaMemcpyHostToDevice));
@@ -131,14 +177,15 @@ int main(int argc, char** argv) {
   std::string table = "| head_dim | seqlen | batch | heads | causal | ms | TFLOP/s | cuBLASLt FP8 GEMM TFLOP/s | ratio |\n"
                       "|---|---|---|---|---|---|---|---|---|\n";
   std::printf("%s", table.c_str());
-  for (int hd : {64, 128, 256})
-    for (int64_t s : {512, 1024, 2048, 4096, 8192, 16384})
-      for (int causal : {0, 1}) {
+  for (const int64_t hd_wide : head_dims)
+    for (const int64_t s : seqlens)
+      for (const int64_t causal : causals) {
+        const int hd = static_cast<int>(hd_wide);
         const int64_t batch = tokens / s, heads = hidden / hd;
         fp8attn_attention_desc d{};
         d.struct_size = sizeof d;
         fp8attn_attention_desc_init(&d);
-        d.input_dtype = FP8ATTN_DTYPE_E4M3;
+        d.input_dtype = dtype;
         d.output_dtype = FP8ATTN_DTYPE_BF16;
         d.num_heads_q = static_cast<int32_t>(heads);
         d.num_heads_kv = static_cast<int32_t>(heads);
@@ -153,13 +200,19 @@ int main(int argc, char** argv) {
         CUDA_OK(cudaMalloc(&ws, ws_bytes + 1));
         fp8attn_attention_args a{};
         a.struct_size = sizeof a;
-        a.q = device_tensor(q, FP8ATTN_DTYPE_E4M3, {batch, s, heads, hd});
-        a.k = device_tensor(k, FP8ATTN_DTYPE_E4M3, {batch, s, heads, hd});
-        a.v = device_tensor(v, FP8ATTN_DTYPE_E4M3, {batch, s, heads, hd});
+        a.q = device_tensor(q, dtype, {batch, s, heads, hd});
+        a.k = device_tensor(k, dtype, {batch, s, heads, hd});
+        a.v = device_tensor(v, dtype, {batch, s, heads, hd});
+        if (v_keys_contiguous) {  // [batch, heads, head_dim, seq] in memory: seq stride 1
+          a.v.stride[1] = 1;
+          a.v.stride[3] = s;
+          a.v.stride[2] = s * hd;
+          a.v.stride[0] = s * hd * heads;
+        }
         a.out = device_tensor(out, FP8ATTN_DTYPE_BF16, {batch, s, heads, hd});
         fp8attn_tensor descale = device_tensor(ones, FP8ATTN_DTYPE_F32, {batch, heads});
         descale.stride[0] = descale.stride[1] = 0;  // per-tensor: one float broadcast
-        a.q_descale = a.k_descale = a.v_descale = descale;
+        if (!bf16) a.q_descale = a.k_descale = a.v_descale = descale;
         const double ms = time_ms(stream, reps, [&] {
           if (fp8attn_attention_forward(plan, &a, ws, ws_bytes, stream, &err) != FP8ATTN_OK)
             fail(std::string("forward: ") + err.message);
@@ -177,8 +230,13 @@ int main(int argc, char** argv) {
         cudaFree(ws);
         fp8attn_plan_destroy(plan);
       }
-  const std::string header = std::string("# fp8attn FP8 forward on FlashAttention-3's grid\n\nDevice: ") + prop.name +
-                             ". FA3's FP8 anchors: 1171 TFLOP/s at hd256, 16k, non-causal; 1008 at hd128.\n\n";
+  const std::string header =
+      std::string(bf16 ? "# fp8attn BF16 forward on FlashAttention-3's grid\n\nDevice: "
+                       : "# fp8attn FP8 forward on FlashAttention-3's grid\n\nDevice: ") +
+      prop.name +
+      (bf16 ? ". FA3's BF16 anchors (H100): about 650 to 740 TFLOP/s at hd128, 16k; the ratio is to the FP8 GEMM.\n\n"
+            : ". FA3's FP8 anchors: 1171 TFLOP/s at hd256, 16k, non-causal; 1008 at hd128.\n\n") +
+      (v_keys_contiguous ? "V given with its keys contiguous (no V transpose).\n\n" : "");
   const auto slash = out_path.rfind('/');
   if (slash != std::string::npos) std::system(("mkdir -p '" + out_path.substr(0, slash) + "'").c_str());
   std::ofstream(out_path) << header << table;
