@@ -78,7 +78,7 @@ FP8ATTN_HOST_DEVICE constexpr AttentionTile attention_tile(int head_dim, bool fp
     if (head_dim <= 128) return promotion == PvPromotion::EveryN ? AttentionTile{128, 128, 32, 32, 2, 2}
                                                                  : AttentionTile{128, 224, 32, 32, 2, 2};
     return promotion == PvPromotion::EveryN ? AttentionTile{64, 96, 32, 32, 2, 2, 2}
-           : AttentionTile{128, 128, 32, 32, 2, 2};
+                                            : AttentionTile{128, 128, 32, 32, 2, 2};
   }
   if (head_dim <= 64) return {192, 128, 16, 16, 3, 2};
   if (head_dim <= 128) return {128, 176, 16, 16, 2, 2};

@@ -151,7 +151,8 @@ struct FwdConfig {
   /// under the CTA's 227 KB, for 32 and 64 KB): they stage O in Q's buffer (kOStageInQ), where a
   /// warpgroup's 64 rows of a 128-byte Q chunk are exactly one box of BF16 O, and free Q only once
   /// the stores have read it. E4M3's off and every-block kernels at 256 store a half and a
-  /// quarter of O at a time (kORounds): at BlockN 128 they have 34 and 18 KB free for 64 KB. E4M3's every-N kernels at 64 and 128 have no register room (their fresh tile
+  /// quarter of O at a time (kORounds): at BlockN 128 they have 34 and 18 KB free for 64 KB.
+  /// E4M3's every-N kernels at 64 and 128 have no register room (their fresh tile
   /// fills the consumers' budget; the stage's path spilled 4 bytes without telemetry: ptxas
   /// -warn-spills): they store O from registers, as does every call whose output is not a BF16
   /// tensor TMA can write (fwd_params.hpp, FwdArguments::tma_out).
@@ -160,8 +161,9 @@ struct FwdConfig {
   /// Rounds of the stores through a stage that holds 1 / kORounds of a warpgroup's O: E4M3's off
   /// and every-block kernels at 256 have room for half (32 KB) and a quarter (16 KB; the
   /// every-block kernel also holds a paged cache's per-token descales) of their 64 KB.
-  static constexpr int kORounds =
-      kHeadDim == 256 && !kBf16 && kPromotion != PvPromotion::EveryN ? (kPromotion == PvPromotion::EveryBlock ? 4 : 2) : 1;
+  static constexpr int kORounds = kHeadDim != 256 || kBf16 || kPromotion == PvPromotion::EveryN ? 1
+                                  : kPromotion == PvPromotion::EveryBlock                        ? 4
+                                                                                                 : 2;
   static constexpr uint32_t kOBoxBytes = 64u * 128u;  ///< one box: 64 rows × 64 BF16 columns
   static constexpr int kOBoxes = kHeadDimO / 64;      ///< boxes per warpgroup
   /// Bytes from one of a warpgroup's boxes to the next: adjacent in a stage of its own, a Q chunk

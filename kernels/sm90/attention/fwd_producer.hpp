@@ -100,7 +100,8 @@ FP8ATTN_ARCH_FN void run_paged_kv(const AttentionFwdParams& p, FwdSharedStorage<
     if (p.paged.box_rows == 0) {
       gather_paged_block<Cfg>(p, arch::thread_idx_in_warpgroup() - 32, smem, stage, at);
       if constexpr (!Cfg::kBf16)
-        transpose_v<Cfg>(arch::thread_idx_in_warpgroup() - 32, smem.v_rows(stage), smem.vt[stage], &smem.vt_full[stage]);
+        transpose_v<Cfg>(arch::thread_idx_in_warpgroup() - 32, smem.v_rows(stage), smem.vt[stage],
+                         &smem.vt_full[stage]);
       continue;
     }
     if (arch::thread_idx_in_warpgroup() == 32) load_paged_block<Cfg>(p, smem, stage, at);
@@ -172,8 +173,8 @@ FP8ATTN_ARCH_FN void run_loads(const AttentionFwdParams& p, FwdSharedStorage<Cfg
         // BF16 V in K's layout (chunks of 64 dims, 128B swizzle), ready for P·V once loaded.
         arch::mbarrier_arrive_expect_tx(&smem.vt_full[kv.stage], Cfg::kVBytes);
         for (int c = 0; c < Cfg::kChunks; ++c)
-          arch::tma_load<4, kKvEvict<Cfg>>(smem.v_rows(kv.stage) + c * Cfg::kKChunkBytes, p.tma_v, &smem.vt_full[kv.stage],
-                            {c * Cfg::kChunkElements, tile.head_kv, key, b});
+          arch::tma_load<4, kKvEvict<Cfg>>(smem.v_rows(kv.stage) + c * Cfg::kKChunkBytes, p.tma_v,
+                                           &smem.vt_full[kv.stage], {c * Cfg::kChunkElements, tile.head_kv, key, b});
       } else if (p.v_transposed) {
         arch::mbarrier_wait_parity(&smem.kv_empty[kv.stage], kv.phase);  // Vᵀ read by P·V
         // tma_v is {key, dim, head, batch}: one box of 32 keys x head_dim per slab, into Vᵀ, which
@@ -193,7 +194,8 @@ FP8ATTN_ARCH_FN void run_loads(const AttentionFwdParams& p, FwdSharedStorage<Cfg
           arch::mbarrier_wait_parity(&smem.vt_full[last % Cfg::kStages], (last / Cfg::kStages) & 1u);
         }
         arch::mbarrier_arrive_expect_tx(&smem.v_full[kv.stage], Cfg::kVBytes);
-        arch::tma_load<4, kKvEvict<Cfg>>(smem.v_rows(kv.stage), p.tma_v, &smem.v_full[kv.stage], {0, tile.head_kv, key, b});
+        arch::tma_load<4, kKvEvict<Cfg>>(smem.v_rows(kv.stage), p.tma_v, &smem.v_full[kv.stage],
+                                         {0, tile.head_kv, key, b});
       }
     }
   }
