@@ -96,6 +96,12 @@ FP8ATTN_HOST_DEVICE constexpr AttentionTile decode_attention_tile(int head_dim, 
   return attention_tile(head_dim, fp8, promotion);
 }
 
+/// The tile of a call on the decode path (desc.decode) or the forward's: what the engine's config,
+/// the plans and the kernels' configs all read.
+FP8ATTN_HOST_DEVICE constexpr AttentionTile path_tile(int head_dim, bool fp8, PvPromotion promotion, bool decode) {
+  return decode ? decode_attention_tile(head_dim, fp8, promotion) : attention_tile(head_dim, fp8, promotion);
+}
+
 /// Tile sizes of the BF16 attention backward (the CPU engine's and the sm_90a kernel's,
 /// kernels/sm90/attention/attention_bwd_kernel.hpp): block_m query rows per step of a key block's
 /// loop, block_n keys per work item (a CTA), consumer_warpgroups MMA warpgroups.

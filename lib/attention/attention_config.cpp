@@ -152,9 +152,7 @@ AttentionConfig make_attention_config(const fp8attn_attention_desc& d) {
   c.kv_dtype = kv_dtype;
   c.decode = d.decode != 0;
   c.num_splits = d.num_splits;
-  const sm90::PvPromotion promotion = sm90::pv_promotion_of_interval(d.pv_promote_interval);
-  c.tile = c.decode ? sm90::decode_attention_tile(d.head_dim, c.fp8(), promotion)
-                    : sm90::attention_tile(d.head_dim, c.fp8(), promotion);
+  c.tile = sm90::path_tile(d.head_dim, c.fp8(), sm90::pv_promotion_of_interval(d.pv_promote_interval), c.decode);
   require(c.sink_tokens <= c.tile.block_n, FP8ATTN_STATUS_BAD_OPTION,
           "desc.sink_tokens (" + std::to_string(c.sink_tokens) + ") must not exceed the KV block size " +
               std::to_string(c.tile.block_n) + " for this head_dim and dtype");

@@ -45,8 +45,7 @@ struct FwdConfig {
   static constexpr FwdInput kInput = kInputT;
   static constexpr bool kBf16 = kInput == FwdInput::BF16;
   static constexpr uint32_t kElementBytes = kBf16 ? 2 : 1;
-  static constexpr AttentionTile kTile =
-      kDecodeTileT ? decode_attention_tile(kHeadDim, !kBf16, kPromotion) : attention_tile(kHeadDim, !kBf16, kPromotion);
+  static constexpr AttentionTile kTile = path_tile(kHeadDim, !kBf16, kPromotion, kDecodeTileT);
   static constexpr int kBlockM = kTile.block_m;
   static constexpr int kBlockN = kTile.block_n;
   static constexpr int kConsumers = kTile.consumer_warpgroups;

@@ -243,8 +243,7 @@ sm90::FwdLaunch plan_attention_fwd(const AttentionConfig& c, const AttentionProb
   // descales run the every-block kernel, whose tile is not the every-N one at head_dims 128
   // (BlockN 224, not 128) and 256 (BlockM 128, not the head-dim split's 64), so the two would
   // visit different tiles and blocks: refuse rather than differ from the engine.
-  const sm90::AttentionTile kernel_tile = c.decode ? sm90::decode_attention_tile(c.head_dim, !bf16, l.key.promotion)
-                                                   : sm90::attention_tile(c.head_dim, !bf16, l.key.promotion);
+  const sm90::AttentionTile kernel_tile = sm90::path_tile(c.head_dim, !bf16, l.key.promotion, c.decode);
   require(kernel_tile.block_m == c.tile.block_m && kernel_tile.block_n == c.tile.block_n,
           FP8ATTN_STATUS_UNSUPPORTED_ON_BACKEND,
           "per-block (or a paged cache's per-token) V descales with pv_promote_interval " +
