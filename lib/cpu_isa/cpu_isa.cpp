@@ -26,9 +26,11 @@ CpuIsa detect() {
   const bool v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                   __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
                   __builtin_cpu_supports("avx512vl");
+  if (v4 && __builtin_cpu_supports("avx512bf16")) return CpuIsa::kAvx512Bf16;
   if (v4) return CpuIsa::kAvx512;
   if (v3) return CpuIsa::kAvx2;
 #else
+  if (__builtin_cpu_supports("x86-64-v4") && __builtin_cpu_supports("avx512bf16")) return CpuIsa::kAvx512Bf16;
   if (__builtin_cpu_supports("x86-64-v4")) return CpuIsa::kAvx512;
   if (__builtin_cpu_supports("x86-64-v3")) return CpuIsa::kAvx2;
 #endif
@@ -42,6 +44,7 @@ CpuIsa from_environment(CpuIsa best) {
   if (v && std::strcmp(v, "baseline") == 0) asked = CpuIsa::kBaseline;
   if (v && std::strcmp(v, "avx2") == 0) asked = CpuIsa::kAvx2;
   if (v && std::strcmp(v, "avx512") == 0) asked = CpuIsa::kAvx512;
+  if (v && std::strcmp(v, "avx512bf16") == 0) asked = CpuIsa::kAvx512Bf16;
   return static_cast<int>(asked) < static_cast<int>(best) ? asked : best;
 }
 
@@ -54,6 +57,7 @@ std::atomic<int>& active() {
 
 const char* cpu_isa_name(CpuIsa isa) {
   switch (isa) {
+    case CpuIsa::kAvx512Bf16: return "avx512bf16";
     case CpuIsa::kAvx512: return "avx512";
     case CpuIsa::kAvx2: return "avx2";
     default:

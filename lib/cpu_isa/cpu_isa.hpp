@@ -12,16 +12,19 @@ enum class CpuIsa : int {
   kBaseline = 0,  ///< x86-64 baseline (SSE2), or -march=native with FP8ATTN_NATIVE
   kAvx2 = 1,      ///< x86-64-v3: AVX2, FMA, BMI1/2, F16C, LZCNT, MOVBE
   kAvx512 = 2,    ///< x86-64-v4: x86-64-v3 plus AVX-512 F, BW, CD, DQ, VL
+  /// The AVX-512 build on a CPU that also has AVX512-BF16: its FP32-mode products run on
+  /// vdpbf16ps (panel_gemm_fp32_bf16_avx512.hpp), same bits. No build of its own.
+  kAvx512Bf16 = 3,
 };
 
-/// "baseline" (or "native" in an FP8ATTN_NATIVE build), "avx2", "avx512".
+/// "baseline" (or "native" in an FP8ATTN_NATIVE build), "avx2", "avx512", "avx512bf16".
 const char* cpu_isa_name(CpuIsa isa);
 
 /// The widest build that is compiled in and that this CPU supports (CPUID).
 CpuIsa best_cpu_isa();
 
 /// The build the per-ISA loops run: best_cpu_isa(), or lower when the environment variable
-/// FP8ATTN_CPU_ISA (baseline, avx2, avx512; read once) asks for less.
+/// FP8ATTN_CPU_ISA (baseline, avx2, avx512, avx512bf16; read once) asks for less.
 CpuIsa active_cpu_isa();
 
 /// Tests and benchmarks: makes every per-ISA loop run `isa` from now on, process-wide. Returns

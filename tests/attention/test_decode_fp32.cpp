@@ -240,7 +240,7 @@ TEST(DecodeFp32Isa, decode_fp32_every_isa_build_gives_the_portable_bits) {
       fp8attn_telemetry base_t{};
       base_t.struct_size = sizeof base_t;
       const Outputs base = run.engine_call(splits, &base_t);
-      for (CpuIsa isa : {CpuIsa::kAvx2, CpuIsa::kAvx512}) {
+      for (CpuIsa isa : {CpuIsa::kAvx2, CpuIsa::kAvx512, CpuIsa::kAvx512Bf16}) {
         if (static_cast<int>(isa) > static_cast<int>(best)) continue;
         const std::string where = c.name + ", " + cpu_isa_name(isa) + " vs baseline, num_splits " +
                                   std::to_string(splits) + ", seed " + std::to_string(seed);
@@ -282,7 +282,7 @@ void expect_nan_code_reaches_its_rows(bool in_values) {
                             (in_values ? 45 : 17))] = 0xFF;
   const int group = c.heads_q / c.heads_kv;
   std::map<int32_t, Outputs> base;  // per split count
-  for (CpuIsa isa : {CpuIsa::kBaseline, CpuIsa::kAvx2, CpuIsa::kAvx512}) {
+  for (CpuIsa isa : {CpuIsa::kBaseline, CpuIsa::kAvx2, CpuIsa::kAvx512, CpuIsa::kAvx512Bf16}) {
     if (static_cast<int>(isa) > static_cast<int>(best_cpu_isa())) continue;
     ASSERT_TRUE(set_active_cpu_isa(isa));
     for (int32_t splits : {1, 3}) {

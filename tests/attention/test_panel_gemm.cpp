@@ -248,5 +248,117 @@ TEST_F(PanelGemm, Fp8FormsMatchTheRuleOnE5m2GaussianAndSpecialOperands) {
     }
 }
 
+#if defined(__AVX512F__)
+/// A random BF16 value with an exponent in [emin, emax], either sign (never zero).
+float random_bf16(std::mt19937& rng, int emin, int emax) {
+  const int exponent = emin + static_cast<int>(rng() % static_cast<uint32_t>(emax - emin + 1));
+  const float v = std::ldexp(1.0f + static_cast<float>(rng() % 128) / 128.0f, exponent);
+  return (rng() & 1) ? -v : v;
+}
+
+/// Sets B's element (k, column) in both the row-major copy and the panels.
+void set_b(Operands& o, int k, int column, float x) {
+  o.b[k * o.ldb + column] = x;
+  o.panels[(static_cast<size_t>(column / kPanelWidth) * o.depth_cap + k) * kPanelWidth + column % kPanelWidth] = x;
+}
+
+// The FP32 accumulation on AVX512-BF16's vdpbf16ps (panel_gemm_fp32_bf16_avx512.hpp) gives
+// mma_instruction's bits: E4M3 and BF16 operands, ragged depths (odd ones leave a half pair),
+// 8-, 2- and 1-row blocks, blocks of 3, 2 and 1 panels, both instruction depths, overwrite and
+// accumulate. Every row runs on the dot products here: the count it returns says so.
+TEST_F(PanelGemm, Fp32OnBf16DotProductsFollowsTheMmaOrder) {
+  if (!__builtin_cpu_supports("avx512bf16")) GTEST_SKIP() << "this CPU has no AVX512-BF16";
+  const arch::MmaRule fp32 = rule_of(arch::MmaAccumulation::Fp32, arch::MmaFormat::E4M3);
+  for (bool bf16_values : {false, true})
+    for (bool overwrite : {true, false})
+      for (int depth : {32, 71, 128, 255})
+        for (int mma_k : {16, 32}) {
+          SCOPED_TRACE("seed " + std::to_string(seed_) + ", depth " + std::to_string(depth) + ", mma_k " +
+                       std::to_string(mma_k) + (bf16_values ? ", bf16" : ", e4m3") +
+                       (overwrite ? ", overwrite" : ", accumulate"));
+          const Case c{11, depth % 2 ? 4 : 6, depth, mma_k, overwrite, fp32};  // 8 + 2 + 1 rows; 3 + 1 or 3 + 3 panels
+          Operands o = draw(c, rng_);
+          if (bf16_values) {
+            for (auto& x : o.a) x = random_bf16(rng_, -20, 20);
+            for (int k = 0; k < depth; ++k)
+              for (int col = 0; col < c.panels * kPanelWidth; ++col) set_b(o, k, col, random_bf16(rng_, -20, 20));
+          }
+          const std::vector<float> want = reference(c, o);
+          std::vector<unsigned char> scratch = scratch_for(c);
+          const int on_dot = panel_gemm_bf16_dot(o.a.data(), o.lda, o.panels.data(),
+                                                 static_cast<int64_t>(o.depth_cap) * kPanelWidth, c.panels, o.acc.data(),
+                                                 o.ldacc, c.rows, depth, mma_k, overwrite, fp32, scratch.data() + 7,
+                                                 scratch.size() - 7);
+          EXPECT_EQ(on_dot, c.rows);
+          expect_bits_equal(want, o.acc, "vdpbf16ps");
+        }
+}
+
+/// Row `row` of A zero but for x at k.
+void only_at(Operands& o, int row, int k, float x) {
+  for (int j = 0; j < o.lda; ++j) o.a[row * o.lda + j] = 0.0f;
+  o.a[row * o.lda + k] = x;
+}
+
+// Where the dot product would differ from two FMAs, the form steps aside and the bits stay the
+// rule's: a NaN or a value BF16 does not hold in B (the whole call declines), and in A a
+// subnormal, a product range reaching FP32's subnormals, or one that could overflow (that row
+// block alone takes the FMAs). The rows planted are zero elsewhere and the chunks are written
+// fresh, so that a subnormal product's flush would show in the output.
+TEST_F(PanelGemm, Fp32OnBf16DotProductsStepsAsideWhereItWouldDiffer) {
+  if (!__builtin_cpu_supports("avx512bf16")) GTEST_SKIP() << "this CPU has no AVX512-BF16";
+  const arch::MmaRule fp32 = rule_of(arch::MmaAccumulation::Fp32, arch::MmaFormat::BF16);
+  const Case c{11, 3, 64, 16, true, fp32};
+  struct Variant {
+    const char* name;
+    int expect_on_dot;  ///< −1: the call declines
+    void (*plant)(Operands&, std::mt19937&);
+  };
+  const Variant variants[] = {
+      {"NaN in B", -1, [](Operands& o, std::mt19937&) { set_b(o, 33, 20, std::nanf("1")); }},
+      {"B not a BF16 value", -1, [](Operands& o, std::mt19937&) { set_b(o, 5, 40, 1.0f + std::ldexp(1.0f, -12)); }},
+      // 1e-40 · B: a normal FP32 product from a subnormal input, which the dot product reads as 0
+      {"A subnormal in row 9", 9, [](Operands& o, std::mt19937&) { only_at(o, 9, 3, 1e-40f); }},
+      // 2^−70 · 2^−60: a subnormal product (the dot product flushes it); a 2-row block declines
+      {"A tiny in row 3", 3, [](Operands& o, std::mt19937&) {
+         only_at(o, 3, 60, std::ldexp(1.0f, -70));
+         for (int col = 0; col < 48; ++col) set_b(o, 60, col, std::ldexp(1.5f, -60));
+       }},
+      // 2^70 · 2^60: a sum that could overflow; the last row's 1-row block declines
+      {"A huge in row 10", 10, [](Operands& o, std::mt19937&) {
+         o.a[10 * o.lda + 7] = std::ldexp(1.0f, 70);
+         set_b(o, 7, 2, std::ldexp(1.0f, 60));
+       }},
+  };
+  for (const Variant& v : variants) {
+    SCOPED_TRACE(std::string(v.name) + ", seed " + std::to_string(seed_));
+    Operands o = draw(c, rng_);
+    v.plant(o, rng_);
+    const std::vector<float> want = reference(c, o);
+    std::vector<unsigned char> scratch = scratch_for(c);
+    const std::vector<float> before = o.acc;
+    const int on_dot =
+        panel_gemm_bf16_dot(o.a.data(), o.lda, o.panels.data(), static_cast<int64_t>(o.depth_cap) * kPanelWidth,
+                            c.panels, o.acc.data(), o.ldacc, c.rows, c.depth, c.mma_k, c.overwrite, fp32,
+                            scratch.data() + 7, scratch.size() - 7);
+    EXPECT_EQ(on_dot, v.expect_on_dot);
+    if (on_dot < 0) {
+      expect_bits_equal(before, o.acc, "a declined call's accumulator");
+      run_gemm(c, o, true);  // what panel_gemm does then: the FMAs
+    }
+    expect_bits_equal(want, o.acc, v.name);
+    // And through panel_gemm with the dot products allowed, whatever it decides.
+    Operands again = draw(c, rng_);
+    v.plant(again, rng_);
+    const std::vector<float> want_again = reference(c, again);
+    std::vector<unsigned char> scratch_again = scratch_for(c);
+    panel_gemm(again.a.data(), again.lda, again.panels.data(), static_cast<int64_t>(again.depth_cap) * kPanelWidth,
+               c.panels, again.acc.data(), again.ldacc, c.rows, c.depth, c.mma_k, c.overwrite, fp32,
+               scratch_again.data() + 7, scratch_again.size() - 7, true);
+    expect_bits_equal(want_again, again.acc, "panel_gemm with bf16_dot");
+  }
+}
+#endif
+
 }  // namespace
 }  // namespace fp8attn::engine

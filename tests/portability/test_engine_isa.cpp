@@ -86,7 +86,7 @@ TEST(EngineIsa, EveryBuildComputesTheSameBits) {
     const QuantizedInputs q = quantize(inputs, c.dtype, c.granularity, tile.block_m, tile.block_n);
     const ForwardResult base = run_with(CpuIsa::kBaseline, desc, c.shape, q);
     ASSERT_FALSE(base.out.empty());
-    for (CpuIsa isa : {CpuIsa::kAvx2, CpuIsa::kAvx512}) {
+    for (CpuIsa isa : {CpuIsa::kAvx2, CpuIsa::kAvx512, CpuIsa::kAvx512Bf16}) {
       if (static_cast<int>(isa) > static_cast<int>(best)) continue;
       const ForwardResult r = run_with(isa, desc, c.shape, q);
       const std::string where = std::string(c.name) + ", " + cpu_isa_name(isa) + " vs baseline, seed " +

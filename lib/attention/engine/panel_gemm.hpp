@@ -49,6 +49,9 @@
 #if defined(__AVX512F__)
 #include "lib/attention/engine/panel_gemm_tensor_core_avx512.hpp"  // IWYU pragma: export
 #include "lib/attention/engine/panel_gemm_tensor_core_fp8_avx512.hpp"  // IWYU pragma: export
+// NOTE: the FP32 accumulation of the AVX-512 build runs on vdpbf16ps when the caller says the CPU
+// has AVX512-BF16 (panel_gemm's bf16_dot): same bits, twice the products per cycle.
+#include "lib/attention/engine/panel_gemm_fp32_bf16_avx512.hpp"  // IWYU pragma: export
 #endif
 
 namespace fp8attn::engine {
@@ -252,15 +255,64 @@ inline const PreparedPanels* prepare_panels(PreparedPanels& out, const float* pa
   return nullptr;
 }
 
+#if defined(__AVX512F__)
+/// panel_gemm's Fp32 accumulation on vdpbf16ps (panel_gemm_fp32_bf16_avx512.hpp) for every row
+/// block whose A it takes, panel_rows' FMAs for the others. Returns the rows whose products ran
+/// on vdpbf16ps, or −1, having written nothing, when the form does not apply to the call (the
+/// rule, the depth, too little scratch, or a B value: a NaN, ±inf, a value BF16 does not hold).
+inline int panel_gemm_bf16_dot(const float* a, int64_t lda, const float* panels, int64_t panel_stride,
+                                int panels_count, float* acc, int64_t ldacc, int rows, int depth_total, int mma_k,
+                                bool overwrite, const arch::MmaRule& rule, void* scratch, size_t scratch_bytes) {
+  namespace bf = fp32_bf16_avx512;
+  // NOTE: an even mma_k keeps every pair inside one instruction (a pair is one vdpbf16ps lane).
+  if (rule.tensor_core || depth_total > bf::kMaxDepth || mma_k % 2 != 0 || scratch == nullptr) return -1;
+  const auto at = reinterpret_cast<uintptr_t>(scratch);
+  const uintptr_t aligned = (at + 63) / 64 * 64;
+  if (scratch_bytes < aligned - at + panel_scratch_regions_bytes(panels_count, depth_total)) return -1;
+  bf::PairPanels b;
+  b.pairs = reinterpret_cast<uint32_t*>(aligned);
+  uint32_t* a_pairs = b.pairs + round_up_64(static_cast<size_t>(panels_count) * ((depth_total + 1) / 2) * 64) / 4;
+  if (panels_count <= 0 || !b.build(panels, panel_stride, panels_count, depth_total)) return -1;
+  int on_dot = 0;
+  auto row_block = [&](auto rows_in_block, int r0) {
+    constexpr int R = decltype(rows_in_block)::value;
+    int least = 0, most = 0;
+    if (bf::build_rows<R>(a + r0 * lda, lda, depth_total, a_pairs, &least, &most) &&
+        bf::ranges_fit(least, most, b.least, b.most)) {
+      bf::rows_against_panels<R>(a_pairs, b, panels_count, acc + r0 * ldacc, ldacc, depth_total, mma_k, overwrite);
+      on_dot += R;
+    } else {
+      panel_rows<R>(a + r0 * lda, lda, panels, panel_stride, panels_count, acc + r0 * ldacc, ldacc, depth_total, mma_k,
+                    overwrite, rule);
+    }
+  };
+  int r0 = 0;
+  for (; r0 + kPanelRows <= rows; r0 += kPanelRows) row_block(std::integral_constant<int, kPanelRows>{}, r0);
+  for (; r0 + 2 <= rows; r0 += 2) row_block(std::integral_constant<int, 2>{}, r0);
+  if (r0 < rows) row_block(std::integral_constant<int, 1>{}, r0);
+  return on_dot;
+}
+#endif
+
 /// acc[r][c] ⊕= Σ_k a[r][k]·B[k][c] in the mma order, for r < rows and c < panels_count·kPanelWidth,
 /// k < depth_total; B's panel p is panels[p·panel_stride + k·kPanelWidth + c − p·kPanelWidth].
 /// With `overwrite` the first instruction does not read acc (scale-d = 0). `scratch`: at least
 /// panel_gemm_scratch_bytes(panels_count, depth_total) bytes the call may overwrite, for the
-/// AVX-512 form of the tensor core's FP8 addition; with less (or null) the call takes the other
-/// forms, same bits, no allocation either way.
+/// AVX-512 form of the tensor core's FP8 addition and the FP32 accumulation on vdpbf16ps; with
+/// less (or null) the call takes the other forms, same bits, no allocation either way.
+/// `bf16_dot`: the CPU has AVX512-BF16, and the AVX-512 build may run the FP32 accumulation on it
+/// (the caller checks: lib/cpu_isa's avx512bf16 level). Ignored by the other builds.
 inline void panel_gemm(const float* a, int64_t lda, const float* panels, int64_t panel_stride, int panels_count,
                        float* acc, int64_t ldacc, int rows, int depth_total, int mma_k, bool overwrite,
-                       const arch::MmaRule& rule, void* scratch = nullptr, size_t scratch_bytes = 0) {
+                       const arch::MmaRule& rule, void* scratch = nullptr, size_t scratch_bytes = 0,
+                       bool bf16_dot = false) {
+#if defined(__AVX512F__)
+  if (bf16_dot && panel_gemm_bf16_dot(a, lda, panels, panel_stride, panels_count, acc, ldacc, rows, depth_total, mma_k,
+                                      overwrite, rule, scratch, scratch_bytes) >= 0)
+    return;
+#else
+  (void)bf16_dot;
+#endif
   PreparedPanels here;
   const PreparedPanels* prepared =
       prepare_panels(here, panels, panel_stride, panels_count, depth_total, mma_k, rule, scratch, scratch_bytes);

@@ -1,5 +1,6 @@
 // The scratch panel_gemm (panel_gemm.hpp) may use: the operands the tensor core's FP8 addition on
-// AVX-512 prepares once per call (panel_gemm_tensor_core_fp8_avx512.hpp). The size is the same in
+// AVX-512 prepares once per call (panel_gemm_tensor_core_fp8_avx512.hpp), or the FP32
+// accumulation on AVX512-BF16 (panel_gemm_fp32_bf16_avx512.hpp). The size is the same in
 // every ISA build, so a workspace sized by one build serves any.
 #pragma once
 
@@ -13,13 +14,23 @@ inline constexpr long panel_scratch_stride(int depth_total) { return (depth_tota
 
 inline constexpr size_t round_up_64(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
-/// Bytes of the regions, in order: B's exponent bytes [panel][stride][16] and sign words
-/// [panel][stride]; one row block's A patterns [2 groups][stride][64], sign words [8][stride] and
-/// values [stride][8]. Without the 64 bytes that align the base.
+/// The deepest product whose FP32 accumulation runs on vdpbf16ps (panel_gemm_fp32_bf16_avx512.hpp).
+inline constexpr int kBf16PairsMaxDepth = 256;
+
+/// Bytes of the regions, without the 64 bytes that align the base; the larger of two layouts,
+/// one per form that prepares operands:
+///  - the tensor core's FP8 addition: B's exponent bytes [panel][stride][16] and sign words
+///    [panel][stride]; one row block's A patterns [2 groups][stride][64], sign words [8][stride]
+///    and values [stride][8];
+///  - the FP32 accumulation on vdpbf16ps: B's pairs [panel][depth / 2][16] and one row block's
+///    A pairs [8][kBf16PairsMaxDepth / 2], 4 bytes each.
 inline constexpr size_t panel_scratch_regions_bytes(int panels_count, int depth_total) {
   const size_t stride = static_cast<size_t>(panel_scratch_stride(depth_total)), panels = static_cast<size_t>(panels_count);
-  return round_up_64(panels * stride * 16) + round_up_64(panels * stride * 2) + round_up_64(2 * stride * 64) +
-         round_up_64(8 * stride * 2) + round_up_64(8 * stride * 4);
+  const size_t tensor_core = round_up_64(panels * stride * 16) + round_up_64(panels * stride * 2) +
+                             round_up_64(2 * stride * 64) + round_up_64(8 * stride * 2) + round_up_64(8 * stride * 4);
+  const size_t pairs = static_cast<size_t>(depth_total + 1) / 2;
+  const size_t bf16 = round_up_64(panels * pairs * 16 * 4) + round_up_64(8 * (kBf16PairsMaxDepth / 2) * 4);
+  return tensor_core > bf16 ? tensor_core : bf16;
 }
 
 /// What a caller passes to panel_gemm for up to `panels_count` panels of up to `depth_total` rows.

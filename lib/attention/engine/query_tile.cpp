@@ -16,6 +16,7 @@
 #include "kernels/numerics/bfloat16.hpp"
 #include "lib/numerics/element_io.hpp"
 #include "kernels/numerics/float8.hpp"
+#include "lib/cpu_isa/cpu_isa.hpp"
 
 namespace fp8attn::engine {
 namespace {
@@ -219,6 +220,8 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
   const int head_kv = at.head / c.heads_per_kv();
   const bool fp8 = c.fp8();
   const float* lut = e4m3_table();
+  // The FP32 accumulation's products on vdpbf16ps where the CPU has it (same bits, panel_gemm.hpp).
+  const bool bf16_dot = active_cpu_isa() == CpuIsa::kAvx512Bf16;
   if (kv.batch != at.batch || kv.head_kv != head_kv) {  // another (sequence, KV head): drop the blocks
     std::fill(kv.ready, kv.ready + kv.slots, uint8_t{0});
     kv.batch = at.batch;
@@ -274,7 +277,7 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
 
     // S = Q·Kᵀ, over the block's keys rounded up to whole panels
     panel_gemm(t.q, d, k_panels, static_cast<int64_t>(d) * kPanelWidth, (keys + kPanelWidth - 1) / kPanelWidth, t.s, bn,
-               rows, d, c.tile.mma_k_qk, true, c.mma_rule, t.gemm, t.gemm_bytes);
+               rows, d, c.tile.mma_k_qk, true, c.mma_rule, t.gemm, t.gemm_bytes, bf16_dot);
     // Per-block descales fold into this block's logits, so the running max and the exp2 step see
     // one consistent scale across blocks.
     const float block_factor = k_blocks ? q_block_descale * p.k_block_descale.at(at.batch, head_kv, block.index) : 1.0f;
@@ -344,7 +347,7 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
 
     // O += P·V  (into the fresh tile when promotion is on)
     panel_gemm(t.s, bn, v_panels, static_cast<int64_t>(bn) * kPanelWidth, dv / kPanelWidth, pv_acc, dv, rows,
-               fp8 ? pv_slot_depth(keys) : keys, c.tile.mma_k_pv, false, c.mma_rule, t.gemm, t.gemm_bytes);
+               fp8 ? pv_slot_depth(keys) : keys, c.tile.mma_k_pv, false, c.mma_rule, t.gemm, t.gemm_bytes, bf16_dot);
     // NOTE: two-level accumulation guards against the FP8 tensor core's accumulator keeping
     // fewer bits than FP32 (DESIGN §3): the fresh tile is added into O every N blocks.
     if (promote && ((step + 1) % promote_interval == 0 || step + 1 == schedule.count())) {

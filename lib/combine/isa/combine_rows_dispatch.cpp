@@ -27,7 +27,7 @@ const CombineRowOps& combine_row_ops() {
   // NOTE: read once per call, so set_active_cpu_isa switches the combine with the other loops.
   const CpuIsa isa = active_cpu_isa();
 #if FP8ATTN_CPU_ISA_VARIANTS
-  if (isa == CpuIsa::kAvx512) return combine_avx512::combine_row_ops();
+  if (isa >= CpuIsa::kAvx512) return combine_avx512::combine_row_ops();
   if (isa == CpuIsa::kAvx2) return combine_avx2::combine_row_ops();
 #endif
   (void)isa;

@@ -29,7 +29,7 @@ const QuantizeRowOps& quantize_row_ops() {
   // test's set_active_cpu_isa switches the quantizer together with the engine (lib/cpu_isa).
   const CpuIsa isa = active_cpu_isa();
 #if FP8ATTN_CPU_ISA_VARIANTS
-  if (isa == CpuIsa::kAvx512) return quantize_avx512::quantize_row_ops();
+  if (isa >= CpuIsa::kAvx512) return quantize_avx512::quantize_row_ops();
   if (isa == CpuIsa::kAvx2) return quantize_avx2::quantize_row_ops();
 #endif
   (void)isa;

@@ -28,7 +28,7 @@ const KvAppendRowOps& kv_append_row_ops() {
   // append together with the engine and the quantizer.
   const CpuIsa isa = active_cpu_isa();
 #if FP8ATTN_CPU_ISA_VARIANTS
-  if (isa == CpuIsa::kAvx512) return kv_append_avx512::kv_append_row_ops();
+  if (isa >= CpuIsa::kAvx512) return kv_append_avx512::kv_append_row_ops();
   if (isa == CpuIsa::kAvx2) return kv_append_avx2::kv_append_row_ops();
 #endif
   (void)isa;

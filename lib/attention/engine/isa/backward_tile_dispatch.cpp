@@ -36,7 +36,7 @@ uint64_t run_key_block_backward(const AttentionConfig& config, const AttentionBa
                                 const KeyBlockCoord& at, const DqAccumulator& dq, void* scratch) {
 #if FP8ATTN_CPU_ISA_VARIANTS
   const CpuIsa isa = active_cpu_isa();
-  if (isa == CpuIsa::kAvx512) return engine_avx512::run_key_block_backward(config, problem, at, dq, scratch);
+  if (isa >= CpuIsa::kAvx512) return engine_avx512::run_key_block_backward(config, problem, at, dq, scratch);
   if (isa == CpuIsa::kAvx2) return engine_avx2::run_key_block_backward(config, problem, at, dq, scratch);
 #endif
   return engine_baseline::run_key_block_backward(config, problem, at, dq, scratch);

@@ -42,7 +42,7 @@ using RunQueryTile = void (*)(const AttentionConfig&, const AttentionProblem&, c
 
 RunQueryTile build_of(CpuIsa isa) {
 #if FP8ATTN_CPU_ISA_VARIANTS
-  if (isa == CpuIsa::kAvx512) return &engine_avx512::run_query_tile;
+  if (isa >= CpuIsa::kAvx512) return &engine_avx512::run_query_tile;
   if (isa == CpuIsa::kAvx2) return &engine_avx2::run_query_tile;
 #endif
   (void)isa;
@@ -54,7 +54,7 @@ using RunDecodeTile = void (*)(const AttentionConfig&, const AttentionProblem&, 
 
 RunDecodeTile decode_build_of(CpuIsa isa) {
 #if FP8ATTN_CPU_ISA_VARIANTS
-  if (isa == CpuIsa::kAvx512) return &engine_avx512::run_decode_tile;
+  if (isa >= CpuIsa::kAvx512) return &engine_avx512::run_decode_tile;
   if (isa == CpuIsa::kAvx2) return &engine_avx2::run_decode_tile;
 #endif
   (void)isa;

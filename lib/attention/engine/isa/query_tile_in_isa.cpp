@@ -34,6 +34,7 @@
 #include "kernels/sm90/softmax_math.hpp"
 #include "lib/attention/engine/decode_tile.hpp"
 #include "lib/attention/engine/query_tile.hpp"
+#include "lib/cpu_isa/cpu_isa.hpp"
 #include "lib/numerics/element_io.hpp"
 
 namespace fp8attn::FP8ATTN_ENGINE_ISA_NAMESPACE {
