@@ -38,6 +38,15 @@ bool cpu_runs_this_build() {
 #endif
 }
 
+/// Whether the CPU has AVX512-BF16 and VNNI (panel_gemm's avx512_bf16).
+bool cpu_has_extensions() {
+#if defined(__AVX512F__)
+  return __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512vnni");
+#else
+  return false;
+#endif
+}
+
 /// A random E4M3 value (never NaN): products of two are exact in FP32, as in the engine.
 float random_e4m3(std::mt19937& rng) {
   for (;;) {
@@ -108,13 +117,14 @@ std::vector<unsigned char> scratch_for(const Case& c) {
 
 /// Row blocks of R rows through panel_rows, with B prepared as panel_gemm prepares it when
 /// `prepare` (else the forms that need no scratch).
+/// `extensions`: the prepared form may use AVX512-BF16 and VNNI (prepare_panels' avx512_bf16).
 template <int R>
-void run_rows(const Case& c, Operands& o, bool prepare = true) {
+void run_rows(const Case& c, Operands& o, bool prepare = true, bool extensions = false) {
   std::vector<unsigned char> scratch = scratch_for(c);
   PreparedPanels prepared_here;
   const PreparedPanels* prepared =
       prepare ? prepare_panels(prepared_here, o.panels.data(), static_cast<int64_t>(o.depth_cap) * kPanelWidth,
-                               c.panels, c.depth, c.mma_k, c.model, scratch.data() + 7, scratch.size() - 7)
+                               c.panels, c.depth, c.mma_k, c.model, scratch.data() + 7, scratch.size() - 7, extensions)
               : nullptr;
   for (int r0 = 0; r0 + R <= c.rows; r0 += R)
     panel_rows<R>(o.a.data() + r0 * o.lda, o.lda, o.panels.data(), static_cast<int64_t>(o.depth_cap) * kPanelWidth,
@@ -123,11 +133,11 @@ void run_rows(const Case& c, Operands& o, bool prepare = true) {
 }
 
 /// panel_gemm over all rows, with its scratch or without.
-void run_gemm(const Case& c, Operands& o, bool with_scratch) {
+void run_gemm(const Case& c, Operands& o, bool with_scratch, bool extensions = false) {
   std::vector<unsigned char> scratch = scratch_for(c);
   panel_gemm(o.a.data(), o.lda, o.panels.data(), static_cast<int64_t>(o.depth_cap) * kPanelWidth, c.panels,
              o.acc.data(), o.ldacc, c.rows, c.depth, c.mma_k, c.overwrite, c.model,
-             with_scratch ? scratch.data() + 7 : nullptr, with_scratch ? scratch.size() - 7 : 0);
+             with_scratch ? scratch.data() + 7 : nullptr, with_scratch ? scratch.size() - 7 : 0, extensions);
 }
 
 void expect_bits_equal(const std::vector<float>& want, const std::vector<float>& got, const char* what) {
@@ -173,6 +183,11 @@ TEST_F(PanelGemm, EveryRowBlockFollowsTheMmaOrder) {
               run_rows<R>(base, o, prepare);
               expect_bits_equal(want, o.acc, name);
             }
+            if (cpu_has_extensions()) {
+              Operands o = drawn;
+              run_rows<R>(base, o, true, true);
+              expect_bits_equal(want, o.acc, (std::string(name) + " with AVX512-BF16 and VNNI").c_str());
+            }
           };
           check(std::integral_constant<int, 1>{}, "1-row blocks");
           check(std::integral_constant<int, 2>{}, "2-row blocks");
@@ -182,6 +197,11 @@ TEST_F(PanelGemm, EveryRowBlockFollowsTheMmaOrder) {
             Operands o = drawn;  // 6-row blocks leave two rows: panel_gemm takes them as a pair
             run_gemm(base, o, with_scratch);
             expect_bits_equal(want, o.acc, with_scratch ? "panel_gemm" : "panel_gemm without scratch");
+          }
+          if (cpu_has_extensions()) {
+            Operands o = drawn;
+            run_gemm(base, o, true, true);
+            expect_bits_equal(want, o.acc, "panel_gemm with AVX512-BF16 and VNNI");
           }
           Operands six = drawn;
           run_rows<6>(Case{6, base.panels, depth, mma_k, overwrite, model}, six);
@@ -245,6 +265,11 @@ TEST_F(PanelGemm, Fp8FormsMatchTheRuleOnE5m2GaussianAndSpecialOperands) {
       Operands whole = o;
       run_gemm(c, whole, true);
       expect_bits_equal(want, whole.acc, "panel_gemm");
+      if (cpu_has_extensions()) {
+        Operands both = o;
+        run_gemm(c, both, true, true);
+        expect_bits_equal(want, both.acc, "panel_gemm with AVX512-BF16 and VNNI");
+      }
     }
 }
 
@@ -267,7 +292,7 @@ void set_b(Operands& o, int k, int column, float x) {
 // 8-, 2- and 1-row blocks, blocks of 3, 2 and 1 panels, both instruction depths, overwrite and
 // accumulate. Every row runs on the dot products here: the count it returns says so.
 TEST_F(PanelGemm, Fp32OnBf16DotProductsFollowsTheMmaOrder) {
-  if (!__builtin_cpu_supports("avx512bf16")) GTEST_SKIP() << "this CPU has no AVX512-BF16";
+  if (!cpu_has_extensions()) GTEST_SKIP() << "this CPU has no AVX512-BF16 and VNNI";
   const arch::MmaRule fp32 = rule_of(arch::MmaAccumulation::Fp32, arch::MmaFormat::E4M3);
   for (bool bf16_values : {false, true})
     for (bool overwrite : {true, false})
@@ -306,7 +331,7 @@ void only_at(Operands& o, int row, int k, float x) {
 // block alone takes the FMAs). The rows planted are zero elsewhere and the chunks are written
 // fresh, so that a subnormal product's flush would show in the output.
 TEST_F(PanelGemm, Fp32OnBf16DotProductsStepsAsideWhereItWouldDiffer) {
-  if (!__builtin_cpu_supports("avx512bf16")) GTEST_SKIP() << "this CPU has no AVX512-BF16";
+  if (!cpu_has_extensions()) GTEST_SKIP() << "this CPU has no AVX512-BF16 and VNNI";
   const arch::MmaRule fp32 = rule_of(arch::MmaAccumulation::Fp32, arch::MmaFormat::BF16);
   const Case c{11, 3, 64, 16, true, fp32};
   struct Variant {
@@ -355,7 +380,7 @@ TEST_F(PanelGemm, Fp32OnBf16DotProductsStepsAsideWhereItWouldDiffer) {
     panel_gemm(again.a.data(), again.lda, again.panels.data(), static_cast<int64_t>(again.depth_cap) * kPanelWidth,
                c.panels, again.acc.data(), again.ldacc, c.rows, c.depth, c.mma_k, c.overwrite, fp32,
                scratch_again.data() + 7, scratch_again.size() - 7, true);
-    expect_bits_equal(want_again, again.acc, "panel_gemm with bf16_dot");
+    expect_bits_equal(want_again, again.acc, "panel_gemm with AVX512-BF16");
   }
 }
 #endif

@@ -6,8 +6,8 @@
 // Per iteration, every core runs 16 query tiles of one 4096-key head: for each KV block,
 // S = Q·Kᵀ over K packed in panels, then O += P·V over V in panels (panel_gemm.hpp, the
 // accumulation of the third argument, 1 = the tensor core's addition of kernels/ptx/mma_order.hpp
-// (the engine's default), 0 = FP32, 2 = FP32 on AVX512-BF16's vdpbf16ps (same bits; the
-// AVX-512 build on such a CPU), and the wgmma depth of the config: K = 32 for E4M3, K = 16 for
+// (the engine's default), 0 = FP32, plus 2 for the AVX-512 build's use of AVX512-BF16 and VNNI
+// (same bits; on such a CPU), and the wgmma depth of the config: K = 32 for E4M3, K = 16 for
 // BF16), with the head's K and V blocks distinct in memory (2·4096·head_dim floats, streamed
 // from beyond L2 as in the engine). Q holds fresh random E4M3 values, P
 // non-negative ones shaped like a softmax's.
@@ -31,8 +31,9 @@ namespace {
 namespace engine = fp8attn::engine;
 
 constexpr int64_t kKeys = 4096;
-/// The third argument's value for the FP32 accumulation on AVX512-BF16's vdpbf16ps (same bits).
-constexpr int kFp32OnBf16Dot = 2;
+/// Added to the third argument: panel_gemm may use AVX512-BF16 and VNNI (same bits): the FP32
+/// accumulation's products on vdpbf16ps, the tensor core's FP8 sums on vpdpwssd.
+constexpr int kWithExtensions = 2;
 constexpr int kQueryTiles = 16;
 
 /// One core's buffers: a query tile, its P and accumulators, and the head's K and V panels.
@@ -43,10 +44,10 @@ struct CoreWork {
   std::vector<float> q, p, s, o, k_panels, v_panels;
   std::vector<unsigned char> scratch;
 
-  bool bf16_dot;  ///< the FP32 accumulation on vdpbf16ps (AVX-512 build, AVX512-BF16 CPU)
+  bool extensions;  ///< panel_gemm's avx512_bf16: AVX512-BF16 and VNNI (AVX-512 build, such a CPU)
 
-  CoreWork(int d, bool fp8, bool tensor_core, bool bf16_dot_products, unsigned seed)
-      : head_dim(d), bf16_dot(bf16_dot_products) {
+  CoreWork(int d, bool fp8, bool tensor_core, bool with_extensions, unsigned seed)
+      : head_dim(d), extensions(with_extensions) {
     const auto tile = fp8attn::sm90::attention_tile(d, fp8, fp8attn::sm90::PvPromotion::Off);
     block_m = tile.block_m;
     block_n = tile.block_n;
@@ -85,10 +86,10 @@ struct CoreWork {
         const float* k = k_panels.data() + b * block_n * head_dim;
         const float* v = v_panels.data() + b * block_n * head_dim;
         engine::panel_gemm(q.data(), head_dim, k, int64_t(head_dim) * engine::kPanelWidth, panels, s.data(), block_n,
-                           block_m, head_dim, mma_k_qk, true, rule, scratch.data(), scratch.size(), bf16_dot);
+                           block_m, head_dim, mma_k_qk, true, rule, scratch.data(), scratch.size(), extensions);
         engine::panel_gemm(p.data(), block_n, v, int64_t(block_n) * engine::kPanelWidth,
                            head_dim / engine::kPanelWidth, o.data(), head_dim, block_m, keys, mma_k_pv, false, rule,
-                           scratch.data(), scratch.size(), bf16_dot);
+                           scratch.data(), scratch.size(), extensions);
         flops += 2.0 * block_m * panels * engine::kPanelWidth * head_dim + 2.0 * block_m * keys * head_dim;
       }
     benchmark::DoNotOptimize(o.data());
@@ -101,22 +102,22 @@ struct CoreWork {
 void BM_tile_products(benchmark::State& state) {
   const int head_dim = static_cast<int>(state.range(0));
   const bool fp8 = state.range(1) == FP8ATTN_DTYPE_E4M3;
-  const bool tensor_core = state.range(2) == FP8ATTN_ACCUMULATOR_TENSOR_CORE;
-  const bool bf16_dot = state.range(2) == kFp32OnBf16Dot;
+  const bool extensions = state.range(2) >= kWithExtensions;
+  const bool tensor_core = state.range(2) % kWithExtensions == FP8ATTN_ACCUMULATOR_TENSOR_CORE;
 #if defined(__AVX512F__)
-  if (bf16_dot && !__builtin_cpu_supports("avx512bf16")) {
-    state.SkipWithError("this CPU has no AVX512-BF16");
+  if (extensions && !(__builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512vnni"))) {
+    state.SkipWithError("this CPU has no AVX512-BF16 and VNNI");
     return;
   }
 #else
-  if (bf16_dot) {
-    state.SkipWithError("the FP32 accumulation on vdpbf16ps is the AVX-512 build's (_avx512)");
+  if (extensions) {
+    state.SkipWithError("AVX512-BF16 and VNNI are the AVX-512 build's (_avx512)");
     return;
   }
 #endif
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   std::vector<CoreWork> work;
-  for (unsigned c = 0; c < cores; ++c) work.emplace_back(head_dim, fp8, tensor_core, bf16_dot, std::random_device{}());
+  for (unsigned c = 0; c < cores; ++c) work.emplace_back(head_dim, fp8, tensor_core, extensions, std::random_device{}());
   double flops = 0;
   for (auto _ : state) {
     std::vector<double> done(cores);
@@ -135,7 +136,8 @@ BENCHMARK(fp8attn::bench::BM_sgemm)->Arg(2048)->Unit(benchmark::kMillisecond)->U
 BENCHMARK(BM_tile_products)
     ->ArgsProduct({{64, 128, 256},
                    {FP8ATTN_DTYPE_E4M3, FP8ATTN_DTYPE_BF16},
-                   {FP8ATTN_ACCUMULATOR_TENSOR_CORE, FP8ATTN_ACCUMULATOR_FP32, kFp32OnBf16Dot}})
+                   {FP8ATTN_ACCUMULATOR_TENSOR_CORE, FP8ATTN_ACCUMULATOR_FP32,
+                    kWithExtensions + FP8ATTN_ACCUMULATOR_TENSOR_CORE, kWithExtensions + FP8ATTN_ACCUMULATOR_FP32}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
@@ -155,7 +157,7 @@ int main(int argc, char** argv) {
   fp8attn::bench::initialize_interleaved(&argc, argv);
   fp8attn::bench::SgemmRatioReporter reporter(
       {"BM_tile_products"},
-      "(BM_tile_products/<head_dim>/<dtype 5=E4M3, 3=BF16>/<1 = tensor core, 0 = FP32, 2 = FP32 on vdpbf16ps>; "
+      "(BM_tile_products/<head_dim>/<dtype 5=E4M3, 3=BF16>/<1 = tensor core, 0 = FP32; + 2 with AVX512-BF16 and VNNI>; "
       "BlockM x 4096 keys x 16 tiles per core)");
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();

@@ -73,7 +73,7 @@ void run_decode_tile(const AttentionConfig& c, const AttentionProblem& p, const 
   const int head_kv = at.head_kv;
   const bool fp8 = c.fp8();
   const float* lut = e4m3_table();
-  const bool bf16_dot = active_cpu_isa() == CpuIsa::kAvx512Bf16;  // as in the forward's tile
+  const bool avx512_bf16 = active_cpu_isa() == CpuIsa::kAvx512Bf16;  // as in the forward's tile
   auto token_of = [&](int r) { return sm90::decode_row_token(at.row_begin + r, group); };
   auto head_of = [&](int r) { return head_kv * group + sm90::decode_row_head(at.row_begin + r, group); };
 
@@ -126,7 +126,7 @@ void run_decode_tile(const AttentionConfig& c, const AttentionProblem& p, const 
     const float v_token_max =
         per_token ? block_token_scales(p, at.batch, head_kv, key0, keys, t.k_token, t.v_ratio, fp8) : 1.0f;
     panel_gemm(t.q, d, k_panels, static_cast<int64_t>(d) * kPanelWidth, (keys + kPanelWidth - 1) / kPanelWidth, t.s, bn,
-               rows, d, c.tile.mma_k_qk, true, c.mma_rule, t.gemm, t.gemm_bytes, bf16_dot);
+               rows, d, c.tile.mma_k_qk, true, c.mma_rule, t.gemm, t.gemm_bytes, avx512_bf16);
     const float k_block = k_blocks ? p.k_block_descale.at(at.batch, head_kv, block.index) : 1.0f;
 
     for (int r = 0; r < rows; ++r) {
@@ -146,7 +146,7 @@ void run_decode_tile(const AttentionConfig& c, const AttentionProblem& p, const 
       }
     }
     panel_gemm(t.s, bn, v_panels, static_cast<int64_t>(bn) * kPanelWidth, dv / kPanelWidth, pv_acc, dv, rows,
-               fp8 ? pv_slot_depth(keys) : keys, c.tile.mma_k_pv, false, c.mma_rule, t.gemm, t.gemm_bytes, bf16_dot);
+               fp8 ? pv_slot_depth(keys) : keys, c.tile.mma_k_pv, false, c.mma_rule, t.gemm, t.gemm_bytes, avx512_bf16);
     ++visited;
     if (promote && (visited % promote_interval == 0 || visited == split_blocks)) {
       const float vb = sm90::kv_token_pv_factor(p.v_block_descale.at(at.batch, head_kv, block.index), v_token_max);

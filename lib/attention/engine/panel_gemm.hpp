@@ -37,7 +37,7 @@
 // rule_block ran the E4M3 forward at under 0.1 of sgemm there. Both share A's exponents
 // (exponents_of_rows) and the AVX2 file's scalar helpers. FP8 inputs in the AVX-512 build take
 // panel_gemm_tensor_core_fp8_avx512.hpp first when panel_gemm is given scratch (E on bytes, the
-// cut sums by FMAs rounding toward zero); it hands back to the 16-lane form for operands it does
+// cut products and their sums in 16-bit and 32-bit integers); it hands back to the 16-lane form for operands it does
 // not take (NaN, ±inf).
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -50,7 +50,7 @@
 #include "lib/attention/engine/panel_gemm_tensor_core_avx512.hpp"  // IWYU pragma: export
 #include "lib/attention/engine/panel_gemm_tensor_core_fp8_avx512.hpp"  // IWYU pragma: export
 // NOTE: the FP32 accumulation of the AVX-512 build runs on vdpbf16ps when the caller says the CPU
-// has AVX512-BF16 (panel_gemm's bf16_dot): same bits, twice the products per cycle.
+// has AVX512-BF16 (panel_gemm's avx512_bf16): same bits, twice the products per cycle.
 #include "lib/attention/engine/panel_gemm_fp32_bf16_avx512.hpp"  // IWYU pragma: export
 #endif
 
@@ -179,7 +179,7 @@ inline void panel_rows(const float* a, int64_t lda, const float* panels, int64_t
                        float* acc, int64_t ldacc, int depth_total, int mma_k, bool overwrite,
                        const arch::MmaRule& rule, const PreparedPanels* prepared = nullptr) {
 #if defined(__AVX512F__)
-  if (prepared != nullptr && tensor_core_fp8_avx512::applies(rule, mma_k) &&
+  if (prepared != nullptr && tensor_core_fp8_avx512::applies(rule, mma_k, depth_total) &&
       tensor_core_fp8_avx512::panel_rows<R>(a, lda, panels, panel_stride, panels_count, acc, ldacc, depth_total, mma_k,
                                             overwrite, rule, *prepared))
     return;
@@ -241,16 +241,17 @@ inline void panel_rows(const float* a, int64_t lda, const float* panels, int64_t
 
 /// panel_gemm's preparation of B in `scratch`, for a caller that drives panel_rows itself:
 /// returns `out`, or null when no form of this build needs it or the scratch is too small.
+/// `avx512_bf16`: as panel_gemm's.
 inline const PreparedPanels* prepare_panels(PreparedPanels& out, const float* panels, int64_t panel_stride,
                                             int panels_count, int depth_total, int mma_k, const arch::MmaRule& rule,
-                                            void* scratch, size_t scratch_bytes) {
+                                            void* scratch, size_t scratch_bytes, bool avx512_bf16 = false) {
 #if defined(__AVX512F__)
-  if (tensor_core_fp8_avx512::applies(rule, mma_k) &&
-      out.carve(scratch, scratch_bytes, panels, panel_stride, panels_count, depth_total, rule.emin_b))
+  if (tensor_core_fp8_avx512::applies(rule, mma_k, depth_total) &&
+      out.carve(scratch, scratch_bytes, panels, panel_stride, panels_count, depth_total, rule.emin_b, avx512_bf16))
     return &out;
 #else
   (void)out, (void)panels, (void)panel_stride, (void)panels_count, (void)depth_total, (void)mma_k, (void)rule;
-  (void)scratch, (void)scratch_bytes;
+  (void)scratch, (void)scratch_bytes, (void)avx512_bf16;
 #endif
   return nullptr;
 }
@@ -300,22 +301,22 @@ inline int panel_gemm_bf16_dot(const float* a, int64_t lda, const float* panels,
 /// panel_gemm_scratch_bytes(panels_count, depth_total) bytes the call may overwrite, for the
 /// AVX-512 form of the tensor core's FP8 addition and the FP32 accumulation on vdpbf16ps; with
 /// less (or null) the call takes the other forms, same bits, no allocation either way.
-/// `bf16_dot`: the CPU has AVX512-BF16, and the AVX-512 build may run the FP32 accumulation on it
-/// (the caller checks: lib/cpu_isa's avx512bf16 level). Ignored by the other builds.
+/// `avx512_bf16`: the CPU has AVX512-BF16 and AVX512-VNNI (the caller checks: lib/cpu_isa's
+/// avx512bf16 level, which needs both), and the AVX-512 build may use them: the FP32
+/// accumulation's products on vdpbf16ps, the tensor core's FP8 sums on vpdpwssd. Ignored by the
+/// other builds.
 inline void panel_gemm(const float* a, int64_t lda, const float* panels, int64_t panel_stride, int panels_count,
                        float* acc, int64_t ldacc, int rows, int depth_total, int mma_k, bool overwrite,
                        const arch::MmaRule& rule, void* scratch = nullptr, size_t scratch_bytes = 0,
-                       bool bf16_dot = false) {
+                       bool avx512_bf16 = false) {
 #if defined(__AVX512F__)
-  if (bf16_dot && panel_gemm_bf16_dot(a, lda, panels, panel_stride, panels_count, acc, ldacc, rows, depth_total, mma_k,
-                                      overwrite, rule, scratch, scratch_bytes) >= 0)
+  if (avx512_bf16 && panel_gemm_bf16_dot(a, lda, panels, panel_stride, panels_count, acc, ldacc, rows, depth_total,
+                                         mma_k, overwrite, rule, scratch, scratch_bytes) >= 0)
     return;
-#else
-  (void)bf16_dot;
 #endif
   PreparedPanels here;
-  const PreparedPanels* prepared =
-      prepare_panels(here, panels, panel_stride, panels_count, depth_total, mma_k, rule, scratch, scratch_bytes);
+  const PreparedPanels* prepared = prepare_panels(here, panels, panel_stride, panels_count, depth_total, mma_k, rule,
+                                                  scratch, scratch_bytes, avx512_bf16);
   int r0 = 0;
   for (; r0 + kPanelRows <= rows; r0 += kPanelRows)
     panel_rows<kPanelRows>(a + r0 * lda, lda, panels, panel_stride, panels_count, acc + r0 * ldacc, ldacc,

@@ -1,28 +1,37 @@
 // The tensor core's addition for FP8 inputs (kernels/ptx/mma_order.hpp, steps 1-4) with AVX-512,
-// in two passes that cost about half the µops per product of panel_gemm_tensor_core_avx512.hpp's
-// (that file keeps BF16 inputs and is the fallback here). Same bits, element by element.
+// in integers: every addend of an instruction is cut to a multiple of u = 2^(E − F), so the cut
+// addends are integers in units of u, and their sum is exact in int32. Same bits as
+// panel_gemm_tensor_core_avx512.hpp's 16-lane form (which keeps BF16 inputs and is the fallback
+// here), element by element.
 //
 //  1. E on bytes, 64 lanes per operation: a product's exponent is ea + eb, so E of four rows × 16
 //     columns is one saturating byte add and one byte max per k (A's exponents replicated 16 times
 //     per row, B's 16 exponents repeated for the four rows). B's bytes are made once per
 //     panel_gemm call (PanelSide), A's once per row block (RowSide).
-//  2. The cut sums by the rounding of an FMA, two masked FMAs (one per sum) per 16 products:
-//     with M = 2^(E + 23 − F), every value in [M, 2M) is a multiple of u = 2^(E − F), so
-//     RZ(acc + |p|) for acc in that binade is acc + (|p| cut toward zero to a multiple of u):
-//     step 2 and step 3 in one instruction (the FMA's product is exact before its one rounding).
-//     Positive products go to one such sum and negative ones, negated, to another, both starting at
-//     M plus the cut accumulator's positive or negative part; which lanes go where is the XOR of
-//     the two inputs' sign bits, made per row and instruction as 16-bit masks (RowSide's and
-//     PanelSide's sign words). The result is pos − neg (exact: two multiples of u in one binade),
-//     then step 4 as a mask of the low 23 − 13 fraction bits.
+//  2. Each FP8 value is m · 2^(e − 3) with e its exponent (at least the format's emin) and m an
+//     integer below 16 (E5M2's too: its m is even). A product in units of u is then
+//     m_a · m_b · 2^(F − 6) / 2^d with d = E − ea − eb ≥ 0, and its cut toward zero is the
+//     magnitude shifted right by d: m_a · 2^7 (F = 13) times m_b is at most 28800, so the
+//     product, the shift and the sign are 16-bit lanes, two k per column. Per row, pair of k and
+//     32 lanes: one multiply (vpmullw), two adds for d, one variable shift (vpsrlvw), the product's
+//     sign (±1 words, B's and, for an A with negative values, A's by an XOR), and a dot of the
+//     words with the signs into int32 (vpdpwssd with AVX512-VNNI, else vpmaddwd and an add).
+//  3. The accumulator, cut toward zero to a multiple of u, starts the int32 sum (exact: below
+//     2^14 units); the 32 products add below 2^20 units more.
+//  4. The sum converted to FP32 (exact) and scaled by u (a power of two), then step 4's cut as a
+//     mask of the low 23 − 13 fraction bits.
 //
-// NOTE: why the sums stay in M's binade: a product is below 2^(ea + eb + 2) ≤ 2^(E + 2), 32 of them
-// below 2^(E + 7), the accumulator below 2^(E + 1), so each sum is below M + 2^(E + 8) < 2M for
-// F ≤ 14 (FP8's F is 13).
+// NOTE: why integers and not FMAs rounding toward zero (this file's earlier form, two masked FMAs
+// per 16 products, one per sign): a rounding direction is one per instruction, so positive and
+// negative products took one FMA each, and the masks per row and k loaded as often as the FMAs
+// ran; the integer lanes take 32 products per row and pair of k in about five operations, none
+// of them the FMA ports' alone. Measured in a register-only loop on a Zen 4: about 2.8× the
+// products per second.
 // NOTE: lanes whose E is out of the vector range (an infinite or NaN accumulator, E ≥ 2^100, or an
 // accumulator alone below 2^−100) take rule_block for the block, as in the other vector forms; an
-// A or B holding NaN, ±inf or a value no FP8 format has (exponent beyond ±40) takes
-// panel_gemm_tensor_core_avx512.hpp's block for the row block (A) or the whole call (B).
+// A or B holding NaN, ±inf, a value no FP8 format has (exponent beyond ±40, or more than three
+// fraction bits) takes panel_gemm_tensor_core_avx512.hpp's block for the row block (A) or the
+// whole call (B).
 #pragma once
 
 #include <immintrin.h>
@@ -42,64 +51,82 @@
 
 namespace fp8attn::engine::tensor_core_fp8_avx512 {
 
-inline constexpr int kWidth = 16;           ///< a panel's columns
-inline constexpr int kMaxK = 32;            ///< the deepest instruction this form takes (FP8's k32)
-inline constexpr int8_t kNoExponent = -100;  ///< a zero input's exponent byte
-inline constexpr int kNoAddendBelow = -64;  ///< a byte E below this: every product was zero
-inline constexpr int kRz = _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC;
+inline constexpr int kWidth = 16;             ///< a panel's columns
+inline constexpr int kMaxK = 32;              ///< the deepest instruction this form takes (FP8's k32)
+inline constexpr int kMaxDepth = kTensorCoreFp8MaxDepth;  ///< the deepest product (A's pairs per row: half)
+inline constexpr int kRowPairs = kMaxDepth / 2;
+inline constexpr int8_t kNoExponent = -100;   ///< a zero input's exponent byte
+inline constexpr int kNoAddendBelow = -64;    ///< a byte E below this: every product was zero
 
-/// Whether the form applies to a rule and instruction depth (the binade NOTE needs F ≤ 14).
-inline bool applies(const arch::MmaRule& rule, int mma_k) {
-  return rule.tensor_core && !rule.wide_sum && rule.align_bits <= 14 && mma_k <= kMaxK;
+/// Whether the form applies to a rule, instruction depth and product depth: FP8 inputs, F ≤ 13
+/// (m_a · m_b · 2^(F − 6) fits a signed 16-bit lane), instructions of whole pairs of k.
+inline bool applies(const arch::MmaRule& rule, int mma_k, int depth_total) {
+  return rule.tensor_core && !rule.wide_sum && rule.align_bits <= 13 && mma_k <= kMaxK && mma_k % 2 == 0 &&
+         depth_total <= kMaxDepth;
 }
 
-/// max(e(x), emin) per lane as bytes for the 16 FP8 values in x, kNoExponent for ±0; `special`
-/// gets the lanes holding NaN, ±inf, an FP32 subnormal or an exponent beyond ±40.
-__attribute__((always_inline)) inline __m128i exponent_bytes(__m512 x, int32_t emin, __mmask16* special) {
+/// An FP8 value's parts for 16 lanes: e = max(exponent, emin) and m = |x| · 2^(3 − e), an integer
+/// below 16 (0 for ±0), and the lanes' sign bits (as −1 or +1).
+struct Parts {
+  __m512i e, m, sign;
+};
+
+/// The parts of 16 FP8 values; `special` gets the lanes holding NaN, ±inf, an exponent beyond ±40
+/// or a value with more than three fraction bits at its exponent (no FP8 format's value).
+__attribute__((always_inline)) inline Parts parts_of(__m512 x, int32_t emin, __mmask16* special) {
   const __m512i bits = _mm512_castps_si512(x);
   const __mmask16 nonzero = _mm512_test_epi32_mask(bits, _mm512_set1_epi32(0x7FFFFFFF));
   const __m512i biased = _mm512_and_si512(_mm512_srli_epi32(bits, 23), _mm512_set1_epi32(0xFF));
-  const __m512i e = _mm512_sub_epi32(biased, _mm512_set1_epi32(127));
-  *special |= nonzero & (_mm512_cmpgt_epi32_mask(e, _mm512_set1_epi32(40)) |
-                         _mm512_cmplt_epi32_mask(e, _mm512_set1_epi32(-40)));
-  const __m512i clamped = _mm512_max_epi32(e, _mm512_set1_epi32(emin));
-  return _mm512_cvtepi32_epi8(_mm512_mask_mov_epi32(_mm512_set1_epi32(kNoExponent), nonzero, clamped));
+  const __m512i e_raw = _mm512_sub_epi32(biased, _mm512_set1_epi32(127));
+  const __m512i e = _mm512_max_epi32(e_raw, _mm512_set1_epi32(emin));
+  __mmask16 bad = nonzero & (_mm512_cmpgt_epi32_mask(e_raw, _mm512_set1_epi32(40)) |
+                             _mm512_cmplt_epi32_mask(e_raw, _mm512_set1_epi32(-40)));
+  // NOTE: 2^(3 − e) from its bits, e ≤ 128 (a NaN's or inf's); exact for an FP8 value, and a
+  // NaN, inf or extra fraction bit shows in the round trip.
+  const __m512 scale = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_sub_epi32(_mm512_set1_epi32(130), e), 23));
+  const __m512 scaled = _mm512_mul_ps(_mm512_abs_ps(x), scale);
+  const __m512i m = _mm512_cvttps_epi32(scaled);
+  bad |= _mm512_cmp_ps_mask(_mm512_cvtepi32_ps(m), scaled, _CMP_NEQ_UQ);
+  *special |= bad;
+  return {e, m, _mm512_or_si512(_mm512_srai_epi32(bits, 31), _mm512_set1_epi32(1))};
 }
 
-/// A 16-bit mask loaded straight into a mask register. NOTE: GCC 12 compiles _load_mask16 as a
-/// load into a general register and a kmovw from it, one more µop on port 5 per mask.
-__attribute__((always_inline)) inline __mmask16 load_mask(const uint16_t* p) {
-  __mmask16 m;
-  asm("kmovw %1, %0" : "=Yk"(m) : "m"(*p));
-  return m;
+/// The exponent bytes pass 1 reads: e per lane, kNoExponent for ±0.
+__attribute__((always_inline)) inline __m128i exponent_bytes(__m512 x, const Parts& parts) {
+  const __mmask16 nonzero = _mm512_test_epi32_mask(_mm512_castps_si512(x), _mm512_set1_epi32(0x7FFFFFFF));
+  return _mm512_cvtepi32_epi8(_mm512_mask_mov_epi32(_mm512_set1_epi32(kNoExponent), nonzero, parts.e));
 }
 
-/// 0xFFFF per lane whose sign bit is set, as 16 words.
-__attribute__((always_inline)) inline __m256i sign_words(__m512 x) {
-  return _mm512_cvtepi32_epi16(_mm512_srai_epi32(_mm512_castps_si512(x), 31));
+/// Two k's 16 lanes each (lo: k even, hi: k odd) as 32 words, two per column: word 2c from lo.
+__attribute__((always_inline)) inline __m512i pair_words(__m512i lo, __m512i hi) {
+  return _mm512_or_si512(_mm512_and_si512(lo, _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(hi, 16));
 }
 
-/// B's side of a panel_gemm call: per panel and k, the 16 columns' exponent bytes and one word of
-/// sign bits (bit c: column c is negative); rows past depth_total are zero bytes and words.
+/// B's side of a panel_gemm call, per panel: per k the 16 columns' exponent bytes (pass 1), and
+/// per pair of k three vectors of 32 words (two per column, k even first): m, e and the sign as
+/// ±1. Rows past depth_total are ±0.
 struct PanelSide {
   int8_t* exp = nullptr;      ///< [panel][stride][16]
-  uint16_t* sign = nullptr;   ///< [panel][stride]
+  int16_t* words = nullptr;   ///< [panel][stride / 2][3][32]: m, e, sign
   int64_t stride = 0;
   bool special = false;       ///< a panel holds a value the form does not take
 
-  /// Fills `exp` and `sign` (64-byte aligned: panel_gemm_scratch.hpp's first two regions).
+  /// Fills `exp` and `words` (64-byte aligned: panel_gemm_scratch.hpp's regions).
   void build(const float* panels, int64_t panel_stride, int panels_count, int depth_total, int32_t emin_b) {
     stride = panel_scratch_stride(depth_total);
     __mmask16 bad = 0;
-    for (int p = 0; p < panels_count; ++p) {
-      // NOTE: only the sign words past depth_total are read (32 at a time, then unused): zero them.
-      std::memset(sign + p * stride + depth_total, 0, static_cast<size_t>(stride - depth_total) * sizeof(uint16_t));
-      for (int k = 0; k < depth_total; ++k) {
-        const __m512 b = _mm512_loadu_ps(panels + p * panel_stride + static_cast<int64_t>(k) * kWidth);
-        _mm_store_si128(reinterpret_cast<__m128i*>(exp + (p * stride + k) * kWidth), exponent_bytes(b, emin_b, &bad));
-        sign[p * stride + k] = static_cast<uint16_t>(_mm512_movepi32_mask(_mm512_castps_si512(b)));
+    for (int p = 0; p < panels_count; ++p)
+      for (int k = 0; k < depth_total; k += 2) {
+        const float* row = panels + p * panel_stride + static_cast<int64_t>(k) * kWidth;
+        const __m512 x0 = _mm512_loadu_ps(row), x1 = k + 1 < depth_total ? _mm512_loadu_ps(row + kWidth) : _mm512_setzero_ps();
+        const Parts p0 = parts_of(x0, emin_b, &bad), p1 = parts_of(x1, emin_b, &bad);
+        _mm_store_si128(reinterpret_cast<__m128i*>(exp + (p * stride + k) * kWidth), exponent_bytes(x0, p0));
+        _mm_store_si128(reinterpret_cast<__m128i*>(exp + (p * stride + k + 1) * kWidth), exponent_bytes(x1, p1));
+        int16_t* w = words + (p * (stride / 2) + k / 2) * 96;
+        _mm512_store_si512(w, pair_words(p0.m, p1.m));
+        _mm512_store_si512(w + 32, pair_words(p0.e, p1.e));
+        _mm512_store_si512(w + 64, pair_words(p0.sign, p1.sign));
       }
-    }
     special = bad != 0;
   }
 };
@@ -108,12 +135,12 @@ struct PanelSide {
 struct Prepared {
   PanelSide side;
   int8_t* pattern = nullptr;  ///< [group][stride][64]
-  uint16_t* sign = nullptr;   ///< [row][stride]
-  float* by_k = nullptr;      ///< [stride][row]
+  uint32_t* pairs = nullptr;  ///< [3][row][kRowPairs]: A's m · 2^(F − 6), e and sign flip per pair
+  bool vnni = false;          ///< the CPU has AVX512-VNNI: the dot of the words in one instruction
 
   /// Carves `bytes` at `scratch` and builds B's side; false (nothing prepared) if too small.
   bool carve(void* scratch, size_t bytes, const float* panels, int64_t panel_stride, int panels_count,
-             int depth_total, int32_t emin_b) {
+             int depth_total, int32_t emin_b, bool has_vnni) {
     auto at = reinterpret_cast<uintptr_t>(scratch);
     const uintptr_t aligned = (at + 63) / 64 * 64;
     if (scratch == nullptr || bytes < aligned - at + panel_scratch_regions_bytes(panels_count, depth_total)) return false;
@@ -125,38 +152,33 @@ struct Prepared {
       return reinterpret_cast<void*>(here);
     };
     side.exp = static_cast<int8_t*>(take(count * stride * kWidth));
-    side.sign = static_cast<uint16_t*>(take(count * stride * 2));
+    side.words = static_cast<int16_t*>(take(count * (stride / 2) * 3 * 64));
     pattern = static_cast<int8_t*>(take(2 * stride * 64));
-    sign = static_cast<uint16_t*>(take(8 * stride * 2));
-    by_k = static_cast<float*>(take(8 * stride * 4));
+    pairs = static_cast<uint32_t*>(take(3 * 8 * kRowPairs * 4));
+    vnni = has_vnni;
     side.build(panels, panel_stride, panels_count, depth_total, emin_b);
     return true;
   }
 };
 
 /// A's side of one row block of R rows: per group of four rows and k, 64 exponent bytes (row
-/// 4g + q's in lanes 16q..16q + 15, kNoExponent for rows past R), and per row and k a sign word.
+/// 4g + q's in lanes 16q..16q + 15, kNoExponent for rows past R), and per row and pair of k three
+/// dwords of two words (k even in the low word): m · 2^(F − 6), e, and 0xFFFE where the value is
+/// negative (the XOR that turns a ±1 word into ∓1).
 template <int R>
 struct RowSide {
   static constexpr int kGroups = (R + 3) / 4;
   int8_t* pattern;    ///< [group][stride][64]
-  uint16_t* sign;     ///< [row][stride]
-  float* by_k;        ///< [stride][R]: A's values, k-major
+  uint32_t* pairs;    ///< [3][row][kRowPairs]
   int64_t stride = 0;
   bool any_negative = false;  ///< some A value has its sign bit set
 
   /// Returns false when A holds a value the form does not take.
-  bool build(const float* a, int64_t lda, int depth_total, int32_t emin_a) {
-    stride = (depth_total + kMaxK - 1) / kMaxK * kMaxK + kMaxK;
-    // NOTE: the loops below write every pattern, sign word and value an instruction reads, and the
-    // sign words up to depth_total rounded to 16; the rest of each row's words is zeroed here.
-    const int64_t written = (depth_total + kWidth - 1) / kWidth * kWidth;
-    for (int r = 0; r < R; ++r)
-      std::memset(sign + r * stride + written, 0, static_cast<size_t>(stride - written) * sizeof(uint16_t));
-    for (int r = 0; r < R; ++r)
-      for (int k = 0; k < depth_total; ++k) by_k[k * R + r] = a[r * lda + k];
+  bool build(const float* a, int64_t lda, int depth_total, int32_t emin_a, int align_bits) {
+    stride = panel_scratch_stride(depth_total);
     alignas(64) int8_t row_exp[4][16];
     __mmask16 bad = 0;
+    __mmask16 negative = 0;
     const __m512i spread = _mm512_set_epi64(0x0303030303030303, 0x0303030303030303, 0x0202020202020202,
                                             0x0202020202020202, 0x0101010101010101, 0x0101010101010101, 0, 0);
     for (int g = 0; g < kGroups; ++g)
@@ -170,10 +192,17 @@ struct RowSide {
             continue;
           }
           const __m512 x = _mm512_maskz_loadu_ps(live, a + r * lda + k0);
-          _mm_store_si128(reinterpret_cast<__m128i*>(row_exp[q]), exponent_bytes(x, emin_a, &bad));
-          const __m256i words = _mm256_maskz_mov_epi16(live, sign_words(x));
-          any_negative |= !_mm256_testz_si256(words, words);
-          _mm256_storeu_si256(reinterpret_cast<__m256i*>(sign + r * stride + k0), words);
+          const Parts parts = parts_of(x, emin_a, &bad);
+          _mm_store_si128(reinterpret_cast<__m128i*>(row_exp[q]), exponent_bytes(x, parts));
+          // The pairs: 16 lanes (k0 .. k0 + 15) narrowed to words, word 2j + i = k0 + 2j + i,
+          // i.e. 8 dwords of two k each.
+          const __m512i flip = _mm512_and_si512(_mm512_srai_epi32(_mm512_castps_si512(x), 31), _mm512_set1_epi32(0xFFFE));
+          negative |= _mm512_test_epi32_mask(flip, flip);
+          const __m512i m = _mm512_slli_epi32(parts.m, align_bits - 6);
+          uint32_t* at = pairs + r * kRowPairs + k0 / 2;
+          _mm256_store_si256(reinterpret_cast<__m256i*>(at), _mm512_cvtepi32_epi16(m));
+          _mm256_store_si256(reinterpret_cast<__m256i*>(at + 8 * kRowPairs), _mm512_cvtepi32_epi16(parts.e));
+          _mm256_store_si256(reinterpret_cast<__m256i*>(at + 16 * kRowPairs), _mm512_cvtepi32_epi16(flip));
         }
         // The four rows' bytes interleaved, one dword per k, then each dword spread to 64 bytes.
         const __m128i x0 = _mm_load_si128(reinterpret_cast<const __m128i*>(row_exp[0]));
@@ -191,13 +220,26 @@ struct RowSide {
           _mm512_store_si512(pattern + (g * stride + k0 + k) * 64,
                              _mm512_shuffle_epi8(_mm512_set1_epi32(four[k]), spread));
       }
+    any_negative = negative != 0;
     return bad == 0;
   }
 };
 
-/// One instruction (depth ≤ 32, from k0) of R rows against panel p: acc = mma_instruction(...).
+/// acc += Σ t·s over word pairs: vpdpwssd with AVX512-VNNI (inline assembly: the x86-64-v4 build
+/// does not assume the extension; the caller checked the CPU), else vpmaddwd and an add.
+template <bool kVnni>
+__attribute__((always_inline)) inline __m512i dot_words(__m512i acc, __m512i t, __m512i s) {
+  if constexpr (kVnni) {
+    asm("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(t), "v"(s));
+    return acc;
+  } else {
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(t, s));
+  }
+}
+
+/// One instruction (depth ≤ 32, from k0, even) of R rows against panel p: acc = mma_instruction(...).
 /// kNonNegativeA: no A value of the row block has its sign bit set.
-template <int R, bool kNonNegativeA>
+template <int R, bool kNonNegativeA, bool kVnni>
 __attribute__((always_inline)) inline void panel_block(const float* a, int64_t lda, const RowSide<R>& rows,
                                                        const PanelSide& side, int p, const float* panel, int k0,
                                                        int depth, float* acc, int64_t ldacc, bool overwrite,
@@ -228,23 +270,11 @@ __attribute__((always_inline)) inline void panel_block(const float* a, int64_t l
 #pragma GCC unroll 2
     for (int g = 0; g < G; ++g) _mm512_store_si512(e_bytes[g], e8[g]);
   }
-  // Which lanes are negative products, per row and k: pos = ~(sa ^ sb), neg = sa ^ sb. With no
-  // negative A in the row block (P, the softmax's output), one pair of masks serves every row.
-  constexpr int kMaskRows = kNonNegativeA ? 1 : R;
-  alignas(64) uint16_t masks[kMaskRows][2][kMaxK];
-  const __m512i sb = _mm512_loadu_si512(side.sign + p * side.stride + k0);
-#pragma GCC unroll 8
-  for (int r = 0; r < kMaskRows; ++r) {
-    const __m512i sa = kNonNegativeA ? _mm512_setzero_si512() : _mm512_loadu_si512(rows.sign + r * rows.stride + k0);
-    _mm512_store_si512(masks[r][0], _mm512_ternarylogic_epi32(sa, sb, sb, 0xC3));  // ~(sa ^ sb)
-    _mm512_store_si512(masks[r][1], _mm512_xor_si512(sa, sb));
-  }
-  // E, M = 2^(E + 23 − F), and the two sums from the cut accumulator.
-  __m512 pos[R], neg[R];
+  // E per row and column; the sums start from the accumulator cut to a multiple of u, in units of u.
+  __m512i sum[R], e_words[R];
+  __m512 unit[R];
   __mmask16 bad = 0;
   const __m512 emin_acc = _mm512_set1_ps(tensor_core_avx2::pow2(-126));
-  const __m512 to_magic = _mm512_set1_ps(tensor_core_avx2::pow2(23 - rule.align_bits));
-  const __m512 sign_bit = _mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int32_t>(0x80000000u)));
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
     const __m512i e32 = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(&e_bytes[r / 4][16 * (r % 4)])));
@@ -253,44 +283,41 @@ __attribute__((always_inline)) inline void panel_block(const float* a, int64_t l
     const __m512 c = overwrite ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + r * ldacc);
     const __m512 e = _mm512_max_ps(e_products, tensor_core_avx512::exponent_only(c, emin_acc));
     bad |= tensor_core_avx512::out_of_range(e);
-    const __m512 magic = _mm512_mul_ps(e, to_magic);
-    pos[r] = _mm512_add_round_ps(magic, _mm512_max_ps(c, _mm512_setzero_ps()), kRz);
-    neg[r] = _mm512_add_round_ps(magic, _mm512_max_ps(_mm512_xor_ps(c, sign_bit), _mm512_setzero_ps()), kRz);
+    const __m512 inv = tensor_core_avx512::inverse_unit(e, rule.align_bits);
+    unit[r] = tensor_core_avx512::unit_of(inv);
+    sum[r] = _mm512_cvttps_epi32(_mm512_mul_ps(c, inv));
+    // E as two words per column (the shift d = E − ea − eb per product); E = 0 (no addend) gives
+    // −127, and every m is then 0.
+    const __m512i e_int = _mm512_sub_epi32(_mm512_srli_epi32(_mm512_castps_si512(e), 23), _mm512_set1_epi32(127));
+    e_words[r] = pair_words(e_int, e_int);
   }
   if (bad != 0) {
     rule_block<R, kWidth, float>(a + k0, lda, panel, kWidth, 0, depth, acc, ldacc, overwrite, rule);
     return;
   }
-  // Pass 2: each product into its sum, cut by the FMA's rounding toward zero.
-  // NOTE: with masks per row, the loop reads 2.5 values per product vector (a broadcast, one or two
-  // masks) and its loads about match its FMA-port µops; with shared masks, its FMAs bound it.
-  // NOTE: A read k-major (RowSide::by_k): one pointer and constant offsets for the 8 broadcasts;
-  // from A's rows GCC 12 kept the rows' offsets on the stack and reloaded them, a load each.
-  const float* a_by_k = rows.by_k + k0 * R;
-  for (int k = 0; k < depth; ++k) {
-    const __m512 b = _mm512_loadu_ps(panel + k * kWidth);
-    __mmask16 to_pos = 0, to_neg = 0;
-    if constexpr (kNonNegativeA) {
-      to_pos = load_mask(&masks[0][0][k]);
-      to_neg = load_mask(&masks[0][1][k]);
-    }
+  // Pass 2: per pair of k, the cut products of 32 word lanes into the int32 sums.
+  // NOTE: A's dwords read from one pointer at constant offsets (row stride kRowPairs).
+  const int16_t* b_words = side.words + (p * (side.stride / 2) + k0 / 2) * 96;
+  const uint32_t* a_m = rows.pairs + k0 / 2;
+  for (int j = 0; j < (depth + 1) / 2; ++j, b_words += 96, ++a_m) {
+    const __m512i mb = _mm512_load_si512(b_words), eb = _mm512_load_si512(b_words + 32);
+    const __m512i sb = _mm512_load_si512(b_words + 64);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      if constexpr (!kNonNegativeA) {
-        // NOTE: odd rows take neg as ~pos (one µop on port 0) instead of a third load, which
-        // evens the loop's loads and its FMA-port µops.
-        to_pos = load_mask(&masks[r][0][k]);
-        to_neg = r % 2 == 1 ? static_cast<__mmask16>(_knot_mask16(to_pos)) : load_mask(&masks[r][1][k]);
-      }
-      const __m512 a_rk = _mm512_set1_ps(a_by_k[k * R + r]);
-      pos[r] = _mm512_mask3_fmadd_round_ps(a_rk, b, pos[r], to_pos, kRz);
-      neg[r] = _mm512_mask3_fnmadd_round_ps(a_rk, b, neg[r], to_neg, kRz);
+      const __m512i ma = _mm512_set1_epi32(static_cast<int32_t>(a_m[r * kRowPairs]));
+      const __m512i ea = _mm512_set1_epi32(static_cast<int32_t>(a_m[(8 + r) * kRowPairs]));
+      const __m512i d = _mm512_sub_epi16(e_words[r], _mm512_add_epi16(ea, eb));
+      const __m512i t = _mm512_srlv_epi16(_mm512_mullo_epi16(ma, mb), d);
+      const __m512i s =
+          kNonNegativeA ? sb : _mm512_xor_si512(sb, _mm512_set1_epi32(static_cast<int32_t>(a_m[(16 + r) * kRowPairs])));
+      sum[r] = dot_words<kVnni>(sum[r], t, s);
     }
   }
   const __m512i keep = _mm512_set1_epi32(static_cast<int32_t>(~((1u << (arch::kFp32MantissaBits - rule.result_bits)) - 1u)));
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
-    _mm512_storeu_ps(acc + r * ldacc, _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(_mm512_sub_ps(pos[r], neg[r])), keep)));
+    _mm512_storeu_ps(acc + r * ldacc,
+                     _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(_mm512_mul_ps(_mm512_cvtepi32_ps(sum[r]), unit[r])), keep)));
 }
 
 /// R rows of A against every panel, each panel's instructions in order (panel_gemm.hpp's
@@ -302,19 +329,24 @@ inline bool panel_rows(const float* a, int64_t lda, const float* panels, int64_t
                        const Prepared& prepared) {
   static_assert(R <= 8, "the scratch holds 8 rows");
   const PanelSide& side = prepared.side;
-  RowSide<R> rows{prepared.pattern, prepared.sign, prepared.by_k};
-  if (side.special || !rows.build(a, lda, depth_total, rule.emin_a)) return false;
-  auto each_block = [&](auto non_negative) {
+  RowSide<R> rows{prepared.pattern, prepared.pairs};
+  if (side.special || !rows.build(a, lda, depth_total, rule.emin_a, rule.align_bits)) return false;
+  auto each_block = [&](auto non_negative, auto vnni) {
     for (int p = 0; p < panels_count; ++p) {
       const float* panel = panels + p * panel_stride;
       for (int k0 = 0; k0 < depth_total; k0 += mma_k)
-        panel_block<R, decltype(non_negative)::value>(a, lda, rows, side, p, panel + static_cast<int64_t>(k0) * kWidth,
-                                                      k0, k0 + mma_k <= depth_total ? mma_k : depth_total - k0,
-                                                      acc + p * kWidth, ldacc, overwrite && k0 == 0, rule);
+        panel_block<R, decltype(non_negative)::value, decltype(vnni)::value>(
+            a, lda, rows, side, p, panel + static_cast<int64_t>(k0) * kWidth, k0,
+            k0 + mma_k <= depth_total ? mma_k : depth_total - k0, acc + p * kWidth, ldacc, overwrite && k0 == 0, rule);
     }
   };
-  if (rows.any_negative) each_block(std::false_type{});
-  else each_block(std::true_type{});
+  if (prepared.vnni) {
+    if (rows.any_negative) each_block(std::false_type{}, std::true_type{});
+    else each_block(std::true_type{}, std::true_type{});
+  } else {
+    if (rows.any_negative) each_block(std::false_type{}, std::false_type{});
+    else each_block(std::true_type{}, std::false_type{});
+  }
   return true;
 }
 

@@ -220,8 +220,9 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
   const int head_kv = at.head / c.heads_per_kv();
   const bool fp8 = c.fp8();
   const float* lut = e4m3_table();
-  // The FP32 accumulation's products on vdpbf16ps where the CPU has it (same bits, panel_gemm.hpp).
-  const bool bf16_dot = active_cpu_isa() == CpuIsa::kAvx512Bf16;
+  // AVX512-BF16 and VNNI where the CPU has them (same bits, panel_gemm.hpp): the FP32
+  // accumulation's products on vdpbf16ps, the tensor core's FP8 sums on vpdpwssd.
+  const bool avx512_bf16 = active_cpu_isa() == CpuIsa::kAvx512Bf16;
   if (kv.batch != at.batch || kv.head_kv != head_kv) {  // another (sequence, KV head): drop the blocks
     std::fill(kv.ready, kv.ready + kv.slots, uint8_t{0});
     kv.batch = at.batch;
@@ -277,7 +278,7 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
 
     // S = Q·Kᵀ, over the block's keys rounded up to whole panels
     panel_gemm(t.q, d, k_panels, static_cast<int64_t>(d) * kPanelWidth, (keys + kPanelWidth - 1) / kPanelWidth, t.s, bn,
-               rows, d, c.tile.mma_k_qk, true, c.mma_rule, t.gemm, t.gemm_bytes, bf16_dot);
+               rows, d, c.tile.mma_k_qk, true, c.mma_rule, t.gemm, t.gemm_bytes, avx512_bf16);
     // Per-block descales fold into this block's logits, so the running max and the exp2 step see
     // one consistent scale across blocks.
     const float block_factor = k_blocks ? q_block_descale * p.k_block_descale.at(at.batch, head_kv, block.index) : 1.0f;
@@ -347,7 +348,7 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
 
     // O += P·V  (into the fresh tile when promotion is on)
     panel_gemm(t.s, bn, v_panels, static_cast<int64_t>(bn) * kPanelWidth, dv / kPanelWidth, pv_acc, dv, rows,
-               fp8 ? pv_slot_depth(keys) : keys, c.tile.mma_k_pv, false, c.mma_rule, t.gemm, t.gemm_bytes, bf16_dot);
+               fp8 ? pv_slot_depth(keys) : keys, c.tile.mma_k_pv, false, c.mma_rule, t.gemm, t.gemm_bytes, avx512_bf16);
     // NOTE: two-level accumulation guards against the FP8 tensor core's accumulator keeping
     // fewer bits than FP32 (DESIGN §3): the fresh tile is added into O every N blocks.
     if (promote && ((step + 1) % promote_interval == 0 || step + 1 == schedule.count())) {
