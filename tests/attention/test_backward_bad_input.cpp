@@ -90,7 +90,7 @@ TEST_F(BackwardBadInput, EachBadArgumentHasItsStatusAndMessageAndWritesNothing) 
   };
   for (const BadCase& c : cases) expect_refused(c, session_->workspace_bytes());
   expect_refused({"workspace too small", [](auto&) {}, FP8ATTN_STATUS_WORKSPACE_TOO_SMALL, "workspace"},
-                 session_->workspace_bytes() - 1);
+                 session_->backward_workspace_bytes() - 1);
   std::printf("[backward bad input] %zu cases refused with their status; outputs untouched (seed %llu)\n",
               cases.size() + 1, static_cast<unsigned long long>(seed_));
 }

@@ -111,6 +111,7 @@ BackwardSession::BackwardSession(const fp8attn_attention_desc& desc, const Atten
     check(fp8attn_plan_backward_workspace_size(plan_, batch, max_q, max_k, &bwd_bytes, &err_), err_,
           "fp8attn_plan_backward_workspace_size");
   workspace_.assign(std::max(fwd_bytes, bwd_bytes), 0);
+  backward_workspace_bytes_ = bwd_bytes;
 
   const int32_t bf16 = FP8ATTN_DTYPE_BF16;
   const int64_t sb = s.batch;

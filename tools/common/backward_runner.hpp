@@ -56,6 +56,9 @@ class BackwardSession {
   /// Runs the backward with the given arguments and workspace size (the session's workspace).
   int32_t backward_with(const fp8attn_attention_bwd_args& args, size_t workspace_bytes);
   size_t workspace_bytes() const { return workspace_.size(); }
+  /// What fp8attn_plan_backward_workspace_size asked for (the session's workspace is the larger
+  /// of that and the forward's).
+  size_t backward_workspace_bytes() const { return backward_workspace_bytes_; }
   const fp8attn_error& error() const { return err_; }
   fp8attn_plan plan() const { return plan_; }
 
@@ -83,6 +86,7 @@ class BackwardSession {
   std::vector<float> lse_;
   std::vector<unsigned char> dq_, dk_, dv_;
   std::vector<unsigned char> workspace_;
+  size_t backward_workspace_bytes_ = 0;
   fp8attn_attention_args fwd_args_{};
   fp8attn_attention_bwd_args args_{};
   int32_t dq_dtype_ = FP8ATTN_DTYPE_BF16;
