@@ -301,7 +301,8 @@ TEST_F(PanelGemm, Fp32OnBf16DotProductsFollowsTheMmaOrder) {
           SCOPED_TRACE("seed " + std::to_string(seed_) + ", depth " + std::to_string(depth) + ", mma_k " +
                        std::to_string(mma_k) + (bf16_values ? ", bf16" : ", e4m3") +
                        (overwrite ? ", overwrite" : ", accumulate"));
-          const Case c{11, depth % 2 ? 4 : 6, depth, mma_k, overwrite, fp32};  // 8 + 2 + 1 rows; 3 + 1 or 3 + 3 panels
+          // 4 · 8 + 2 + 1 rows; 3 + 1 or 3 + 3 panels
+          const Case c{35, depth % 2 ? 4 : 6, depth, mma_k, overwrite, fp32};
           Operands o = draw(c, rng_);
           if (bf16_values) {
             for (auto& x : o.a) x = random_bf16(rng_, -20, 20);
@@ -317,6 +318,15 @@ TEST_F(PanelGemm, Fp32OnBf16DotProductsFollowsTheMmaOrder) {
           EXPECT_EQ(on_dot, c.rows);
           expect_bits_equal(want, o.acc, "vdpbf16ps");
         }
+  // Fewer rows than kBf16DotMinRows: the call declines and writes nothing (the FMAs are faster).
+  const Case few{kBf16DotMinRows - 1, 2, 64, 32, false, fp32};
+  Operands o = draw(few, rng_);
+  const std::vector<float> before = o.acc;
+  std::vector<unsigned char> scratch = scratch_for(few);
+  EXPECT_EQ(-1, panel_gemm_bf16_dot(o.a.data(), o.lda, o.panels.data(), static_cast<int64_t>(o.depth_cap) * kPanelWidth,
+                                    few.panels, o.acc.data(), o.ldacc, few.rows, few.depth, few.mma_k, few.overwrite,
+                                    fp32, scratch.data() + 7, scratch.size() - 7));
+  expect_bits_equal(before, o.acc, "a declined call's accumulator");
 }
 
 /// Row `row` of A zero but for x at k.
@@ -333,7 +343,7 @@ void only_at(Operands& o, int row, int k, float x) {
 TEST_F(PanelGemm, Fp32OnBf16DotProductsStepsAsideWhereItWouldDiffer) {
   if (!cpu_has_extensions()) GTEST_SKIP() << "this CPU has no AVX512-BF16 and VNNI";
   const arch::MmaRule fp32 = rule_of(arch::MmaAccumulation::Fp32, arch::MmaFormat::BF16);
-  const Case c{11, 3, 64, 16, true, fp32};
+  const Case c{35, 3, 64, 16, true, fp32};  // 8-row blocks from row 0, a pair at 32, a single row at 34
   struct Variant {
     const char* name;
     int expect_on_dot;  ///< −1: the call declines
@@ -343,15 +353,15 @@ TEST_F(PanelGemm, Fp32OnBf16DotProductsStepsAsideWhereItWouldDiffer) {
       {"NaN in B", -1, [](Operands& o, std::mt19937&) { set_b(o, 33, 20, std::nanf("1")); }},
       {"B not a BF16 value", -1, [](Operands& o, std::mt19937&) { set_b(o, 5, 40, 1.0f + std::ldexp(1.0f, -12)); }},
       // 1e-40 · B: a normal FP32 product from a subnormal input, which the dot product reads as 0
-      {"A subnormal in row 9", 9, [](Operands& o, std::mt19937&) { only_at(o, 9, 3, 1e-40f); }},
-      // 2^−70 · 2^−60: a subnormal product (the dot product flushes it); a 2-row block declines
-      {"A tiny in row 3", 3, [](Operands& o, std::mt19937&) {
-         only_at(o, 3, 60, std::ldexp(1.0f, -70));
+      {"A subnormal in row 9", 35 - 8, [](Operands& o, std::mt19937&) { only_at(o, 9, 3, 1e-40f); }},
+      // 2^−70 · 2^−60: a subnormal product (the dot product flushes it); the 2-row block declines
+      {"A tiny in row 33", 35 - 2, [](Operands& o, std::mt19937&) {
+         only_at(o, 33, 60, std::ldexp(1.0f, -70));
          for (int col = 0; col < 48; ++col) set_b(o, 60, col, std::ldexp(1.5f, -60));
        }},
       // 2^70 · 2^60: a sum that could overflow; the last row's 1-row block declines
-      {"A huge in row 10", 10, [](Operands& o, std::mt19937&) {
-         o.a[10 * o.lda + 7] = std::ldexp(1.0f, 70);
+      {"A huge in row 34", 35 - 1, [](Operands& o, std::mt19937&) {
+         o.a[34 * o.lda + 7] = std::ldexp(1.0f, 70);
          set_b(o, 7, 2, std::ldexp(1.0f, 60));
        }},
   };

@@ -37,8 +37,8 @@
 // rule_block ran the E4M3 forward at under 0.1 of sgemm there. Both share A's exponents
 // (exponents_of_rows) and the AVX2 file's scalar helpers. FP8 inputs in the AVX-512 build take
 // panel_gemm_tensor_core_fp8_avx512.hpp first when panel_gemm is given scratch (E on bytes, the
-// cut products and their sums in 16-bit and 32-bit integers); it hands back to the 16-lane form for operands it does
-// not take (NaN, ±inf).
+// cut products and their sums in 16-bit and 32-bit integers); it hands back to the 16-lane form
+// for operands it does not take (NaN, ±inf).
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #define FP8ATTN_PANEL_GEMM_TC_AVX2 1
@@ -257,6 +257,9 @@ inline const PreparedPanels* prepare_panels(PreparedPanels& out, const float* pa
 }
 
 #if defined(__AVX512F__)
+/// The fewest rows panel_gemm_bf16_dot takes (four 8-row blocks).
+inline constexpr int kBf16DotMinRows = 32;
+
 /// panel_gemm's Fp32 accumulation on vdpbf16ps (panel_gemm_fp32_bf16_avx512.hpp) for every row
 /// block whose A it takes, panel_rows' FMAs for the others. Returns the rows whose products ran
 /// on vdpbf16ps, or −1, having written nothing, when the form does not apply to the call (the
@@ -266,7 +269,12 @@ inline int panel_gemm_bf16_dot(const float* a, int64_t lda, const float* panels,
                                 bool overwrite, const arch::MmaRule& rule, void* scratch, size_t scratch_bytes) {
   namespace bf = fp32_bf16_avx512;
   // NOTE: an even mma_k keeps every pair inside one instruction (a pair is one vdpbf16ps lane).
-  if (rule.tensor_core || depth_total > bf::kMaxDepth || mma_k % 2 != 0 || scratch == nullptr) return -1;
+  // Below kBf16DotMinRows rows the FMAs stay: B's conversion to pairs (about 14 operations per
+  // pair and panel) is made once per call and pays for itself only over several row blocks (a
+  // row block saves 8 of its 16 multiply-add instructions per pair and panel).
+  if (rule.tensor_core || rows < kBf16DotMinRows || depth_total > bf::kMaxDepth || mma_k % 2 != 0 ||
+      scratch == nullptr)
+    return -1;
   const auto at = reinterpret_cast<uintptr_t>(scratch);
   const uintptr_t aligned = (at + 63) / 64 * 64;
   if (scratch_bytes < aligned - at + panel_scratch_regions_bytes(panels_count, depth_total)) return -1;
