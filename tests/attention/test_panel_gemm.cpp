@@ -311,10 +311,10 @@ TEST_F(PanelGemm, Fp32OnBf16DotProductsFollowsTheMmaOrder) {
           }
           const std::vector<float> want = reference(c, o);
           std::vector<unsigned char> scratch = scratch_for(c);
-          const int on_dot = panel_gemm_bf16_dot(o.a.data(), o.lda, o.panels.data(),
-                                                 static_cast<int64_t>(o.depth_cap) * kPanelWidth, c.panels, o.acc.data(),
-                                                 o.ldacc, c.rows, depth, mma_k, overwrite, fp32, scratch.data() + 7,
-                                                 scratch.size() - 7);
+          const int on_dot =
+              panel_gemm_bf16_dot(o.a.data(), o.lda, o.panels.data(), static_cast<int64_t>(o.depth_cap) * kPanelWidth,
+                                  c.panels, o.acc.data(), o.ldacc, c.rows, depth, mma_k, overwrite, fp32,
+                                  scratch.data() + 7, scratch.size() - 7);
           EXPECT_EQ(on_dot, c.rows);
           expect_bits_equal(want, o.acc, "vdpbf16ps");
         }

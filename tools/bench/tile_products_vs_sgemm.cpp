@@ -117,7 +117,8 @@ void BM_tile_products(benchmark::State& state) {
 #endif
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   std::vector<CoreWork> work;
-  for (unsigned c = 0; c < cores; ++c) work.emplace_back(head_dim, fp8, tensor_core, extensions, std::random_device{}());
+  for (unsigned c = 0; c < cores; ++c)
+    work.emplace_back(head_dim, fp8, tensor_core, extensions, std::random_device{}());
   double flops = 0;
   for (auto _ : state) {
     std::vector<double> done(cores);

@@ -139,7 +139,8 @@ __attribute__((target("avx512bf16"), always_inline)) inline void block(const uin
       b[q] = reinterpret_cast<__m512bh>(_mm512_load_si512(b_pairs + (q * b_stride + j) * kWidth));
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      const __m512bh a_rj = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int32_t>(a_pairs[r * kRowPairs + j])));
+      const __m512bh a_rj =
+          reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int32_t>(a_pairs[r * kRowPairs + j])));
       for (int q = 0; q < P; ++q) c[q][r] = _mm512_dpbf16_ps(c[q][r], a_rj, b[q]);
     }
   }

@@ -118,7 +118,8 @@ struct PanelSide {
     for (int p = 0; p < panels_count; ++p)
       for (int k = 0; k < depth_total; k += 2) {
         const float* row = panels + p * panel_stride + static_cast<int64_t>(k) * kWidth;
-        const __m512 x0 = _mm512_loadu_ps(row), x1 = k + 1 < depth_total ? _mm512_loadu_ps(row + kWidth) : _mm512_setzero_ps();
+        const __m512 x0 = _mm512_loadu_ps(row);
+        const __m512 x1 = k + 1 < depth_total ? _mm512_loadu_ps(row + kWidth) : _mm512_setzero_ps();
         const Parts p0 = parts_of(x0, emin_b, &bad), p1 = parts_of(x1, emin_b, &bad);
         _mm_store_si128(reinterpret_cast<__m128i*>(exp + (p * stride + k) * kWidth), exponent_bytes(x0, p0));
         _mm_store_si128(reinterpret_cast<__m128i*>(exp + (p * stride + k + 1) * kWidth), exponent_bytes(x1, p1));
@@ -196,7 +197,8 @@ struct RowSide {
           _mm_store_si128(reinterpret_cast<__m128i*>(row_exp[q]), exponent_bytes(x, parts));
           // The pairs: 16 lanes (k0 .. k0 + 15) narrowed to words, word 2j + i = k0 + 2j + i,
           // i.e. 8 dwords of two k each.
-          const __m512i flip = _mm512_and_si512(_mm512_srai_epi32(_mm512_castps_si512(x), 31), _mm512_set1_epi32(0xFFFE));
+          const __m512i flip =
+              _mm512_and_si512(_mm512_srai_epi32(_mm512_castps_si512(x), 31), _mm512_set1_epi32(0xFFFE));
           negative |= _mm512_test_epi32_mask(flip, flip);
           const __m512i m = _mm512_slli_epi32(parts.m, align_bits - 6);
           uint32_t* at = pairs + r * kRowPairs + k0 / 2;
@@ -315,9 +317,10 @@ __attribute__((always_inline)) inline void panel_block(const float* a, int64_t l
   }
   const __m512i keep = _mm512_set1_epi32(static_cast<int32_t>(~((1u << (arch::kFp32MantissaBits - rule.result_bits)) - 1u)));
 #pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
-    _mm512_storeu_ps(acc + r * ldacc,
-                     _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(_mm512_mul_ps(_mm512_cvtepi32_ps(sum[r]), unit[r])), keep)));
+  for (int r = 0; r < R; ++r) {
+    const __m512 scaled = _mm512_mul_ps(_mm512_cvtepi32_ps(sum[r]), unit[r]);  // exact: |sum| < 2^24
+    _mm512_storeu_ps(acc + r * ldacc, _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(scaled), keep)));
+  }
 }
 
 /// R rows of A against every panel, each panel's instructions in order (panel_gemm.hpp's

@@ -45,7 +45,8 @@ void run_decode_fp32_tile(const AttentionConfig& config, const AttentionProblem&
                           void* scratch, TileTelemetry& telemetry, const DecodePartials& partials) {
 #if FP8ATTN_CPU_ISA_VARIANTS
   const CpuIsa isa = active_cpu_isa();
-  if (isa >= CpuIsa::kAvx512) return engine_avx512::run_decode_fp32_tile(config, problem, at, scratch, telemetry, partials);
+  if (isa >= CpuIsa::kAvx512)
+    return engine_avx512::run_decode_fp32_tile(config, problem, at, scratch, telemetry, partials);
   if (isa == CpuIsa::kAvx2) return engine_avx2::run_decode_fp32_tile(config, problem, at, scratch, telemetry, partials);
 #endif
   engine_baseline::run_decode_fp32_tile(config, problem, at, scratch, telemetry, partials);
