@@ -29,6 +29,10 @@ CpuIsa best_cpu_isa();
 /// FP8ATTN_CPU_ISA (baseline, avx2, avx512, avx512bf16; read once) asks for less.
 CpuIsa active_cpu_isa();
 
+/// Whether the active level is avx512bf16: the engine's tiles pass it to panel_gemm
+/// (lib/attention/engine/panel_gemm.hpp, its avx512_bf16 argument).
+inline bool avx512_bf16_active() { return active_cpu_isa() == CpuIsa::kAvx512Bf16; }
+
 /// Tests and benchmarks: makes every per-ISA loop run `isa` from now on, process-wide. Returns
 /// false, changing nothing, when `isa` is above best_cpu_isa().
 bool set_active_cpu_isa(CpuIsa isa);

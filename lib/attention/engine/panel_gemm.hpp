@@ -272,14 +272,11 @@ inline int panel_gemm_bf16_dot(const float* a, int64_t lda, const float* panels,
   // Below kBf16DotMinRows rows the FMAs stay: B's conversion to pairs (about 14 operations per
   // pair and panel) is made once per call and pays for itself only over several row blocks (a
   // row block saves 8 of its 16 multiply-add instructions per pair and panel).
-  if (rule.tensor_core || rows < kBf16DotMinRows || depth_total > bf::kMaxDepth || mma_k % 2 != 0 ||
-      scratch == nullptr)
-    return -1;
-  const auto at = reinterpret_cast<uintptr_t>(scratch);
-  const uintptr_t aligned = (at + 63) / 64 * 64;
-  if (scratch_bytes < aligned - at + panel_scratch_regions_bytes(panels_count, depth_total)) return -1;
+  if (rule.tensor_core || rows < kBf16DotMinRows || depth_total > bf::kMaxDepth || mma_k % 2 != 0) return -1;
+  void* regions = panel_scratch_regions(scratch, scratch_bytes, panels_count, depth_total);
+  if (regions == nullptr) return -1;
   bf::PairPanels b;
-  b.pairs = reinterpret_cast<uint32_t*>(aligned);
+  b.pairs = static_cast<uint32_t*>(regions);
   uint32_t* a_pairs = b.pairs + round_up_64(static_cast<size_t>(panels_count) * ((depth_total + 1) / 2) * 64) / 4;
   if (panels_count <= 0 || !b.build(panels, panel_stride, panels_count, depth_total)) return -1;
   int on_dot = 0;

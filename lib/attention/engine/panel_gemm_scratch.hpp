@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace fp8attn::engine {
 
@@ -34,6 +35,16 @@ inline constexpr size_t panel_scratch_regions_bytes(int panels_count, int depth_
   const size_t pairs = static_cast<size_t>(depth_total + 1) / 2;
   const size_t bf16 = round_up_64(panels * pairs * 16 * 4) + round_up_64(8 * (kBf16PairsMaxDepth / 2) * 4);
   return tensor_core > bf16 ? tensor_core : bf16;
+}
+
+/// The 64-byte aligned start of the regions in a caller's scratch of `bytes`, or null when the
+/// scratch is null or too small for panels_count panels of depth_total rows.
+inline void* panel_scratch_regions(void* scratch, size_t bytes, int panels_count, int depth_total) {
+  if (scratch == nullptr) return nullptr;
+  const auto at = reinterpret_cast<uintptr_t>(scratch);
+  const uintptr_t aligned = (at + 63) / 64 * 64;
+  if (bytes < aligned - at + panel_scratch_regions_bytes(panels_count, depth_total)) return nullptr;
+  return reinterpret_cast<void*>(aligned);
 }
 
 /// What a caller passes to panel_gemm for up to `panels_count` panels of up to `depth_total` rows.

@@ -69,6 +69,7 @@ inline bool applies(const arch::MmaRule& rule, int mma_k, int depth_total) {
 /// below 16 (0 for ±0), and the lanes' sign bits (as −1 or +1).
 struct Parts {
   __m512i e, m, sign;
+  __mmask16 nonzero;  ///< the lanes not ±0
 };
 
 /// The parts of 16 FP8 values; `special` gets the lanes holding NaN, ±inf, an exponent beyond ±40
@@ -88,13 +89,12 @@ __attribute__((always_inline)) inline Parts parts_of(__m512 x, int32_t emin, __m
   const __m512i m = _mm512_cvttps_epi32(scaled);
   bad |= _mm512_cmp_ps_mask(_mm512_cvtepi32_ps(m), scaled, _CMP_NEQ_UQ);
   *special |= bad;
-  return {e, m, _mm512_or_si512(_mm512_srai_epi32(bits, 31), _mm512_set1_epi32(1))};
+  return {e, m, _mm512_or_si512(_mm512_srai_epi32(bits, 31), _mm512_set1_epi32(1)), nonzero};
 }
 
 /// The exponent bytes pass 1 reads: e per lane, kNoExponent for ±0.
-__attribute__((always_inline)) inline __m128i exponent_bytes(__m512 x, const Parts& parts) {
-  const __mmask16 nonzero = _mm512_test_epi32_mask(_mm512_castps_si512(x), _mm512_set1_epi32(0x7FFFFFFF));
-  return _mm512_cvtepi32_epi8(_mm512_mask_mov_epi32(_mm512_set1_epi32(kNoExponent), nonzero, parts.e));
+__attribute__((always_inline)) inline __m128i exponent_bytes(const Parts& parts) {
+  return _mm512_cvtepi32_epi8(_mm512_mask_mov_epi32(_mm512_set1_epi32(kNoExponent), parts.nonzero, parts.e));
 }
 
 /// Two k's 16 lanes each (lo: k even, hi: k odd) as 32 words, two per column: word 2c from lo.
@@ -121,8 +121,8 @@ struct PanelSide {
         const __m512 x0 = _mm512_loadu_ps(row);
         const __m512 x1 = k + 1 < depth_total ? _mm512_loadu_ps(row + kWidth) : _mm512_setzero_ps();
         const Parts p0 = parts_of(x0, emin_b, &bad), p1 = parts_of(x1, emin_b, &bad);
-        _mm_store_si128(reinterpret_cast<__m128i*>(exp + (p * stride + k) * kWidth), exponent_bytes(x0, p0));
-        _mm_store_si128(reinterpret_cast<__m128i*>(exp + (p * stride + k + 1) * kWidth), exponent_bytes(x1, p1));
+        _mm_store_si128(reinterpret_cast<__m128i*>(exp + (p * stride + k) * kWidth), exponent_bytes(p0));
+        _mm_store_si128(reinterpret_cast<__m128i*>(exp + (p * stride + k + 1) * kWidth), exponent_bytes(p1));
         int16_t* w = words + (p * (stride / 2) + k / 2) * 96;
         _mm512_store_si512(w, pair_words(p0.m, p1.m));
         _mm512_store_si512(w + 32, pair_words(p0.e, p1.e));
@@ -142,11 +142,10 @@ struct Prepared {
   /// Carves `bytes` at `scratch` and builds B's side; false (nothing prepared) if too small.
   bool carve(void* scratch, size_t bytes, const float* panels, int64_t panel_stride, int panels_count,
              int depth_total, int32_t emin_b, bool has_vnni) {
-    auto at = reinterpret_cast<uintptr_t>(scratch);
-    const uintptr_t aligned = (at + 63) / 64 * 64;
-    if (scratch == nullptr || bytes < aligned - at + panel_scratch_regions_bytes(panels_count, depth_total)) return false;
+    void* regions = panel_scratch_regions(scratch, bytes, panels_count, depth_total);
+    if (regions == nullptr) return false;
     const size_t stride = static_cast<size_t>(panel_scratch_stride(depth_total)), count = static_cast<size_t>(panels_count);
-    at = aligned;
+    auto at = reinterpret_cast<uintptr_t>(regions);
     auto take = [&](size_t n) {
       const uintptr_t here = at;
       at += round_up_64(n);
@@ -194,7 +193,7 @@ struct RowSide {
           }
           const __m512 x = _mm512_maskz_loadu_ps(live, a + r * lda + k0);
           const Parts parts = parts_of(x, emin_a, &bad);
-          _mm_store_si128(reinterpret_cast<__m128i*>(row_exp[q]), exponent_bytes(x, parts));
+          _mm_store_si128(reinterpret_cast<__m128i*>(row_exp[q]), exponent_bytes(parts));
           // The pairs: 16 lanes (k0 .. k0 + 15) narrowed to words, word 2j + i = k0 + 2j + i,
           // i.e. 8 dwords of two k each.
           const __m512i flip =

@@ -222,7 +222,7 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
   const float* lut = e4m3_table();
   // AVX512-BF16 and VNNI where the CPU has them (same bits, panel_gemm.hpp): the FP32
   // accumulation's products on vdpbf16ps, the tensor core's FP8 sums on vpdpwssd.
-  const bool avx512_bf16 = active_cpu_isa() == CpuIsa::kAvx512Bf16;
+  const bool avx512_bf16 = avx512_bf16_active();
   if (kv.batch != at.batch || kv.head_kv != head_kv) {  // another (sequence, KV head): drop the blocks
     std::fill(kv.ready, kv.ready + kv.slots, uint8_t{0});
     kv.batch = at.batch;
