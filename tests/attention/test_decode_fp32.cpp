@@ -325,5 +325,57 @@ TEST(DecodeFp32Nan, decode_fp32_nan_value_code_reaches_its_rows_in_every_isa_bui
   expect_nan_code_reaches_its_rows(true);
 }
 
+/// O rescaled into FP32 subnormals, which AVX512-BF16's vdpbf16ps would read as 0
+/// (decode_fp32_bf16_avx512.hpp): the tile keeps that head's P·V on the FMAs for the block, and
+/// every ISA build gives the portable bits. The logits are set through dim 0 alone (Q 32 there,
+/// every other K dim 0): in the last block (the first one visited), key 449 has logit 64 and key
+/// 450 logit 0, so 450's V (E4M3's least value, random signs, every other V 0 there) leaves O
+/// near 2^-9 · 2^-8; key 400, two blocks of 224 before, has logit 1024, and O's rescale by
+/// 2^((64 − 1024) · log2 e / sqrt(128)) ≈ 2^-122 makes it subnormal. Key 400's V is 0 in dims
+/// 0-15, so those stay subnormal to the output (asserted: the case is exercised).
+TEST(DecodeFp32Subnormal, decode_fp32_o_rescaled_into_subnormals_gives_the_portable_bits) {
+  const uint64_t seed = workloads::fresh_seed();
+  std::mt19937_64 rng(seed);
+  Fp32Case c = fp32_cases()[0];  // GQA 8:1, E4M3, 16 query heads over 2 KV heads, head_dim 128
+  c.seqlen_k = {600};
+  c.seqlen_q = {1};
+  Fp32Run run(c, rng);
+  auto kv_at = [&](int64_t key, int head, int e) {
+    const int64_t page = run.kv.entry(0, key / c.page_size);
+    return static_cast<size_t>(((page * c.page_size + key % c.page_size) * c.heads_kv + head) * c.head_dim + e);
+  };
+  const uint8_t e4m3_zero = 0x00, e4m3_least = 0x01, e4m3_2 = 0x40, e4m3_32 = 0x60;
+  for (int head = 0; head < c.heads_q; ++head) run.q.q[static_cast<size_t>(head) * c.head_dim] = e4m3_32;
+  std::bernoulli_distribution negative(0.5);
+  for (int head = 0; head < c.heads_kv; ++head)
+    for (int64_t key = 0; key < c.seqlen_k[0]; ++key)
+      for (int e = 0; e < c.head_dim; ++e) {
+        uint8_t& k = run.kv.k_cache[kv_at(key, head, e)];
+        uint8_t& v = run.kv.v_cache[kv_at(key, head, e)];
+        k = e != 0 ? e4m3_zero : key == 449 ? e4m3_2 : key == 400 ? e4m3_32 : e4m3_zero;
+        if (key == 450) v = static_cast<uint8_t>(e4m3_least | (negative(rng) ? 0x80 : 0x00));
+        else if (key != 400 || e < 16) v = e4m3_zero;  // key 400's dims 16+ keep their random codes
+      }
+  int subnormals = 0;
+  for (int32_t splits : {1, 3}) {
+    ASSERT_TRUE(set_active_cpu_isa(CpuIsa::kBaseline));
+    const Outputs base = run.engine_call(splits, nullptr);
+    ASSERT_EQ(base.status, FP8ATTN_OK) << base.message;
+    for (float x : base.out) subnormals += (x != 0.0f && std::fabs(x) < 0x1p-126f) ? 1 : 0;
+    for (CpuIsa isa : {CpuIsa::kAvx2, CpuIsa::kAvx512, CpuIsa::kAvx512Bf16}) {
+      if (static_cast<int>(isa) > static_cast<int>(best_cpu_isa())) continue;
+      ASSERT_TRUE(set_active_cpu_isa(isa));
+      const Outputs r = run.engine_call(splits, nullptr);
+      std::string diff;
+      EXPECT_TRUE(same_bits(base.out, r.out, &diff))
+          << cpu_isa_name(isa) << " vs baseline, num_splits " << splits << ", seed " << seed << ": " << diff;
+    }
+  }
+  set_active_cpu_isa(best_cpu_isa());
+  std::printf("subnormal outputs (both split counts): %d, seed %llu\n", subnormals,
+              static_cast<unsigned long long>(seed));
+  EXPECT_GT(subnormals, 0) << "no subnormal reached the output: the case does not exercise the rescale, seed " << seed;
+}
+
 }  // namespace
 }  // namespace fp8attn::paged_test

@@ -14,6 +14,10 @@
 #include "lib/attention/engine/decode_fp32_keys.hpp"
 #include "lib/attention/engine/decode_fp32_values.hpp"
 #include "lib/attention/engine/decode_fp32_ahead.hpp"
+#if defined(__AVX512F__)
+#include "lib/attention/engine/decode_fp32_bf16_avx512.hpp"
+#endif
+#include "lib/cpu_isa/cpu_isa.hpp"
 #include "lib/attention/engine/decode_rows.hpp"
 #include "lib/attention/engine/row_softmax.hpp"
 
@@ -35,6 +39,7 @@ struct Fp32Buffers {
   float *q, *s, *o, *row_max, *row_sum, *k, *v;
   uint8_t *kt, *zero_row;
   int64_t *k_at, *v_at, *ahead_at;
+  uint32_t *qp, *pp;  ///< BF16 pairs of Q and of a chunk's P (decode_fp32_bf16_avx512.hpp)
 };
 
 constexpr int kMaxItemHeads = 8;
@@ -53,10 +58,12 @@ size_t carve(const AttentionConfig& c, void* scratch, Fp32Buffers* b) {
   t.k = take(chunk * d);
   t.v = take(chunk * dv);
   t.kt = reinterpret_cast<uint8_t*>(take(chunk * d / 4));
-  t.zero_row = reinterpret_cast<uint8_t*>(take(d / 4));
+  t.zero_row = reinterpret_cast<uint8_t*>(take(std::max<size_t>({d, dv, 64}) / 4));
   t.k_at = reinterpret_cast<int64_t*>(take(2 * chunk));
   t.v_at = reinterpret_cast<int64_t*>(take(2 * chunk));
   t.ahead_at = reinterpret_cast<int64_t*>(take(2 * chunk));
+  t.qp = reinterpret_cast<uint32_t*>(take(rows * d / 2));
+  t.pp = reinterpret_cast<uint32_t*>(take(rows * chunk / 2));
   if (b) *b = t;
   return carve_scratch.bytes();
 }
@@ -92,12 +99,20 @@ void run_decode_fp32_tile(const AttentionConfig& c, const AttentionProblem& p, c
   const int rows =
       static_cast<int>(std::min<int64_t>(c.tile.block_m, sm90::decode_rows(span.seqlen_q, group) - at.row_begin));
   const bool fp8 = c.fp8();
+  // NOTE: E4M3 products on vdpbf16ps where the CPU has AVX512-BF16: the same bits as the FMAs,
+  // twice the products per instruction (decode_fp32_bf16_avx512.hpp).
+#if defined(__AVX512F__)
+  const bool dot = fp8 && avx512_bf16_active();
+#else
+  constexpr bool dot = false;
+#endif
   auto token_of = [&](int r) { return sm90::decode_row_token(at.row_begin + r, group); };
   auto head_of = [&](int h, int r) { return (head0 + h) * group + sm90::decode_row_head(at.row_begin + r, group); };
   // The item's KV head head0 + h: its rows of Q, S, O and the row state.
   auto q_of = [&](int h) { return t.q + h * per_head * d; };
   auto s_of = [&](int h) { return t.s + h * per_head * ld; };
   auto o_of = [&](int h) { return t.o + h * per_head * dv; };
+  [[maybe_unused]] auto qp_of = [&](int h) { return t.qp + h * per_head * (d / 2); };
   // NOTE: named copies, not a structured binding: clang before 16 cannot capture one in a lambda.
   auto scales_of = [&](int h) {
     return sm90::logit_scales(c.softmax_scale, p.q_descale.at(at.batch, head0 + h),
@@ -116,11 +131,16 @@ void run_decode_fp32_tile(const AttentionConfig& c, const AttentionProblem& p, c
       decode_contiguous(p.q, element_offset(p.q, at.batch, span.q_offset + token_of(r), head_of(h, r), 0), d, qr);
       for (int e = 0; e < d; e += kLanes) store16(qr + e, load16(qr + e) * q_factor);
     }
+#if defined(__AVX512F__)
+  if (dot)
+    for (int h = 0; h < heads; ++h) query_pairs(q_of(h), rows, d, qp_of(h));
+#endif
   const size_t all_rows = static_cast<size_t>(per_head) * heads;
   std::fill(t.o, t.o + all_rows * dv, 0.0f);
   std::fill(t.row_max, t.row_max + all_rows, sm90::kNegInf);
   std::fill(t.row_sum, t.row_sum + all_rows * 4, 0.0f);
-  std::memset(t.zero_row, 0, static_cast<size_t>(d));
+  std::memset(t.zero_row, 0, std::max<size_t>({static_cast<size_t>(d), static_cast<size_t>(dv), 64}));
+  [[maybe_unused]] bool o_subnormal[kMaxItemHeads] = {};  // a head's O holds an FP32 subnormal (dot: keep its FMAs)
 
   const sm90::KvSchedule schedule = decode_kv_schedule(c, rules_of(0), token_of(0), token_of(rows - 1) + 1);
   const int64_t blocks = sm90::kv_descale_slots(span.seqlen_k, c.sink_tokens, c.tile.block_n);
@@ -157,10 +177,15 @@ void run_decode_fp32_tile(const AttentionConfig& c, const AttentionProblem& p, c
           for (int j = 0; j < kKeyChunk; ++j)
             rows_of_chunk[j] = j < n ? reinterpret_cast<const uint8_t*>(k_base) + t.k_at[j] + h * p.k.head_stride
                                      : t.zero_row;
-          if (transpose_key_bytes(rows_of_chunk, d, t.kt))
+          if (transpose_key_bytes(rows_of_chunk, d, t.kt)) {
             qk_key_chunk<true>(q_of(h), rows, d, t.kt, s_of(h) + c0, ld, request_ahead);
-          else
+          } else if (dot) {
+#if defined(__AVX512F__)
+            qk_pair_chunk(qp_of(h), rows, d, t.kt, s_of(h) + c0, ld, request_ahead);
+#endif
+          } else {
             qk_key_chunk<false>(q_of(h), rows, d, t.kt, s_of(h) + c0, ld, request_ahead);
+          }
         } else {
           for (int j = 0; j < n; ++j) decode_contiguous(p.k, t.k_at[j] + h * p.k.head_stride, d, t.k + j * d);
           qk_block(q_of(h), rows, d, t.k, n, s_of(h) + c0, ld, request_ahead);
@@ -179,6 +204,9 @@ void run_decode_fp32_tile(const AttentionConfig& c, const AttentionProblem& p, c
                                nullptr, nullptr, t.row_max[row], t.row_sum + row * 4, max_abs, telemetry);
         float* orow = o_of(h) + static_cast<int64_t>(r) * dv;
         for (int e = 0; e < dv; ++e) orow[e] *= rescale;
+#if defined(__AVX512F__)
+        if (dot) o_subnormal[h] = (r > 0 && o_subnormal[h]) || holds_subnormal(orow, dv);
+#endif
         if (v_codes) {
           float* prow = s_of(h) + static_cast<int64_t>(r) * ld;
           for (int j = 0; j < keys; ++j) prow[j] *= kValueScaleUndo;
@@ -194,10 +222,17 @@ void run_decode_fp32_tile(const AttentionConfig& c, const AttentionProblem& p, c
         if (v_codes) {
           const uint8_t* rows_of_chunk[kKeyChunk];
           for (int j = 0; j < n; ++j) rows_of_chunk[j] = v_base + t.v_at[j] + h * p.v.head_stride;
-          if (value_codes_hold_nan(rows_of_chunk, n, dv))
+          if (value_codes_hold_nan(rows_of_chunk, n, dv)) {
             pv_code_chunk<true>(s_of(h) + c0, rows, ld, rows_of_chunk, dv, n, o_of(h), request_ahead);
-          else
-            pv_code_chunk<false>(s_of(h) + c0, rows, ld, rows_of_chunk, dv, n, o_of(h), request_ahead);
+            continue;
+          }
+#if defined(__AVX512F__)
+          if (dot && !o_subnormal[h] && prob_pairs(s_of(h) + c0, rows, ld, n, t.pp)) {
+            pv_pair_chunk(t.pp, rows, rows_of_chunk, t.zero_row, dv, n, o_of(h), request_ahead);
+            continue;
+          }
+#endif
+          pv_code_chunk<false>(s_of(h) + c0, rows, ld, rows_of_chunk, dv, n, o_of(h), request_ahead);
           continue;
         }
         for (int j = 0; j < n; ++j) decode_contiguous(p.v, t.v_at[j] + h * p.v.head_stride, dv, t.v + j * dv);
