@@ -10,7 +10,13 @@
 #define FP8ATTN_COMBINE_ISA_NAMESPACE FP8ATTN_CPU_ISA_PASTE(combine_, FP8ATTN_CPU_ISA_BUILD)
 #define FP8ATTN_COMBINE_ISA_NAME FP8ATTN_CPU_ISA_STRING(FP8ATTN_CPU_ISA_BUILD)
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 
@@ -24,8 +30,15 @@ namespace {
 using combine::kRowsPerItem;
 using sm90::combine::CombineParams;
 
-/// Parts requested ahead of the one being added (combine_rows).
+/// Parts requested ahead of the one being added (combine_rows_by_part).
 constexpr int32_t kPartsAhead = 2;
+
+/// Bytes of the parts requested ahead of the row being merged (combine_rows_by_row): about half of L1,
+/// so that a requested line is still there when its row comes.
+constexpr int64_t kBytesAhead = 16384;
+
+/// Elements of a row merged at a time: the sums of one chunk stay in L1.
+constexpr int64_t kChunk = 128;
 
 void store_o(const CombineParams& p, int64_t at, float value) {
   if (p.out_bf16)
@@ -50,15 +63,109 @@ sm90::combine::RowFactors row_weights(const CombineParams& p, int64_t t, int64_t
   return f;
 }
 
-/// Rows [r0, r0 + rows) (rows ≤ kRowsPerItem), in the kernel's order of operations per element:
-/// out[e] = Σ over the parts in index order of (w_p · scale) · O_p[e], from +0.
-/// NOTE: parts outer, then rows, then elements: each part's rows of the item are one contiguous
-/// run of its tensor (a dense layout), read while the item's sums stay in L1. Row by row with the
-/// parts inner, every part was a stream of its own, and with tens of parts the hardware
-/// prefetcher lost track of them. Each element still sums its parts in index order.
-void combine_rows(const CombineParams& p, int64_t r0, int64_t rows) {
+/// Row (t, h)'s out[e0, e0 + n) from its sums.
+/// NOTE: a unit-stride run 16-byte aligned goes out through streaming stores: out is written once
+/// and not read here, and an ordinary store first reads each line it fills (a third of the bytes
+/// of a two-part merge). combine_rows ends with a store fence.
+void store_chunk(const CombineParams& p, int64_t t, int64_t h, int64_t e0, int64_t n, const float* acc, float scale) {
   using namespace sm90::combine;
-  constexpr int64_t kChunk = 128;
+  const int64_t at = out_offset(p, t, h, e0);
+#if defined(__SSE2__)
+  if (p.out_stride[2] == 1 && n % 8 == 0) {
+    alignas(16) float v[kChunk];
+    for (int64_t e = 0; e < n; ++e) v[e] = finish_out(acc[e], scale);
+    if (!p.out_bf16) {
+      float* dst = static_cast<float*>(p.out) + at;
+      if (reinterpret_cast<uintptr_t>(dst) % 16 == 0) {
+        for (int64_t e = 0; e < n; e += 4) _mm_stream_ps(dst + e, _mm_load_ps(v + e));
+        return;
+      }
+    } else {
+      uint16_t* dst = static_cast<uint16_t*>(p.out) + at;
+      if (reinterpret_cast<uintptr_t>(dst) % 16 == 0) {
+        // NOTE: round_to_bf16 selects where float_to_bf16 branches, so the loop vectorizes; both
+        // give the same bits (NaN becomes 0x7FFF).
+        alignas(16) uint16_t b[kChunk];
+        for (int64_t e = 0; e < n; ++e)
+          b[e] = static_cast<uint16_t>(std::bit_cast<uint32_t>(num::round_to_bf16(v[e])) >> 16);
+        for (int64_t e = 0; e < n; e += 8) {
+          const __m128i eight = _mm_load_si128(reinterpret_cast<const __m128i*>(b + e));
+          _mm_stream_si128(reinterpret_cast<__m128i*>(dst + e), eight);
+        }
+        return;
+      }
+    }
+  }
+#endif
+  for (int64_t e = 0; e < n; ++e) store_o(p, out_offset(p, t, h, e0 + e), finish_out(acc[e], scale));
+}
+
+/// combine_rows row by row, for rows of a few parts.
+/// NOTE: row by row, the parts inner, a row's sums in L1; each part's row about kBytesAhead on is
+/// requested while this one is added, so every part is a stream kept ahead of its use (the
+/// hardware prefetcher alone lost track of tens of parts, and runs of a few KiB per part, the
+/// earlier parts-outer order, ended before it ramped up).
+void combine_rows_by_row(const CombineParams& p, int64_t r0, int64_t rows) {
+  using namespace sm90::combine;
+  std::array<float, kMaxParts> w;
+  const int64_t elem = p.partial_out_bf16 ? 2 : 4;
+  const int64_t total_rows = row_count(p);
+  const int64_t step = p.po_stride[3];
+  const int64_t row_bytes = p.num_parts * p.head_dim * elem;  // one row of every part
+  const int64_t rows_ahead = std::clamp<int64_t>(kBytesAhead / (row_bytes > 0 ? row_bytes : 1), 1, kRowsPerItem);
+  for (int64_t r = r0; r < r0 + rows; ++r) {
+    const int64_t t = r / p.heads, h = r % p.heads;
+    const RowFactors f = row_weights(p, t, h, w.data());
+    // Contiguous rows only: a strided row's elements would each be a request of their own.
+    if (step == 1 && r + rows_ahead < total_rows) {
+      const int64_t ra = r + rows_ahead;
+      for (int32_t part = 0; part < p.num_parts; ++part) {
+        const char* ahead =
+            static_cast<const char*>(p.partial_out) + elem * partial_out_offset(p, part, ra / p.heads, ra % p.heads, 0);
+        for (int64_t b = 0; b < p.head_dim * elem; b += 64) __builtin_prefetch(ahead + b);
+      }
+    }
+    for (int64_t e0 = 0; e0 < p.head_dim; e0 += kChunk) {
+      const int64_t n = p.head_dim - e0 < kChunk ? p.head_dim - e0 : kChunk;
+      alignas(64) float acc[kChunk];
+      for (int64_t e = 0; e < kChunk; ++e) acc[e] = 0.0f;
+      for (int32_t part = 0; part < p.num_parts; ++part) {
+        if (w[part] == 0.0f) continue;
+        const int64_t base = partial_out_offset(p, part, t, h, e0);
+        const float weight = w[part], scale = f.scale;
+        // NOTE: the dtype, a contiguous row and a whole chunk are decided once per part, so the
+        // common loops (F32 or BF16, unit stride, 128 elements) vectorize with a fixed trip
+        // count; each element's operations are the same in every form.
+        auto run = [&](auto&& load) {
+          if (n == kChunk)
+            for (int64_t e = 0; e < kChunk; ++e) acc[e] = accumulate_part(acc[e], weight, scale, load(e));
+          else
+            for (int64_t e = 0; e < n; ++e) acc[e] = accumulate_part(acc[e], weight, scale, load(e));
+        };
+        if (p.partial_out_bf16) {
+          const uint16_t* row = static_cast<const uint16_t*>(p.partial_out) + base;
+          if (step == 1)
+            run([&](int64_t e) { return num::bf16_to_float(row[e]); });
+          else
+            run([&](int64_t e) { return num::bf16_to_float(row[e * step]); });
+        } else {
+          const float* row = static_cast<const float*>(p.partial_out) + base;
+          if (step == 1)
+            run([&](int64_t e) { return row[e]; });
+          else
+            run([&](int64_t e) { return row[e * step]; });
+        }
+      }
+      store_chunk(p, t, h, e0, n, acc, f.scale);
+    }
+  }
+}
+
+/// combine_rows with the parts outer, then rows, then elements, for rows of many parts: each
+/// part's rows of the item are one contiguous run of its tensor (a dense layout), read while the
+/// item's sums stay in L1. Each element still sums its parts in index order.
+void combine_rows_by_part(const CombineParams& p, int64_t r0, int64_t rows) {
+  using namespace sm90::combine;
   std::array<std::array<float, kMaxParts>, kRowsPerItem> w;
   std::array<RowFactors, kRowsPerItem> f;
   std::array<std::array<float, kChunk>, kRowsPerItem> acc;
@@ -74,8 +181,9 @@ void combine_rows(const CombineParams& p, int64_t r0, int64_t rows) {
         // a few KiB, too short for the hardware prefetcher to ramp up before the next part's.
         // Contiguous rows only: a strided row's elements would each be a request of their own.
         if (p.po_stride[3] == 1 && part + kPartsAhead < p.num_parts && w[i][part + kPartsAhead] != 0.0f) {
-          const char* ahead = static_cast<const char*>(p.partial_out) +
-                              elem * partial_out_offset(p, part + kPartsAhead, (r0 + i) / p.heads, (r0 + i) % p.heads, e0);
+          const int64_t t = (r0 + i) / p.heads, h = (r0 + i) % p.heads;
+          const char* ahead =
+              static_cast<const char*>(p.partial_out) + elem * partial_out_offset(p, part + kPartsAhead, t, h, e0);
           for (int64_t b = 0; b < n * elem; b += 64) __builtin_prefetch(ahead + b);
         }
         if (w[i][part] == 0.0f) continue;
@@ -102,11 +210,26 @@ void combine_rows(const CombineParams& p, int64_t r0, int64_t rows) {
             run([&](int64_t e) { return row[e * step]; });
         }
       }
-    for (int64_t i = 0; i < rows; ++i) {
-      const int64_t t = (r0 + i) / p.heads, h = (r0 + i) % p.heads;
-      for (int64_t e = 0; e < n; ++e) store_o(p, out_offset(p, t, h, e0 + e), finish_out(acc[i][e], f[i].scale));
-    }
+    for (int64_t i = 0; i < rows; ++i)
+      store_chunk(p, (r0 + i) / p.heads, (r0 + i) % p.heads, e0, n, acc[i].data(), f[i].scale);
   }
+}
+
+/// Rows [r0, r0 + rows) (rows ≤ kRowsPerItem), in the kernel's order of operations per element:
+/// out[e] = Σ over the parts in index order of (w_p · scale) · O_p[e], from +0. Both loop orders
+/// give every element the same operations in the same order.
+/// NOTE: measured on a Zen 4 (docs/performance.md, the combine): row by row ran 8 F32 parts about
+/// 1.5× the parts-outer order and 32 parts about 0.85×, where a row of every part (16 KiB) no
+/// longer leaves room in L1 for the requests ahead; the parts-outer order reads 8 KiB runs.
+void combine_rows(const CombineParams& p, int64_t r0, int64_t rows) {
+  const int64_t row_bytes = p.num_parts * p.head_dim * (p.partial_out_bf16 ? 2 : 4);
+  if (row_bytes <= kBytesAhead / 2)
+    combine_rows_by_row(p, r0, rows);
+  else
+    combine_rows_by_part(p, r0, rows);
+#if defined(__SSE2__)
+  _mm_sfence();  // the streaming stores of store_chunk
+#endif
 }
 
 }  // namespace
