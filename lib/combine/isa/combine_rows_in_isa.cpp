@@ -100,6 +100,34 @@ void store_chunk(const CombineParams& p, int64_t t, int64_t h, int64_t e0, int64
   for (int64_t e = 0; e < n; ++e) store_o(p, out_offset(p, t, h, e0 + e), finish_out(acc[e], scale));
 }
 
+/// acc[e] = accumulate_part(acc[e], weight, scale, O_p[base + e·step]) for e < n (n ≤ kChunk).
+/// NOTE: the dtype, a contiguous row and a whole chunk are decided once per part, so the common
+/// loops (F32 or BF16, unit stride, 128 elements) vectorize with a fixed trip count; each
+/// element's operations are the same in every form.
+void add_part(const CombineParams& p, int64_t base, int64_t n, float weight, float scale, float* acc) {
+  using sm90::combine::accumulate_part;
+  const int64_t step = p.po_stride[3];
+  auto run = [&](auto&& load) {
+    if (n == kChunk)
+      for (int64_t e = 0; e < kChunk; ++e) acc[e] = accumulate_part(acc[e], weight, scale, load(e));
+    else
+      for (int64_t e = 0; e < n; ++e) acc[e] = accumulate_part(acc[e], weight, scale, load(e));
+  };
+  if (p.partial_out_bf16) {
+    const uint16_t* row = static_cast<const uint16_t*>(p.partial_out) + base;
+    if (step == 1)
+      run([&](int64_t e) { return num::bf16_to_float(row[e]); });
+    else
+      run([&](int64_t e) { return num::bf16_to_float(row[e * step]); });
+  } else {
+    const float* row = static_cast<const float*>(p.partial_out) + base;
+    if (step == 1)
+      run([&](int64_t e) { return row[e]; });
+    else
+      run([&](int64_t e) { return row[e * step]; });
+  }
+}
+
 /// combine_rows row by row, for rows of a few parts.
 /// NOTE: row by row, the parts inner, a row's sums in L1; each part's row about kBytesAhead on is
 /// requested while this one is added, so every part is a stream kept ahead of its use (the
@@ -131,30 +159,7 @@ void combine_rows_by_row(const CombineParams& p, int64_t r0, int64_t rows) {
       for (int64_t e = 0; e < kChunk; ++e) acc[e] = 0.0f;
       for (int32_t part = 0; part < p.num_parts; ++part) {
         if (w[part] == 0.0f) continue;
-        const int64_t base = partial_out_offset(p, part, t, h, e0);
-        const float weight = w[part], scale = f.scale;
-        // NOTE: the dtype, a contiguous row and a whole chunk are decided once per part, so the
-        // common loops (F32 or BF16, unit stride, 128 elements) vectorize with a fixed trip
-        // count; each element's operations are the same in every form.
-        auto run = [&](auto&& load) {
-          if (n == kChunk)
-            for (int64_t e = 0; e < kChunk; ++e) acc[e] = accumulate_part(acc[e], weight, scale, load(e));
-          else
-            for (int64_t e = 0; e < n; ++e) acc[e] = accumulate_part(acc[e], weight, scale, load(e));
-        };
-        if (p.partial_out_bf16) {
-          const uint16_t* row = static_cast<const uint16_t*>(p.partial_out) + base;
-          if (step == 1)
-            run([&](int64_t e) { return num::bf16_to_float(row[e]); });
-          else
-            run([&](int64_t e) { return num::bf16_to_float(row[e * step]); });
-        } else {
-          const float* row = static_cast<const float*>(p.partial_out) + base;
-          if (step == 1)
-            run([&](int64_t e) { return row[e]; });
-          else
-            run([&](int64_t e) { return row[e * step]; });
-        }
+        add_part(p, partial_out_offset(p, part, t, h, e0), n, w[part], f.scale, acc);
       }
       store_chunk(p, t, h, e0, n, acc, f.scale);
     }
@@ -187,28 +192,8 @@ void combine_rows_by_part(const CombineParams& p, int64_t r0, int64_t rows) {
           for (int64_t b = 0; b < n * elem; b += 64) __builtin_prefetch(ahead + b);
         }
         if (w[i][part] == 0.0f) continue;
-        const int64_t base = partial_out_offset(p, part, (r0 + i) / p.heads, (r0 + i) % p.heads, e0);
-        const float weight = w[i][part], scale = f[i].scale;
-        float* a = acc[i].data();
-        // NOTE: the dtype and a contiguous row are decided once per part, so the common loops
-        // (F32 or BF16, unit stride) vectorize; each element's operations are the same in all four.
-        auto run = [&](auto&& load) {
-          for (int64_t e = 0; e < n; ++e) a[e] = accumulate_part(a[e], weight, scale, load(e));
-        };
-        const int64_t step = p.po_stride[3];
-        if (p.partial_out_bf16) {
-          const uint16_t* row = static_cast<const uint16_t*>(p.partial_out) + base;
-          if (step == 1)
-            run([&](int64_t e) { return num::bf16_to_float(row[e]); });
-          else
-            run([&](int64_t e) { return num::bf16_to_float(row[e * step]); });
-        } else {
-          const float* row = static_cast<const float*>(p.partial_out) + base;
-          if (step == 1)
-            run([&](int64_t e) { return row[e]; });
-          else
-            run([&](int64_t e) { return row[e * step]; });
-        }
+        add_part(p, partial_out_offset(p, part, (r0 + i) / p.heads, (r0 + i) % p.heads, e0), n, w[i][part],
+                 f[i].scale, acc[i].data());
       }
     for (int64_t i = 0; i < rows; ++i)
       store_chunk(p, (r0 + i) / p.heads, (r0 + i) % p.heads, e0, n, acc[i].data(), f[i].scale);
@@ -219,7 +204,7 @@ void combine_rows_by_part(const CombineParams& p, int64_t r0, int64_t rows) {
 /// out[e] = Σ over the parts in index order of (w_p · scale) · O_p[e], from +0. Both loop orders
 /// give every element the same operations in the same order.
 /// NOTE: measured on a Zen 4 (docs/performance.md, the combine): row by row ran 8 F32 parts about
-/// 1.5× the parts-outer order and 32 parts about 0.85×, where a row of every part (16 KiB) no
+/// 1.3× the parts-outer order and 32 parts about 0.85×, where a row of every part (16 KiB) no
 /// longer leaves room in L1 for the requests ahead; the parts-outer order reads 8 KiB runs.
 void combine_rows(const CombineParams& p, int64_t r0, int64_t rows) {
   const int64_t row_bytes = p.num_parts * p.head_dim * (p.partial_out_bf16 ? 2 : 4);
