@@ -102,7 +102,7 @@ void run_decode_fp32_tile(const AttentionConfig& c, const AttentionProblem& p, c
   // NOTE: E4M3 products on vdpbf16ps where the CPU has AVX512-BF16: the same bits as the FMAs,
   // twice the products per instruction (decode_fp32_bf16_avx512.hpp).
 #if defined(__AVX512F__)
-  const bool dot = fp8 && avx512_bf16_active();
+  bool dot = fp8 && avx512_bf16_active();
 #else
   constexpr bool dot = false;
 #endif
@@ -132,8 +132,7 @@ void run_decode_fp32_tile(const AttentionConfig& c, const AttentionProblem& p, c
       for (int e = 0; e < d; e += kLanes) store16(qr + e, load16(qr + e) * q_factor);
     }
 #if defined(__AVX512F__)
-  if (dot)
-    for (int h = 0; h < heads; ++h) query_pairs(q_of(h), rows, d, qp_of(h));
+  for (int h = 0; dot && h < heads; ++h) dot = query_pairs(q_of(h), rows, d, qp_of(h));
 #endif
   const size_t all_rows = static_cast<size_t>(per_head) * heads;
   std::fill(t.o, t.o + all_rows * dv, 0.0f);

@@ -16,7 +16,8 @@
 //    multiple of the larger term's ulp, at least 2^-41);
 //  - O after a rescale can hold a subnormal, which the instruction would read as 0: decode_fp32.cpp
 //    checks the rescaled rows and keeps that head's P·V on the FMAs for the block.
-// A chunk holding an E4M3 NaN code, or a P value BF16 does not hold, keeps the FMAs too.
+// A chunk holding an E4M3 NaN code, or a P value BF16 does not hold or NaN, keeps the FMAs too, and
+// so does an item whose Q holds a NaN: a NaN's bits are then the FMA loops' in every build.
 //
 // NOTE: only for a caller that knows the CPU has AVX512-BF16 (lib/cpu_isa's avx512bf16 level): the
 // functions carry target("avx512bf16") inside the x86-64-v4 build. Included by decode_fp32.cpp
@@ -58,10 +59,18 @@ inline __m512i interleave_hi() {
   return _mm512_set_epi32(31, 30, 29, 28, 27, 26, 25, 24, 15, 14, 13, 12, 11, 10, 9, 8);
 }
 
-/// qp[r · d/2 + i] = (q[r][2i], q[r][2i + 1]) for `rows` rows of Q (already times 2^8, exact in BF16).
-FP8ATTN_DECODE_KERNEL inline void query_pairs(const float* q, int rows, int d, uint32_t* qp) {
+/// qp[r · d/2 + i] = (q[r][2i], q[r][2i + 1]) for `rows` rows of Q (already times 2^8, exact in
+/// BF16). Returns false when a value is NaN: the item keeps its FMAs, so that a NaN's bits are
+/// the FMA loops' in every build.
+FP8ATTN_DECODE_KERNEL inline bool query_pairs(const float* q, int rows, int d, uint32_t* qp) {
+  bool nan = false;
   for (int r = 0; r < rows; ++r)
-    for (int i = 0; i < d / 2; ++i) qp[r * (d / 2) + i] = bf16_pair(q[r * d + 2 * i], q[r * d + 2 * i + 1]);
+    for (int i = 0; i < d / 2; ++i) {
+      const float first = q[r * d + 2 * i], second = q[r * d + 2 * i + 1];
+      nan = nan || first != first || second != second;
+      qp[r * (d / 2) + i] = bf16_pair(first, second);
+    }
+  return !nan;
 }
 
 /// qk_key_columns on pairs: s[r·ld + j] (j < kKeyChunk) = Σ_e q[r][e] · K[j][e], e ascending from
@@ -105,7 +114,7 @@ __attribute__((target("avx512bf16"))) FP8ATTN_DECODE_KERNEL void qk_pair_chunk(c
 
 /// pp[r · kKeyChunk/2 + i] = (p[r][2i], p[r][2i + 1]) for the chunk's `keys` keys of `rows` rows (a
 /// missing second key is 0). Returns false, leaving the FMAs to the chunk, when a P value is not a
-/// BF16 value.
+/// BF16 value or is NaN.
 __attribute__((target("avx512bf16"))) inline bool prob_pairs(const float* p, int rows, int ld, int keys, uint32_t* pp) {
   const __mmask16 m0 = keys >= kLanes ? 0xFFFF : static_cast<__mmask16>((1u << keys) - 1u);
   const __mmask16 m1 = keys >= 2 * kLanes ? 0xFFFF
@@ -116,7 +125,8 @@ __attribute__((target("avx512bf16"))) inline bool prob_pairs(const float* p, int
     const float* pr = p + static_cast<int64_t>(r) * ld;
     const __m512 v0 = _mm512_maskz_loadu_ps(m0, pr), v1 = _mm512_maskz_loadu_ps(m1, pr + kLanes);
     inexact |= _mm512_test_epi32_mask(_mm512_castps_si512(v0), _mm512_set1_epi32(0xFFFF)) |
-               _mm512_test_epi32_mask(_mm512_castps_si512(v1), _mm512_set1_epi32(0xFFFF));
+               _mm512_test_epi32_mask(_mm512_castps_si512(v1), _mm512_set1_epi32(0xFFFF)) |
+               _mm512_cmp_ps_mask(v0, v0, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(v1, v1, _CMP_UNORD_Q);
     // Word i = p[i], so dword j = (p[2j + 1], p[2j]); the rotation puts p[2j] high.
     const __m512i words = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(v1, v0));
     _mm512_storeu_si512(pp + r * (kKeyChunk / 2), _mm512_rol_epi32(words, 16));
