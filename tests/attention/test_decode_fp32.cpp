@@ -325,6 +325,24 @@ TEST(DecodeFp32Nan, decode_fp32_nan_value_code_reaches_its_rows_in_every_isa_bui
   expect_nan_code_reaches_its_rows(true);
 }
 
+/// Every ISA build above the baseline that this CPU has gives `base`'s bits (out, and the LSE when
+/// `lse`) for the same call, in process (set_active_cpu_isa).
+void expect_every_isa_build_matches(Fp32Run& run, int32_t splits, const Outputs& base, bool lse, uint64_t seed) {
+  for (CpuIsa isa : {CpuIsa::kAvx2, CpuIsa::kAvx512, CpuIsa::kAvx512Bf16}) {
+    if (static_cast<int>(isa) > static_cast<int>(best_cpu_isa())) continue;
+    ASSERT_TRUE(set_active_cpu_isa(isa));
+    const Outputs r = run.engine_call(splits, nullptr);
+    const std::string where =
+        std::string(cpu_isa_name(isa)) + " vs baseline, num_splits " + std::to_string(splits) + ", seed " +
+        std::to_string(seed);
+    std::string diff;
+    EXPECT_TRUE(same_bits(base.out, r.out, &diff)) << where << ": " << diff;
+    if (lse) {
+      EXPECT_TRUE(same_bits(base.lse, r.lse, &diff)) << where << ": " << diff;
+    }
+  }
+}
+
 /// An E4M3 NaN code in one query head's Q row poisons exactly that row (out and LSE), and every
 /// ISA build gives the baseline's bits, NaNs included. (AVX512-BF16 leaves such an item, and a
 /// chunk whose P holds a NaN, on the FMAs; on the Zen 4 measured, vdpbf16ps propagates the same
@@ -349,16 +367,7 @@ TEST(DecodeFp32Nan, decode_fp32_nan_query_code_poisons_its_row_in_every_isa_buil
           ASSERT_EQ(std::isnan(base.out[static_cast<size_t>((token * c.heads_q + h) * c.head_dim + e)]), poisoned)
               << "token " << token << ", head " << h << ", element " << e << ", seed " << seed;
       }
-    for (CpuIsa isa : {CpuIsa::kAvx2, CpuIsa::kAvx512, CpuIsa::kAvx512Bf16}) {
-      if (static_cast<int>(isa) > static_cast<int>(best_cpu_isa())) continue;
-      ASSERT_TRUE(set_active_cpu_isa(isa));
-      const Outputs r = run.engine_call(splits, nullptr);
-      std::string diff;
-      EXPECT_TRUE(same_bits(base.out, r.out, &diff))
-          << cpu_isa_name(isa) << " vs baseline, num_splits " << splits << ", seed " << seed << ": " << diff;
-      EXPECT_TRUE(same_bits(base.lse, r.lse, &diff))
-          << cpu_isa_name(isa) << " vs baseline, num_splits " << splits << ", seed " << seed << ": " << diff;
-    }
+    expect_every_isa_build_matches(run, splits, base, true, seed);
   }
   set_active_cpu_isa(best_cpu_isa());
 }
@@ -400,14 +409,7 @@ TEST(DecodeFp32Subnormal, decode_fp32_o_rescaled_into_subnormals_gives_the_porta
     const Outputs base = run.engine_call(splits, nullptr);
     ASSERT_EQ(base.status, FP8ATTN_OK) << base.message;
     for (float x : base.out) subnormals += (x != 0.0f && std::fabs(x) < 0x1p-126f) ? 1 : 0;
-    for (CpuIsa isa : {CpuIsa::kAvx2, CpuIsa::kAvx512, CpuIsa::kAvx512Bf16}) {
-      if (static_cast<int>(isa) > static_cast<int>(best_cpu_isa())) continue;
-      ASSERT_TRUE(set_active_cpu_isa(isa));
-      const Outputs r = run.engine_call(splits, nullptr);
-      std::string diff;
-      EXPECT_TRUE(same_bits(base.out, r.out, &diff))
-          << cpu_isa_name(isa) << " vs baseline, num_splits " << splits << ", seed " << seed << ": " << diff;
-    }
+    expect_every_isa_build_matches(run, splits, base, true, seed);
   }
   set_active_cpu_isa(best_cpu_isa());
   std::printf("subnormal outputs (both split counts): %d, seed %llu\n", subnormals,
