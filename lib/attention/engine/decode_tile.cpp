@@ -24,6 +24,7 @@ struct DecodeBuffers {
   float *q, *s, *o, *o_fresh, *row_max, *row_sum, *rescale, *k_token, *v_ratio;
   float* gemm;  // panel_gemm's scratch (panel_gemm_scratch.hpp), gemm_bytes of it
   size_t gemm_bytes;
+  uint8_t* k_codes;  // [block_n / 16][head_dim][16]: a block's E4M3 K codes in panels (key_code_panels)
 };
 
 size_t carve(const AttentionConfig& c, void* scratch, DecodeBuffers* b) {
@@ -42,9 +43,34 @@ size_t carve(const AttentionConfig& c, void* scratch, DecodeBuffers* b) {
   t.v_ratio = take(bn);
   t.gemm_bytes = tile_products_scratch_bytes(static_cast<int>(bn), static_cast<int>(d), static_cast<int>(dv));
   t.gemm = take((t.gemm_bytes + sizeof(float) - 1) / sizeof(float));
+  t.k_codes = reinterpret_cast<uint8_t*>(take(bn * d / sizeof(float)));
   if (b) *b = t;
   return carve_scratch.bytes();
 }
+
+#if defined(__AVX512F__)
+/// The block's E4M3 K codes as panels of 16 keys transposed, codes[(p · d + e) · 16 + j] = K[16p + j][e],
+/// zero past the block's last key, for panel_gemm_e4m3_codes. Returns false when the form does not
+/// apply to the cache (not E4M3, a dimension stride, a head_dim too large) or a code is a NaN.
+bool key_code_panels(const AttentionProblem& p, const SeqSpan& span, int64_t batch, int head_kv,
+                     const sm90::KeyBlock& block, int d, uint8_t* codes) {
+  if (p.k.dtype != FP8ATTN_DTYPE_E4M3 || p.k.dim_stride != 1 || d % kPanelWidth != 0 || d > kMaxVectorDecodeDim)
+    return false;
+  alignas(64) static constexpr uint8_t kZeroRow[kMaxVectorDecodeDim] = {};
+  const auto* k_codes = static_cast<const uint8_t*>(p.k.data);
+  const int keys = static_cast<int>(block.key_end - block.key_begin);
+  bool nan = false;
+  for (int j0 = 0; j0 < keys; j0 += kPanelWidth) {
+    const uint8_t* rows[kPanelWidth];
+    for (int i = 0; i < kPanelWidth; ++i) {
+      const int64_t key = span.k_offset + block.key_begin + j0 + i;
+      rows[i] = j0 + i < keys ? k_codes + p.kv_element_offset(p.k, batch, key, head_kv, 0) : kZeroRow;
+    }
+    nan = decode_fp32_vec::transpose_key_bytes<kPanelWidth>(rows, d, codes + static_cast<int64_t>(j0) * d) || nan;
+  }
+  return !nan;
+}
+#endif
 
 }  // namespace
 
@@ -120,13 +146,26 @@ void run_decode_tile(const AttentionConfig& c, const AttentionProblem& p, const 
     // forward's cache of decoded blocks: an item visits each of its blocks once, so there is
     // nothing to keep, and a slot per block (32 MiB per worker at 32k keys) made each block's
     // panels a fresh stream of stores to memory (about 8 % of this tile's time, measured).
-    engine::decode_block_panels(c, p, span, at.batch, head_kv, block, kv.k, kv.v);
+    const int k_panel_count = (keys + kPanelWidth - 1) / kPanelWidth;
+    // NOTE: E4M3 K goes to the integer form of the tensor core's addition as codes, its B prepared
+    // from them with no float panels: decoding K to floats and preparing B from those took about
+    // a quarter of this tile's time. Same bits (panel_gemm_e4m3_codes); a NaN code or a Q value
+    // the form does not take sends the block back to the float panels.
+    bool s_done = false;
+#if defined(__AVX512F__)
+    s_done = fp8 && c.mma_rule.tensor_core &&
+             key_code_panels(p, span, at.batch, head_kv, block, d, t.k_codes) &&
+             panel_gemm_e4m3_codes(t.q, d, t.k_codes, k_panel_count, t.s, bn, rows, d, c.tile.mma_k_qk, c.mma_rule,
+                                   t.gemm, t.gemm_bytes, avx512_bf16);
+#endif
+    engine::decode_block_panels(c, p, span, at.batch, head_kv, block, s_done ? nullptr : kv.k, kv.v);
     const float *k_panels = kv.k, *v_panels = kv.v;
     // NOTE: block_token_scales is query_tile.cpp's, in this translation unit (isa/query_tile_in_isa.cpp).
     const float v_token_max =
         per_token ? block_token_scales(p, at.batch, head_kv, key0, keys, t.k_token, t.v_ratio, fp8) : 1.0f;
-    panel_gemm(t.q, d, k_panels, static_cast<int64_t>(d) * kPanelWidth, (keys + kPanelWidth - 1) / kPanelWidth, t.s, bn,
-               rows, d, c.tile.mma_k_qk, true, c.mma_rule, t.gemm, t.gemm_bytes, avx512_bf16);
+    if (!s_done)
+      panel_gemm(t.q, d, k_panels, static_cast<int64_t>(d) * kPanelWidth, k_panel_count, t.s, bn, rows, d,
+                 c.tile.mma_k_qk, true, c.mma_rule, t.gemm, t.gemm_bytes, avx512_bf16);
     const float k_block = k_blocks ? p.k_block_descale.at(at.batch, head_kv, block.index) : 1.0f;
 
     for (int r = 0; r < rows; ++r) {

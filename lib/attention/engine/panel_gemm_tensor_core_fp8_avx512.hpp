@@ -130,6 +130,41 @@ struct PanelSide {
       }
     special = bad != 0;
   }
+
+  /// build() for B given as E4M3 codes, codes[(p · depth_total + k) · 16 + c] for column c of panel
+  /// p at depth k (no NaN code: the caller checks), with emin −6: the same exponent bytes and
+  /// words as build() of the decoded values, made with integer operations on the codes.
+  void build_e4m3(const uint8_t* codes, int panels_count, int depth_total) {
+    stride = panel_scratch_stride(depth_total);
+    auto parts_of_codes = [](__m128i c) {
+      const __m512i x = _mm512_cvtepu8_epi32(c);
+      const __m512i field = _mm512_and_si512(_mm512_srli_epi32(x, 3), _mm512_set1_epi32(0xF));
+      const __m512i mantissa = _mm512_and_si512(x, _mm512_set1_epi32(7));
+      const __mmask16 normal = _mm512_test_epi32_mask(field, field);
+      Parts parts;
+      // e = max(field, 1) − 7 (a subnormal at E4M3's least exponent), m = 8 + mantissa or mantissa.
+      parts.e = _mm512_sub_epi32(_mm512_max_epi32(field, _mm512_set1_epi32(1)), _mm512_set1_epi32(7));
+      parts.m = _mm512_mask_or_epi32(mantissa, normal, mantissa, _mm512_set1_epi32(8));
+      parts.sign = _mm512_or_si512(_mm512_srai_epi32(_mm512_slli_epi32(x, 24), 31), _mm512_set1_epi32(1));
+      parts.nonzero = _mm512_test_epi32_mask(x, _mm512_set1_epi32(0x7F));
+      return parts;
+    };
+    for (int p = 0; p < panels_count; ++p)
+      for (int k = 0; k < depth_total; k += 2) {
+        const uint8_t* row = codes + (static_cast<int64_t>(p) * depth_total + k) * kWidth;
+        const __m128i c0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row));
+        const __m128i c1 = k + 1 < depth_total ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + kWidth))
+                                               : _mm_setzero_si128();
+        const Parts p0 = parts_of_codes(c0), p1 = parts_of_codes(c1);
+        _mm_store_si128(reinterpret_cast<__m128i*>(exp + (p * stride + k) * kWidth), exponent_bytes(p0));
+        _mm_store_si128(reinterpret_cast<__m128i*>(exp + (p * stride + k + 1) * kWidth), exponent_bytes(p1));
+        int16_t* w = words + (p * (stride / 2) + k / 2) * 96;
+        _mm512_store_si512(w, pair_words(p0.m, p1.m));
+        _mm512_store_si512(w + 32, pair_words(p0.e, p1.e));
+        _mm512_store_si512(w + 64, pair_words(p0.sign, p1.sign));
+      }
+    special = false;
+  }
 };
 
 /// Where panel_gemm keeps B's side and one row block's A side (panel_gemm_scratch.hpp's regions).
@@ -142,6 +177,13 @@ struct Prepared {
   /// Carves `bytes` at `scratch` and builds B's side; false (nothing prepared) if too small.
   bool carve(void* scratch, size_t bytes, const float* panels, int64_t panel_stride, int panels_count,
              int depth_total, int32_t emin_b, bool has_vnni) {
+    if (!carve_regions(scratch, bytes, panels_count, depth_total, has_vnni)) return false;
+    side.build(panels, panel_stride, panels_count, depth_total, emin_b);
+    return true;
+  }
+
+  /// carve() without building B's side (the caller builds it, PanelSide::build_e4m3).
+  bool carve_regions(void* scratch, size_t bytes, int panels_count, int depth_total, bool has_vnni) {
     void* regions = panel_scratch_regions(scratch, bytes, panels_count, depth_total);
     if (regions == nullptr) return false;
     const size_t stride = static_cast<size_t>(panel_scratch_stride(depth_total)), count = static_cast<size_t>(panels_count);
@@ -156,7 +198,6 @@ struct Prepared {
     pattern = static_cast<int8_t*>(take(2 * stride * 64));
     pairs = static_cast<uint32_t*>(take(3 * 8 * kRowPairs * 4));
     vnni = has_vnni;
-    side.build(panels, panel_stride, panels_count, depth_total, emin_b);
     return true;
   }
 };
@@ -239,9 +280,10 @@ __attribute__((always_inline)) inline __m512i dot_words(__m512i acc, __m512i t, 
 }
 
 /// One instruction (depth ≤ 32, from k0, even) of R rows against panel p: acc = mma_instruction(...).
-/// kNonNegativeA: no A value of the row block has its sign bit set.
+/// kNonNegativeA: no A value of the row block has its sign bit set. Returns false, having written
+/// nothing, where the instruction needs the scalar rule and `panel` (B's floats) is null.
 template <int R, bool kNonNegativeA, bool kVnni>
-__attribute__((always_inline)) inline void panel_block(const float* a, int64_t lda, const RowSide<R>& rows,
+__attribute__((always_inline)) inline bool panel_block(const float* a, int64_t lda, const RowSide<R>& rows,
                                                        const PanelSide& side, int p, const float* panel, int k0,
                                                        int depth, float* acc, int64_t ldacc, bool overwrite,
                                                        const arch::MmaRule& rule) {
@@ -293,8 +335,9 @@ __attribute__((always_inline)) inline void panel_block(const float* a, int64_t l
     e_words[r] = pair_words(e_int, e_int);
   }
   if (bad != 0) {
+    if (panel == nullptr) return false;  // B as codes only (build_e4m3): the caller decodes the floats
     rule_block<R, kWidth, float>(a + k0, lda, panel, kWidth, 0, depth, acc, ldacc, overwrite, rule);
-    return;
+    return true;
   }
   // Pass 2: per pair of k, the cut products of 32 word lanes into the int32 sums.
   // NOTE: A's dwords read from one pointer at constant offsets (row stride kRowPairs).
@@ -320,11 +363,13 @@ __attribute__((always_inline)) inline void panel_block(const float* a, int64_t l
     const __m512 scaled = _mm512_mul_ps(_mm512_cvtepi32_ps(sum[r]), unit[r]);  // exact: |sum| < 2^24
     _mm512_storeu_ps(acc + r * ldacc, _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(scaled), keep)));
   }
+  return true;
 }
 
 /// R rows of A against every panel, each panel's instructions in order (panel_gemm.hpp's
 /// panel_rows for this form). Returns false, having written nothing, when A holds a value the form
-/// does not take.
+/// does not take; with `panels` null (B prepared from codes), also false, having written part of
+/// acc, when an instruction needs the scalar rule.
 template <int R>
 inline bool panel_rows(const float* a, int64_t lda, const float* panels, int64_t panel_stride, int panels_count,
                        float* acc, int64_t ldacc, int depth_total, int mma_k, bool overwrite, const arch::MmaRule& rule,
@@ -334,22 +379,22 @@ inline bool panel_rows(const float* a, int64_t lda, const float* panels, int64_t
   RowSide<R> rows{prepared.pattern, prepared.pairs};
   if (side.special || !rows.build(a, lda, depth_total, rule.emin_a, rule.align_bits)) return false;
   auto each_block = [&](auto non_negative, auto vnni) {
-    for (int p = 0; p < panels_count; ++p) {
-      const float* panel = panels + p * panel_stride;
-      for (int k0 = 0; k0 < depth_total; k0 += mma_k)
-        panel_block<R, decltype(non_negative)::value, decltype(vnni)::value>(
-            a, lda, rows, side, p, panel + static_cast<int64_t>(k0) * kWidth, k0,
-            k0 + mma_k <= depth_total ? mma_k : depth_total - k0, acc + p * kWidth, ldacc, overwrite && k0 == 0, rule);
-    }
+    for (int p = 0; p < panels_count; ++p)
+      for (int k0 = 0; k0 < depth_total; k0 += mma_k) {
+        const float* panel =
+            panels == nullptr ? nullptr : panels + p * panel_stride + static_cast<int64_t>(k0) * kWidth;
+        if (!panel_block<R, decltype(non_negative)::value, decltype(vnni)::value>(
+                a, lda, rows, side, p, panel, k0, k0 + mma_k <= depth_total ? mma_k : depth_total - k0,
+                acc + p * kWidth, ldacc, overwrite && k0 == 0, rule))
+          return false;
+      }
+    return true;
   };
-  if (prepared.vnni) {
-    if (rows.any_negative) each_block(std::false_type{}, std::true_type{});
-    else each_block(std::true_type{}, std::true_type{});
-  } else {
-    if (rows.any_negative) each_block(std::false_type{}, std::false_type{});
-    else each_block(std::true_type{}, std::false_type{});
-  }
-  return true;
+  if (prepared.vnni)
+    return rows.any_negative ? each_block(std::false_type{}, std::true_type{})
+                             : each_block(std::true_type{}, std::true_type{});
+  return rows.any_negative ? each_block(std::false_type{}, std::false_type{})
+                           : each_block(std::true_type{}, std::false_type{});
 }
 
 }  // namespace fp8attn::engine::tensor_core_fp8_avx512

@@ -118,7 +118,7 @@ bool decode_e4m3_block(const AttentionProblem& p, const SeqSpan& span, int64_t b
   const auto* v_codes = static_cast<const uint8_t*>(p.v.data);
   alignas(64) static constexpr uint8_t kZeroRow[kMaxVectorDecodeDim] = {};
   // K: 16 keys per panel; the keys past the block's last are zero rows (its padding columns).
-  for (int j0 = 0; j0 < keys; j0 += kPanelWidth) {
+  for (int j0 = 0; block_k != nullptr && j0 < keys; j0 += kPanelWidth) {
     const uint8_t* rows[kPanelWidth];
     for (int i = 0; i < kPanelWidth; ++i) {
       const int64_t key = span.k_offset + block.key_begin + j0 + i;
@@ -141,8 +141,9 @@ bool decode_e4m3_block(const AttentionProblem& p, const SeqSpan& span, int64_t b
 
 /// Decodes one KV block of (batch, head_kv) into panels for panel_gemm at block_k and block_v.
 /// K: [block_n / 16][head_dim][16], panel p holding keys 16p..16p+15, zero past the block's last
-/// key (S's padding columns come out 0 and are never read). V: [head_dim_v / 16][block_n][16],
-/// for E4M3 P with its rows in the P·V key order (pv_order.hpp), zero up to the block's period.
+/// key (S's padding columns come out 0 and are never read); none with block_k null. V:
+/// [head_dim_v / 16][block_n][16], for E4M3 P with its rows in the P·V key order (pv_order.hpp),
+/// zero up to the block's period.
 void decode_block_panels(const AttentionConfig& c, const AttentionProblem& p, const SeqSpan& span, int64_t batch,
                          int head_kv, const sm90::KeyBlock& block, float* block_k, float* block_v) {
   const int d = c.head_dim, dv = c.head_dim_v, bn = c.tile.block_n;
@@ -153,15 +154,16 @@ void decode_block_panels(const AttentionConfig& c, const AttentionProblem& p, co
     for (int j = 0; j < keys; ++j) {
       const int v_row = slots ? sm90::pv_slot_of_key(j) : j;
       const int64_t key = span.k_offset + block.key_begin + j;
-      float* k_col = block_k + (j / kPanelWidth) * d * kPanelWidth + j % kPanelWidth;
       // NOTE: a paged cache is gathered here, row by row through the block table; what follows
       // sees the same decoded block as for contiguous K and V, so the results are bit-equal.
-      decode_row(p.k, p.kv_element_offset(p.k, batch, key, head_kv, 0), d, lut, k_col, kPanelWidth);
+      if (block_k != nullptr)
+        decode_row(p.k, p.kv_element_offset(p.k, batch, key, head_kv, 0), d, lut,
+                   block_k + (j / kPanelWidth) * d * kPanelWidth + j % kPanelWidth, kPanelWidth);
       for (int e0 = 0; e0 < dv; e0 += kPanelWidth)
         decode_row(p.v, p.kv_element_offset(p.v, batch, key, head_kv, e0), kPanelWidth, lut,
                    block_v + e0 * bn + v_row * kPanelWidth, 1);
     }
-    for (int j = keys; j % kPanelWidth != 0; ++j) {
+    for (int j = keys; block_k != nullptr && j % kPanelWidth != 0; ++j) {
       float* k_col = block_k + (j / kPanelWidth) * d * kPanelWidth + j % kPanelWidth;
       for (int e = 0; e < d; ++e) k_col[e * kPanelWidth] = 0.0f;
     }
