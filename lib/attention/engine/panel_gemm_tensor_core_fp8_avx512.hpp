@@ -111,6 +111,16 @@ struct PanelSide {
   int64_t stride = 0;
   bool special = false;       ///< a panel holds a value the form does not take
 
+  /// Panel p's depths k and k + 1 (k even): their exponent bytes and their pair of words.
+  __attribute__((always_inline)) inline void store_pair(int p, int k, const Parts& p0, const Parts& p1) {
+    _mm_store_si128(reinterpret_cast<__m128i*>(exp + (p * stride + k) * kWidth), exponent_bytes(p0));
+    _mm_store_si128(reinterpret_cast<__m128i*>(exp + (p * stride + k + 1) * kWidth), exponent_bytes(p1));
+    int16_t* w = words + (p * (stride / 2) + k / 2) * 96;
+    _mm512_store_si512(w, pair_words(p0.m, p1.m));
+    _mm512_store_si512(w + 32, pair_words(p0.e, p1.e));
+    _mm512_store_si512(w + 64, pair_words(p0.sign, p1.sign));
+  }
+
   /// Fills `exp` and `words` (64-byte aligned: panel_gemm_scratch.hpp's regions).
   void build(const float* panels, int64_t panel_stride, int panels_count, int depth_total, int32_t emin_b) {
     stride = panel_scratch_stride(depth_total);
@@ -121,12 +131,7 @@ struct PanelSide {
         const __m512 x0 = _mm512_loadu_ps(row);
         const __m512 x1 = k + 1 < depth_total ? _mm512_loadu_ps(row + kWidth) : _mm512_setzero_ps();
         const Parts p0 = parts_of(x0, emin_b, &bad), p1 = parts_of(x1, emin_b, &bad);
-        _mm_store_si128(reinterpret_cast<__m128i*>(exp + (p * stride + k) * kWidth), exponent_bytes(p0));
-        _mm_store_si128(reinterpret_cast<__m128i*>(exp + (p * stride + k + 1) * kWidth), exponent_bytes(p1));
-        int16_t* w = words + (p * (stride / 2) + k / 2) * 96;
-        _mm512_store_si512(w, pair_words(p0.m, p1.m));
-        _mm512_store_si512(w + 32, pair_words(p0.e, p1.e));
-        _mm512_store_si512(w + 64, pair_words(p0.sign, p1.sign));
+        store_pair(p, k, p0, p1);
       }
     special = bad != 0;
   }
@@ -156,12 +161,7 @@ struct PanelSide {
         const __m128i c1 = k + 1 < depth_total ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + kWidth))
                                                : _mm_setzero_si128();
         const Parts p0 = parts_of_codes(c0), p1 = parts_of_codes(c1);
-        _mm_store_si128(reinterpret_cast<__m128i*>(exp + (p * stride + k) * kWidth), exponent_bytes(p0));
-        _mm_store_si128(reinterpret_cast<__m128i*>(exp + (p * stride + k + 1) * kWidth), exponent_bytes(p1));
-        int16_t* w = words + (p * (stride / 2) + k / 2) * 96;
-        _mm512_store_si512(w, pair_words(p0.m, p1.m));
-        _mm512_store_si512(w + 32, pair_words(p0.e, p1.e));
-        _mm512_store_si512(w + 64, pair_words(p0.sign, p1.sign));
+        store_pair(p, k, p0, p1);
       }
     special = false;
   }
