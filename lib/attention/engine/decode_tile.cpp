@@ -56,16 +56,11 @@ bool key_code_panels(const AttentionProblem& p, const SeqSpan& span, int64_t bat
                      const sm90::KeyBlock& block, int d, uint8_t* codes) {
   if (p.k.dtype != FP8ATTN_DTYPE_E4M3 || p.k.dim_stride != 1 || d % kPanelWidth != 0 || d > kMaxVectorDecodeDim)
     return false;
-  alignas(64) static constexpr uint8_t kZeroRow[kMaxVectorDecodeDim] = {};
-  const auto* k_codes = static_cast<const uint8_t*>(p.k.data);
   const int keys = static_cast<int>(block.key_end - block.key_begin);
   bool nan = false;
   for (int j0 = 0; j0 < keys; j0 += kPanelWidth) {
     const uint8_t* rows[kPanelWidth];
-    for (int i = 0; i < kPanelWidth; ++i) {
-      const int64_t key = span.k_offset + block.key_begin + j0 + i;
-      rows[i] = j0 + i < keys ? k_codes + p.kv_element_offset(p.k, batch, key, head_kv, 0) : kZeroRow;
-    }
+    key_panel_rows(p, span, batch, head_kv, block, j0, rows);  // query_tile.cpp's, in this translation unit
     nan = decode_fp32_vec::transpose_key_bytes<kPanelWidth>(rows, d, codes + static_cast<int64_t>(j0) * d) || nan;
   }
   return !nan;

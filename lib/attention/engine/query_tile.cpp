@@ -104,6 +104,19 @@ void decode_row(const SeqTensor& t, int64_t offset, int n, const float* lut, flo
 
 namespace {
 
+/// The code rows of keys j0 .. j0 + 15 of a block's K (a K panel's keys), zero rows past its last
+/// key (the panel's padding columns). E4M3 K, unit dimension stride, head_dim ≤ kMaxVectorDecodeDim.
+void key_panel_rows(const AttentionProblem& p, const SeqSpan& span, int64_t batch, int head_kv,
+                    const sm90::KeyBlock& block, int j0, const uint8_t** rows) {
+  alignas(64) static constexpr uint8_t kZeroRow[kMaxVectorDecodeDim] = {};
+  const auto* k_codes = static_cast<const uint8_t*>(p.k.data);
+  const int keys = static_cast<int>(block.key_end - block.key_begin);
+  for (int i = 0; i < kPanelWidth; ++i) {
+    const int64_t key = span.k_offset + block.key_begin + j0 + i;
+    rows[i] = j0 + i < keys ? k_codes + p.kv_element_offset(p.k, batch, key, head_kv, 0) : kZeroRow;
+  }
+}
+
 /// decode_block_panels' vector path for E4M3 K and V with unit dimension stride
 /// (decoded_block_e4m3.hpp): the same panels, K's zero columns and bits as the scalar path below.
 /// Returns false where it does not apply, and when the block holds a NaN code: the scalar path
@@ -114,16 +127,11 @@ bool decode_e4m3_block(const AttentionProblem& p, const SeqSpan& span, int64_t b
       p.v.dim_stride != 1 || d % kPanelWidth != 0 || dv % kPanelWidth != 0 || d > kMaxVectorDecodeDim)
     return false;
   const int keys = static_cast<int>(block.key_end - block.key_begin);
-  const auto* k_codes = static_cast<const uint8_t*>(p.k.data);
   const auto* v_codes = static_cast<const uint8_t*>(p.v.data);
-  alignas(64) static constexpr uint8_t kZeroRow[kMaxVectorDecodeDim] = {};
   // K: 16 keys per panel; the keys past the block's last are zero rows (its padding columns).
   for (int j0 = 0; block_k != nullptr && j0 < keys; j0 += kPanelWidth) {
     const uint8_t* rows[kPanelWidth];
-    for (int i = 0; i < kPanelWidth; ++i) {
-      const int64_t key = span.k_offset + block.key_begin + j0 + i;
-      rows[i] = j0 + i < keys ? k_codes + p.kv_element_offset(p.k, batch, key, head_kv, 0) : kZeroRow;
-    }
+    key_panel_rows(p, span, batch, head_kv, block, j0, rows);
     if (!decode_e4m3_key_panel(rows, d, block_k + static_cast<int64_t>(j0 / kPanelWidth) * d * kPanelWidth))
       return false;
   }
