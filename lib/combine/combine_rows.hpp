@@ -15,9 +15,10 @@ namespace fp8attn::combine {
 /// workers on a few thousand rows.
 inline constexpr int64_t kRowsPerItem = 16;
 
-/// One build's merge of rows [r0, r0 + rows), rows ≤ kRowsPerItem, and its ISA's name.
+/// One build's merge of rows [r0, r0 + rows), rows ≤ kRowsPerItem, and its ISA's name; stream_out
+/// writes contiguous rows of out through streaming stores (for calls larger than the cache).
 struct CombineRowOps {
-  void (*combine_rows)(const sm90::combine::CombineParams& p, int64_t r0, int64_t rows);
+  void (*combine_rows)(const sm90::combine::CombineParams& p, int64_t r0, int64_t rows, bool stream_out);
   const char* isa;
 };
 

@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 
 #include "kernels/numerics/bfloat16.hpp"
@@ -68,9 +69,45 @@ void for_each_row(const CombineParams& p, ThreadPool& pool, Row&& row) {
   });
 }
 
+/// The largest cache of CPU 0 that Linux describes in sysfs, in bytes; 0 where it says nothing.
+/// NOTE: not sysconf(_SC_LEVEL3_CACHE_SIZE): in a virtual machine glibc reads CPUID's figure
+/// for the whole host socket (320 MiB on a 2-core Zen 4 guest whose L3 is 32 MiB, as sysfs says).
+int64_t sysfs_cache_bytes() {
+  int64_t largest = 0;
+  for (int index = 0; index < 8; ++index) {
+    char path[96];
+    std::snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", index);
+    std::FILE* f = std::fopen(path, "r");
+    if (f == nullptr) continue;
+    long long size = 0;
+    char unit = 0;
+    const int got = std::fscanf(f, "%lld%c", &size, &unit);
+    std::fclose(f);
+    if (got < 1 || size <= 0) continue;
+    const int64_t bytes = got == 2 && unit == 'K' ? size << 10 : got == 2 && unit == 'M' ? size << 20 : size;
+    largest = std::max(largest, bytes);
+  }
+  return largest;
+}
+
 }  // namespace
 
-void combine_on_cpu(const CombineParams& p, ThreadPool& pool) {
+bool combine_streams_out(const CombineParams& p) {
+  // NOTE: glibc's memcpy switches to streaming stores at a fraction of the shared cache for the
+  // same reason. Read once; 32 MiB where sysfs is absent.
+  static const int64_t cache_bytes = [] {
+    const int64_t bytes = sysfs_cache_bytes();
+    return bytes > 0 ? bytes : int64_t{32} << 20;
+  }();
+  const int64_t rows = sm90::combine::row_count(p);
+  const int64_t elem = p.partial_out_bf16 ? 2 : 4, out_elem = p.out_bf16 ? 2 : 4;
+  const int64_t bytes = rows * (p.num_parts * (p.head_dim * elem + 4) + p.head_dim * out_elem + 4);
+  return bytes > cache_bytes;
+}
+
+void combine_on_cpu(const CombineParams& p, ThreadPool& pool) { combine_on_cpu(p, pool, combine_streams_out(p)); }
+
+void combine_on_cpu(const CombineParams& p, ThreadPool& pool, bool stream_out) {
   const int64_t rows = sm90::combine::row_count(p);
   if (rows == 0) return;
   const CombineRowOps& ops = combine_row_ops();
@@ -82,7 +119,7 @@ void combine_on_cpu(const CombineParams& p, ThreadPool& pool) {
   pool.parallel_for(items, [&](int64_t item, int) {
     for (int64_t b = blocks * item / items; b < blocks * (item + 1) / items; ++b) {
       const int64_t r0 = b * kRowsPerItem;
-      ops.combine_rows(p, r0, rows - r0 < kRowsPerItem ? rows - r0 : kRowsPerItem);
+      ops.combine_rows(p, r0, rows - r0 < kRowsPerItem ? rows - r0 : kRowsPerItem, stream_out);
     }
   });
 }

@@ -12,6 +12,14 @@ namespace fp8attn::combine {
 /// whatever the thread count.
 void combine_on_cpu(const sm90::combine::CombineParams& p, ThreadPool& pool);
 
+/// The same merge, with out written through streaming stores or not (the same bits either way);
+/// the overload above streams when combine_streams_out(p).
+void combine_on_cpu(const sm90::combine::CombineParams& p, ThreadPool& pool, bool stream_out);
+
+/// Whether the bytes a merge moves (every part's O and LSE read, out and lse written) exceed this
+/// CPU's last-level cache, so that out is better written past it.
+bool combine_streams_out(const sm90::combine::CombineParams& p);
+
 /// The FP64 merge: m = max lse_p, lse = m + log Σ exp(lse_p − m), out = Σ exp(lse_p − lse)·O_p
 /// in double, rounded once to the output dtype; the same special values as combine_math.hpp.
 void combine_reference(const sm90::combine::CombineParams& p, ThreadPool& pool);

@@ -47,20 +47,22 @@ TEST(CombineIsa, EveryBuildMergesToTheSameBits) {
     Problem pr(c.parts, c.tokens, c.heads, c.dim, c.layout);
     pr.fill(seed + static_cast<uint64_t>(c.parts * 131 + c.dim), 3.0, 0.0, 0.15, {1});
     std::vector<uint8_t> first;
-    for (int isa = 0; isa <= static_cast<int>(best); ++isa) {
-      ASSERT_TRUE(set_active_cpu_isa(static_cast<CpuIsa>(isa)));
-      pr.out.poison();
-      pr.lse.poison();
-      const sm90::combine::CombineParams params = combine::make_combine_params(pr.args(), FP8ATTN_DEVICE_HOST, true);
-      ThreadPool pool(2);
-      combine::combine_on_cpu(params, pool);
-      std::vector<uint8_t> got = pr.out.bytes;
-      got.insert(got.end(), pr.lse.bytes.begin(), pr.lse.bytes.end());
-      if (isa == 0) first = got;
-      EXPECT_TRUE(got == first) << combine::combine_row_ops().isa << " differs from the baseline build: parts "
-                                << c.parts << ", dim " << c.dim << ", seed " << seed;
-      ++compared;
-    }
+    for (int isa = 0; isa <= static_cast<int>(best); ++isa)
+      for (const bool stream_out : {false, true}) {
+        ASSERT_TRUE(set_active_cpu_isa(static_cast<CpuIsa>(isa)));
+        pr.out.poison();
+        pr.lse.poison();
+        const sm90::combine::CombineParams params = combine::make_combine_params(pr.args(), FP8ATTN_DEVICE_HOST, true);
+        ThreadPool pool(2);
+        combine::combine_on_cpu(params, pool, stream_out);
+        std::vector<uint8_t> got = pr.out.bytes;
+        got.insert(got.end(), pr.lse.bytes.begin(), pr.lse.bytes.end());
+        if (first.empty()) first = got;
+        EXPECT_TRUE(got == first) << combine::combine_row_ops().isa << (stream_out ? " streaming out" : "")
+                                  << " differs from the baseline build: parts " << c.parts << ", dim " << c.dim
+                                  << ", seed " << seed;
+        ++compared;
+      }
   }
   set_active_cpu_isa(best);
   std::printf("compared the builds up to %s (%d runs)\n", cpu_isa_name(best), compared);

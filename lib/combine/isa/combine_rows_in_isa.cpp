@@ -19,6 +19,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/numerics/bfloat16.hpp"
 #include "kernels/sm90/combine/combine_math.hpp"
@@ -29,6 +30,8 @@ namespace {
 
 using combine::kRowsPerItem;
 using sm90::combine::CombineParams;
+using sm90::combine::kMaxParts;
+using sm90::combine::RowFactors;
 
 /// Parts requested ahead of the one being added (combine_rows_by_part).
 constexpr int32_t kPartsAhead = 2;
@@ -47,31 +50,59 @@ void store_o(const CombineParams& p, int64_t at, float value) {
     static_cast<float*>(p.out)[at] = value;
 }
 
-/// The weights, factors and LSE of one row, in the kernel's order of operations
-/// (combine_kernel.hpp); stores the LSE.
-sm90::combine::RowFactors row_weights(const CombineParams& p, int64_t t, int64_t h, float* w) {
+/// The weights and factors of an item's rows, part-major so that a part's weights of every row sit
+/// in one vector.
+struct ItemWeights {
+  alignas(64) std::array<std::array<float, kRowsPerItem>, kMaxParts> w;
+  std::array<RowFactors, kRowsPerItem> f;
+};
+
+/// The weights, factors and LSEs of rows [r0, r0 + rows) in the kernel's order of operations per row
+/// (combine_kernel.hpp); stores the LSEs.
+/// NOTE: the rows are the inner loop, so the maximum, ex2 and the sums run across rows in vector
+/// lanes, each row's operations and their order unchanged; one row at a time, this chain of
+/// dependent operations took a third of a merge of two L3-resident parts.
+void item_weights(const CombineParams& p, int64_t r0, int64_t rows, ItemWeights& iw) {
   using namespace sm90::combine;
-  float m = -INFINITY;
-  for (int32_t part = 0; part < p.num_parts; ++part) m = max_lse(m, p.partial_lse[partial_lse_offset(p, part, t, h)]);
-  float sum = 0.0f;
-  for (int32_t part = 0; part < p.num_parts; ++part) {
-    w[part] = part_weight(p.partial_lse[partial_lse_offset(p, part, t, h)], m);
-    sum = arch::add_rn(sum, w[part]);
+  alignas(64) std::array<int64_t, kRowsPerItem> at;  // each row's LSE offset, less the part's
+  alignas(64) std::array<float, kRowsPerItem> m, sum;
+  for (int64_t i = 0; i < kRowsPerItem; ++i) {
+    const int64_t r = r0 + (i < rows ? i : 0);
+    at[i] = partial_lse_offset(p, 0, r / p.heads, r % p.heads);
+    m[i] = -INFINITY;
+    sum[i] = 0.0f;
   }
-  const RowFactors f = row_factors(m, sum);
-  if (p.lse != nullptr) p.lse[lse_offset(p, t, h)] = f.lse;
-  return f;
+  for (int32_t part = 0; part < p.num_parts; ++part) {
+    float* lse_p = iw.w[part].data();
+    const float* src = p.partial_lse + part * p.pl_stride[0];
+    for (int64_t i = 0; i < kRowsPerItem; ++i) lse_p[i] = src[at[i]];
+    for (int64_t i = 0; i < kRowsPerItem; ++i) m[i] = max_lse(m[i], lse_p[i]);
+  }
+  for (int32_t part = 0; part < p.num_parts; ++part) {
+    float* w_p = iw.w[part].data();
+    for (int64_t i = 0; i < kRowsPerItem; ++i) {
+      w_p[i] = part_weight(w_p[i], m[i]);
+      sum[i] = arch::add_rn(sum[i], w_p[i]);
+    }
+  }
+  for (int64_t i = 0; i < rows; ++i) {
+    iw.f[i] = row_factors(m[i], sum[i]);
+    if (p.lse != nullptr) p.lse[lse_offset(p, (r0 + i) / p.heads, (r0 + i) % p.heads)] = iw.f[i].lse;
+  }
 }
 
 /// Row (t, h)'s out[e0, e0 + n) from its sums.
-/// NOTE: a unit-stride run 16-byte aligned goes out through streaming stores: out is written once
-/// and not read here, and an ordinary store first reads each line it fills (a third of the bytes
-/// of a two-part merge). combine_rows ends with a store fence.
-void store_chunk(const CombineParams& p, int64_t t, int64_t h, int64_t e0, int64_t n, const float* acc, float scale) {
+/// NOTE: with stream, a unit-stride run 16-byte aligned goes out through streaming stores: out is
+/// written once and not read here, and an ordinary store first reads each line it fills (a third
+/// of the bytes of a two-part merge from memory). The caller asks for them only when the call's
+/// bytes exceed the last-level cache: where they fit, a streaming store sends out to memory that
+/// the next reader would have found in the cache. combine_rows ends with a store fence.
+void store_chunk(const CombineParams& p, int64_t t, int64_t h, int64_t e0, int64_t n, const float* acc, float scale,
+                 bool stream) {
   using namespace sm90::combine;
   const int64_t at = out_offset(p, t, h, e0);
 #if defined(__SSE2__)
-  if (p.out_stride[2] == 1 && n % 8 == 0) {
+  if (stream && p.out_stride[2] == 1 && n % 8 == 0) {
     alignas(16) float v[kChunk];
     for (int64_t e = 0; e < n; ++e) v[e] = finish_out(acc[e], scale);
     if (!p.out_bf16) {
@@ -100,18 +131,26 @@ void store_chunk(const CombineParams& p, int64_t t, int64_t h, int64_t e0, int64
   for (int64_t e = 0; e < n; ++e) store_o(p, out_offset(p, t, h, e0 + e), finish_out(acc[e], scale));
 }
 
-/// acc[e] = accumulate_part(acc[e], weight, scale, O_p[base + e·step]) for e < n (n ≤ kChunk).
+/// acc[e] = accumulate_part(acc[e], weight, scale, O_p[base + e·step]) for e < n (n ≤ kChunk), with
+/// acc[e] read as +0 for the first part added (first).
 /// NOTE: the dtype, a contiguous row and a whole chunk are decided once per part, so the common
 /// loops (F32 or BF16, unit stride, 128 elements) vectorize with a fixed trip count; each
-/// element's operations are the same in every form.
-void add_part(const CombineParams& p, int64_t base, int64_t n, float weight, float scale, float* acc) {
+/// element's operations are the same in every form. The first part's +0 replaces a zero fill of
+/// the sums, which the compiler made a `rep stos` that took a fifth of a two-part merge.
+void add_part(const CombineParams& p, int64_t base, int64_t n, float weight, float scale, float* acc, bool first) {
   using sm90::combine::accumulate_part;
   const int64_t step = p.po_stride[3];
   auto run = [&](auto&& load) {
+    auto loop = [&](auto from_zero, int64_t count) {
+      for (int64_t e = 0; e < count; ++e)
+        acc[e] = accumulate_part(decltype(from_zero)::value ? 0.0f : acc[e], weight, scale, load(e));
+    };
+    using Zero = std::true_type;
+    using Sums = std::false_type;
     if (n == kChunk)
-      for (int64_t e = 0; e < kChunk; ++e) acc[e] = accumulate_part(acc[e], weight, scale, load(e));
+      first ? loop(Zero{}, kChunk) : loop(Sums{}, kChunk);
     else
-      for (int64_t e = 0; e < n; ++e) acc[e] = accumulate_part(acc[e], weight, scale, load(e));
+      first ? loop(Zero{}, n) : loop(Sums{}, n);
   };
   if (p.partial_out_bf16) {
     const uint16_t* row = static_cast<const uint16_t*>(p.partial_out) + base;
@@ -132,10 +171,11 @@ void add_part(const CombineParams& p, int64_t base, int64_t n, float weight, flo
 /// NOTE: row by row, the parts inner, a row's sums in L1; each part's row about kBytesAhead on is
 /// requested while this one is added, so every part is a stream kept ahead of its use (the
 /// hardware prefetcher alone lost track of tens of parts, and runs of a few KiB per part, the
-/// earlier parts-outer order, ended before it ramped up).
-void combine_rows_by_row(const CombineParams& p, int64_t r0, int64_t rows) {
+/// earlier parts-outer order, ended before it ramped up). Only where the call's bytes exceed the
+/// cache (stream): from the L3 the hardware prefetcher keeps up, and the requests' own stalls took
+/// a sixth of a two-part merge.
+void combine_rows_by_row(const CombineParams& p, int64_t r0, int64_t rows, const ItemWeights& iw, bool stream) {
   using namespace sm90::combine;
-  std::array<float, kMaxParts> w;
   const int64_t elem = p.partial_out_bf16 ? 2 : 4;
   const int64_t total_rows = row_count(p);
   const int64_t step = p.po_stride[3];
@@ -143,9 +183,9 @@ void combine_rows_by_row(const CombineParams& p, int64_t r0, int64_t rows) {
   const int64_t rows_ahead = std::clamp<int64_t>(kBytesAhead / (row_bytes > 0 ? row_bytes : 1), 1, kRowsPerItem);
   for (int64_t r = r0; r < r0 + rows; ++r) {
     const int64_t t = r / p.heads, h = r % p.heads;
-    const RowFactors f = row_weights(p, t, h, w.data());
+    const float scale = iw.f[r - r0].scale;
     // Contiguous rows only: a strided row's elements would each be a request of their own.
-    if (step == 1 && r + rows_ahead < total_rows) {
+    if (stream && step == 1 && r + rows_ahead < total_rows) {
       const int64_t ra = r + rows_ahead;
       for (int32_t part = 0; part < p.num_parts; ++part) {
         const char* ahead =
@@ -156,12 +196,16 @@ void combine_rows_by_row(const CombineParams& p, int64_t r0, int64_t rows) {
     for (int64_t e0 = 0; e0 < p.head_dim; e0 += kChunk) {
       const int64_t n = p.head_dim - e0 < kChunk ? p.head_dim - e0 : kChunk;
       alignas(64) float acc[kChunk];
-      for (int64_t e = 0; e < kChunk; ++e) acc[e] = 0.0f;
+      bool first = true;
       for (int32_t part = 0; part < p.num_parts; ++part) {
-        if (w[part] == 0.0f) continue;
-        add_part(p, partial_out_offset(p, part, t, h, e0), n, w[part], f.scale, acc);
+        const float w = iw.w[part][r - r0];
+        if (w == 0.0f) continue;
+        add_part(p, partial_out_offset(p, part, t, h, e0), n, w, scale, acc, first);
+        first = false;
       }
-      store_chunk(p, t, h, e0, n, acc, f.scale);
+      if (first)
+        for (int64_t e = 0; e < n; ++e) acc[e] = 0.0f;
+      store_chunk(p, t, h, e0, n, acc, scale, stream);
     }
   }
 }
@@ -169,34 +213,36 @@ void combine_rows_by_row(const CombineParams& p, int64_t r0, int64_t rows) {
 /// combine_rows with the parts outer, then rows, then elements, for rows of many parts: each
 /// part's rows of the item are one contiguous run of its tensor (a dense layout), read while the
 /// item's sums stay in L1. Each element still sums its parts in index order.
-void combine_rows_by_part(const CombineParams& p, int64_t r0, int64_t rows) {
+void combine_rows_by_part(const CombineParams& p, int64_t r0, int64_t rows, const ItemWeights& iw, bool stream) {
   using namespace sm90::combine;
-  std::array<std::array<float, kMaxParts>, kRowsPerItem> w;
-  std::array<RowFactors, kRowsPerItem> f;
   std::array<std::array<float, kChunk>, kRowsPerItem> acc;
-  for (int64_t i = 0; i < rows; ++i) f[i] = row_weights(p, (r0 + i) / p.heads, (r0 + i) % p.heads, w[i].data());
   for (int64_t e0 = 0; e0 < p.head_dim; e0 += kChunk) {
     const int64_t n = p.head_dim - e0 < kChunk ? p.head_dim - e0 : kChunk;
-    for (int64_t i = 0; i < rows; ++i)
-      for (int64_t e = 0; e < n; ++e) acc[i][e] = 0.0f;
+    std::array<bool, kRowsPerItem> first;
+    first.fill(true);
     const int64_t elem = p.partial_out_bf16 ? 2 : 4;
     for (int32_t part = 0; part < p.num_parts; ++part)
       for (int64_t i = 0; i < rows; ++i) {
         // NOTE: the same row of the part after next requested now: each part's run of the item is
         // a few KiB, too short for the hardware prefetcher to ramp up before the next part's.
         // Contiguous rows only: a strided row's elements would each be a request of their own.
-        if (p.po_stride[3] == 1 && part + kPartsAhead < p.num_parts && w[i][part + kPartsAhead] != 0.0f) {
+        if (p.po_stride[3] == 1 && part + kPartsAhead < p.num_parts && iw.w[part + kPartsAhead][i] != 0.0f) {
           const int64_t t = (r0 + i) / p.heads, h = (r0 + i) % p.heads;
           const char* ahead =
               static_cast<const char*>(p.partial_out) + elem * partial_out_offset(p, part + kPartsAhead, t, h, e0);
           for (int64_t b = 0; b < n * elem; b += 64) __builtin_prefetch(ahead + b);
         }
-        if (w[i][part] == 0.0f) continue;
-        add_part(p, partial_out_offset(p, part, (r0 + i) / p.heads, (r0 + i) % p.heads, e0), n, w[i][part],
-                 f[i].scale, acc[i].data());
+        if (iw.w[part][i] == 0.0f) continue;
+        add_part(p, partial_out_offset(p, part, (r0 + i) / p.heads, (r0 + i) % p.heads, e0), n, iw.w[part][i],
+                 iw.f[i].scale, acc[i].data(), first[i]);
+        first[i] = false;
       }
+    for (int64_t i = 0; i < rows; ++i) {
+      if (first[i])
+        for (int64_t e = 0; e < n; ++e) acc[i][e] = 0.0f;
+    }
     for (int64_t i = 0; i < rows; ++i)
-      store_chunk(p, (r0 + i) / p.heads, (r0 + i) % p.heads, e0, n, acc[i].data(), f[i].scale);
+      store_chunk(p, (r0 + i) / p.heads, (r0 + i) % p.heads, e0, n, acc[i].data(), iw.f[i].scale, stream);
   }
 }
 
@@ -206,14 +252,16 @@ void combine_rows_by_part(const CombineParams& p, int64_t r0, int64_t rows) {
 /// NOTE: measured on a Zen 4 (docs/performance.md, the combine): row by row ran 8 F32 parts about
 /// 1.3× the parts-outer order and 32 parts about 0.85×, where a row of every part (16 KiB) no
 /// longer leaves room in L1 for the requests ahead; the parts-outer order reads 8 KiB runs.
-void combine_rows(const CombineParams& p, int64_t r0, int64_t rows) {
+void combine_rows(const CombineParams& p, int64_t r0, int64_t rows, bool stream_out) {
+  ItemWeights iw;
+  item_weights(p, r0, rows, iw);
   const int64_t row_bytes = p.num_parts * p.head_dim * (p.partial_out_bf16 ? 2 : 4);
   if (row_bytes <= kBytesAhead / 2)
-    combine_rows_by_row(p, r0, rows);
+    combine_rows_by_row(p, r0, rows, iw, stream_out);
   else
-    combine_rows_by_part(p, r0, rows);
+    combine_rows_by_part(p, r0, rows, iw, stream_out);
 #if defined(__SSE2__)
-  _mm_sfence();  // the streaming stores of store_chunk
+  if (stream_out) _mm_sfence();  // the streaming stores of store_chunk
 #endif
 }
 
