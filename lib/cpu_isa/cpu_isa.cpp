@@ -26,12 +26,14 @@ CpuIsa detect() {
   const bool v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                   __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
                   __builtin_cpu_supports("avx512vl");
-  if (v4 && __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512vnni")) return CpuIsa::kAvx512Bf16;
+  if (v4 && __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512vnni") &&
+      __builtin_cpu_supports("avx512vbmi"))
+    return CpuIsa::kAvx512Bf16;
   if (v4) return CpuIsa::kAvx512;
   if (v3) return CpuIsa::kAvx2;
 #else
   if (__builtin_cpu_supports("x86-64-v4") && __builtin_cpu_supports("avx512bf16") &&
-      __builtin_cpu_supports("avx512vnni"))
+      __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vbmi"))
     return CpuIsa::kAvx512Bf16;
   if (__builtin_cpu_supports("x86-64-v4")) return CpuIsa::kAvx512;
   if (__builtin_cpu_supports("x86-64-v3")) return CpuIsa::kAvx2;

@@ -12,10 +12,12 @@ enum class CpuIsa : int {
   kBaseline = 0,  ///< x86-64 baseline (SSE2), or -march=native with FP8ATTN_NATIVE
   kAvx2 = 1,      ///< x86-64-v3: AVX2, FMA, BMI1/2, F16C, LZCNT, MOVBE
   kAvx512 = 2,    ///< x86-64-v4: x86-64-v3 plus AVX-512 F, BW, CD, DQ, VL
-  /// The AVX-512 build on a CPU that also has AVX512-BF16 and AVX512-VNNI (every CPU with the
-  /// first has the second): its FP32-mode products run on vdpbf16ps
-  /// (panel_gemm_fp32_bf16_avx512.hpp) and the tensor core's FP8 sums on vpdpwssd
-  /// (panel_gemm_tensor_core_fp8_avx512.hpp), same bits. No build of its own.
+  /// The AVX-512 build on a CPU that also has AVX512-BF16, AVX512-VNNI and AVX512-VBMI (every
+  /// CPU with the first has the others, except Intel's Cooper Lake, which stays at avx512): its
+  /// FP32-mode products run on vdpbf16ps (panel_gemm_fp32_bf16_avx512.hpp; the decode's E4M3
+  /// codes become BF16 through vpermi2b lookups, decode_fp32_bf16_avx512.hpp) and the tensor
+  /// core's FP8 sums on vpdpwssd (panel_gemm_tensor_core_fp8_avx512.hpp), same bits. No build of
+  /// its own.
   kAvx512Bf16 = 3,
 };
 
