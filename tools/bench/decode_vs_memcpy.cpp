@@ -8,8 +8,14 @@
 //   key once, the block table, Q, and O written once.
 // - BM_memcpy/<batch>/<kv_len>: a parallel memcpy, one thread per core, of half that many bytes
 //   (memcpy reads and writes each byte), so both rates count the same bytes moved.
-// The table at the end prints decode / memcpy for each shape.
+// - BM_products/<batch>/<kv_len>: the decode's multiply-adds alone (Q·Kᵀ and P·V: 2 · batch ·
+//   kv_len · 32 · 128), on every core, as independent vdpbf16ps (two per FP32 lane; the FP32
+//   decode's instruction where the CPU has AVX512-BF16), else AVX-512 or AVX2 FMAs, from
+//   registers; its rate counts the decode's bytes. No decode whose products run on that
+//   instruction can read its bytes faster: a bound from arithmetic beside memcpy's from memory.
+// The table at the end prints decode / memcpy and decode / products for each shape.
 #include <benchmark/benchmark.h>
+#include <immintrin.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -41,6 +47,71 @@ double decode_bytes(int64_t batch, int64_t kv_len) {
 
 void BM_memcpy(benchmark::State& state) {
   fp8attn::bench::run_parallel_memcpy(state, decode_bytes(state.range(0), state.range(1)));
+}
+
+/// `calls` rounds of independent multiply-adds from registers, summed into sink[0, 16) (which
+/// must hold zeros or earlier sums); returns the multiply-adds one round makes.
+__attribute__((target("avx512f,avx512bf16"), noinline)) double dot_bf16_run(int64_t calls, float* sink) {
+  __m512 acc[16];
+  for (int i = 0; i < 16; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
+  __m512bh x = reinterpret_cast<__m512bh>(_mm512_set1_epi32(0x3F803F80)), y = x;
+  for (int64_t c = 0; c < calls; ++c) {
+    for (int i = 0; i < 16; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], x, y);
+    asm volatile("" : "+v"(x));  // NOTE: keeps the loop from being folded
+  }
+  for (int i = 0; i < 16; ++i) _mm512_storeu_ps(sink, _mm512_add_ps(_mm512_loadu_ps(sink), acc[i]));
+  return 16.0 * 32.0;
+}
+__attribute__((target("avx512f"), noinline)) double fma512_run(int64_t calls, float* sink) {
+  __m512 acc[16];
+  for (int i = 0; i < 16; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
+  __m512 x = _mm512_set1_ps(0.5f), y = x;
+  for (int64_t c = 0; c < calls; ++c) {
+    for (int i = 0; i < 16; ++i) acc[i] = _mm512_fmadd_ps(acc[i], x, y);
+    asm volatile("" : "+v"(x));
+  }
+  for (int i = 0; i < 16; ++i) _mm512_storeu_ps(sink, _mm512_add_ps(_mm512_loadu_ps(sink), acc[i]));
+  return 16.0 * 16.0;
+}
+__attribute__((target("avx2,fma"), noinline)) double fma256_run(int64_t calls, float* sink) {
+  __m256 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_ps(static_cast<float>(i));
+  __m256 x = _mm256_set1_ps(0.5f), y = x;
+  for (int64_t c = 0; c < calls; ++c) {
+    for (int i = 0; i < 12; ++i) acc[i] = _mm256_fmadd_ps(acc[i], x, y);
+    asm volatile("" : "+x"(x));
+  }
+  for (int i = 0; i < 12; ++i) _mm256_storeu_ps(sink, _mm256_add_ps(_mm256_loadu_ps(sink), acc[i]));
+  return 12.0 * 8.0;
+}
+
+void BM_products(benchmark::State& state) {
+  const int64_t batch = state.range(0), kv_len = state.range(1);
+  const double macs = 2.0 * batch * kv_len * kHeadsQ * kHeadDim * kQLen;
+  __builtin_cpu_init();
+  double (*run)(int64_t, float*) = nullptr;
+  if (__builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512f"))
+    run = dot_bf16_run;
+  else if (__builtin_cpu_supports("avx512f"))
+    run = fma512_run;
+  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    run = fma256_run;
+  if (run == nullptr) {
+    state.SkipWithError("no vector FMA on this CPU");
+    return;
+  }
+  float probe[16] = {};
+  const double per_call = run(0, probe);
+  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const auto calls = static_cast<int64_t>(macs / per_call / threads) + 1;
+  std::vector<float> sink(static_cast<size_t>(16 * threads), 0.0f);
+  for (auto _ : state) {
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) pool.emplace_back([&, t] { run(calls, sink.data() + 16 * t); });
+    for (std::thread& th : pool) th.join();
+    benchmark::DoNotOptimize(sink.data());
+  }
+  state.counters["B/s"] = benchmark::Counter(decode_bytes(batch, kv_len), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void BM_decode(benchmark::State& state) {
@@ -125,6 +196,7 @@ void decode_configs(benchmark::internal::Benchmark* b) {
 }  // namespace
 
 BENCHMARK(BM_memcpy)->Apply(memcpy_configs);
+BENCHMARK(BM_products)->Apply(memcpy_configs);
 BENCHMARK(BM_decode)->Apply(decode_configs);
 
 int main(int argc, char** argv) {
