@@ -111,7 +111,8 @@ void BM_products(benchmark::State& state) {
     for (std::thread& th : pool) th.join();
     benchmark::DoNotOptimize(sink.data());
   }
-  state.counters["B/s"] = benchmark::Counter(decode_bytes(batch, kv_len), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["B/s"] =
+      benchmark::Counter(decode_bytes(batch, kv_len), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void BM_decode(benchmark::State& state) {

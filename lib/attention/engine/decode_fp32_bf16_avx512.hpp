@@ -20,8 +20,9 @@
 // so does an item whose Q holds a NaN: a NaN's bits are then the FMA loops' in every build.
 //
 // NOTE: only for a caller that knows the CPU has AVX512-BF16 and AVX512-VBMI (lib/cpu_isa's
-// avx512bf16 level): the functions carry those targets inside the x86-64-v4 build. Included by decode_fp32.cpp
-// after decode_fp32_keys.hpp and decode_fp32_values.hpp, inside its per-ISA namespace.
+// avx512bf16 level): the functions carry those targets inside the x86-64-v4 build. Included by
+// decode_fp32.cpp after decode_fp32_keys.hpp and decode_fp32_values.hpp, inside its per-ISA
+// namespace.
 #pragma once
 
 #include <immintrin.h>
@@ -34,8 +35,9 @@
 namespace fp8attn::engine::decode_fp32_vec {
 
 /// Byte `half` (0 low, 1 high) of the BF16 word of an E4M3 magnitude code's value · 2^-8 (code
-/// 0x7F, NaN, excluded: the callers check), sign clear: the E4M3 value m · 2^(e−10) (e ≥ 1, m of
-/// 8 to 15) or m · 2^-9 (e = 0) is exact in BF16, as the FP16 route of the FMA loops widens it.
+/// 0x7F, NaN, excluded: the callers check), sign clear. With e the code's exponent field and m its
+/// three fraction bits, the value is (8 + m) · 2^(e − 10) (e ≥ 1) or m · 2^-9 (e = 0): exact in
+/// BF16, and the value the FMA loops' FP16 route gives.
 constexpr std::array<uint8_t, 128> code_bf16_bytes(int half) {
   std::array<uint8_t, 128> t{};
   for (int c = 0; c < 128; ++c) {
