@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "kernels/numerics/bfloat16.hpp"
@@ -25,6 +26,8 @@ struct DecodeBuffers {
   float* gemm;  // panel_gemm's scratch (panel_gemm_scratch.hpp), gemm_bytes of it
   size_t gemm_bytes;
   uint8_t* k_codes;  // [block_n / 16][head_dim][16]: a block's E4M3 K codes in panels (key_code_panels)
+  uint8_t* v_codes;  // [head_dim_v / 16][block_n][16]: its V codes in the P·V slot order (value_code_panels)
+  float* o_saved;    // P·V's accumulator before a try on the codes (block_m × head_dim_v)
 };
 
 size_t carve(const AttentionConfig& c, void* scratch, DecodeBuffers* b) {
@@ -44,6 +47,8 @@ size_t carve(const AttentionConfig& c, void* scratch, DecodeBuffers* b) {
   t.gemm_bytes = tile_products_scratch_bytes(static_cast<int>(bn), static_cast<int>(d), static_cast<int>(dv));
   t.gemm = take((t.gemm_bytes + sizeof(float) - 1) / sizeof(float));
   t.k_codes = reinterpret_cast<uint8_t*>(take(bn * d / sizeof(float)));
+  t.v_codes = reinterpret_cast<uint8_t*>(take(bn * dv / sizeof(float)));
+  t.o_saved = take(bm * dv);
   if (b) *b = t;
   return carve_scratch.bytes();
 }
@@ -62,6 +67,35 @@ bool key_code_panels(const AttentionProblem& p, const SeqSpan& span, int64_t bat
     const uint8_t* rows[kPanelWidth];
     key_panel_rows(p, span, batch, head_kv, block, j0, rows);  // query_tile.cpp's, in this translation unit
     nan = decode_fp32_vec::transpose_key_bytes<kPanelWidth>(rows, d, codes + static_cast<int64_t>(j0) * d) || nan;
+  }
+  return !nan;
+}
+
+/// The block's E4M3 V codes as panels of 16 columns with the keys in the P·V slot order of E4M3 P
+/// (pv_order.hpp), codes[(p · depth + a) · 16 + c] = V[key of slot a][16p + c] with depth =
+/// pv_slot_depth(keys), zero for a slot past the block's last key: decode_block_panels' V panels
+/// as codes, for panel_gemm_e4m3_codes. Returns false where the form does not apply to the cache
+/// or a code is a NaN.
+bool value_code_panels(const AttentionProblem& p, const SeqSpan& span, int64_t batch, int head_kv,
+                       const sm90::KeyBlock& block, int dv, uint8_t* codes) {
+  if (p.v.dtype != FP8ATTN_DTYPE_E4M3 || p.v.dim_stride != 1 || dv % kPanelWidth != 0) return false;
+  const int keys = static_cast<int>(block.key_end - block.key_begin), depth = pv_slot_depth(keys);
+  const auto* base = static_cast<const uint8_t*>(p.v.data);
+  bool nan = false;
+  for (int j = 0; j < depth; ++j) {
+    const int a = sm90::pv_slot_of_key(j);
+    const uint8_t* row =
+        j < keys ? base + p.kv_element_offset(p.v, batch, span.k_offset + block.key_begin + j, head_kv, 0) : nullptr;
+    for (int c0 = 0; c0 < dv; c0 += kPanelWidth) {
+      uint8_t* out = codes + (static_cast<int64_t>(c0 / kPanelWidth) * depth + a) * kPanelWidth;
+      if (row == nullptr) {
+        std::memset(out, 0, kPanelWidth);
+        continue;
+      }
+      const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + c0));
+      nan = nan || _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_and_si128(x, _mm_set1_epi8(0x7F)), _mm_set1_epi8(0x7F))) != 0;
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out), x);
+    }
   }
   return !nan;
 }
@@ -150,10 +184,18 @@ void run_decode_tile(const AttentionConfig& c, const AttentionProblem& p, const 
 #if defined(__AVX512F__)
     s_done = fp8 && c.mma_rule.tensor_core &&
              key_code_panels(p, span, at.batch, head_kv, block, d, t.k_codes) &&
-             panel_gemm_e4m3_codes(t.q, d, t.k_codes, k_panel_count, t.s, bn, rows, d, c.tile.mma_k_qk, c.mma_rule,
-                                   t.gemm, t.gemm_bytes, avx512_bf16);
+             panel_gemm_e4m3_codes(t.q, d, t.k_codes, k_panel_count, t.s, bn, rows, d, c.tile.mma_k_qk, true,
+                                   c.mma_rule, t.gemm, t.gemm_bytes, avx512_bf16);
 #endif
-    engine::decode_block_panels(c, p, span, at.batch, head_kv, block, s_done ? nullptr : kv.k, kv.v);
+    // NOTE: V likewise: its codes in the slot order feed P·V's integer form, with no float panels.
+    // P·V accumulates into O, so a try that finds an instruction needing the scalar rule (an O
+    // the form does not take) restores O and takes the float panels.
+    bool v_as_codes = false;
+#if defined(__AVX512F__)
+    v_as_codes = fp8 && c.mma_rule.tensor_core && value_code_panels(p, span, at.batch, head_kv, block, dv, t.v_codes);
+#endif
+    engine::decode_block_panels(c, p, span, at.batch, head_kv, block, s_done ? nullptr : kv.k,
+                                v_as_codes ? nullptr : kv.v);
     const float *k_panels = kv.k, *v_panels = kv.v;
     // NOTE: block_token_scales is query_tile.cpp's, in this translation unit (isa/query_tile_in_isa.cpp).
     const float v_token_max =
@@ -179,8 +221,22 @@ void run_decode_tile(const AttentionConfig& c, const AttentionProblem& p, const 
         for (int e = 0; e < dv; ++e) frow[e] *= rescale;
       }
     }
-    panel_gemm(t.s, bn, v_panels, static_cast<int64_t>(bn) * kPanelWidth, dv / kPanelWidth, pv_acc, dv, rows,
-               fp8 ? pv_slot_depth(keys) : keys, c.tile.mma_k_pv, false, c.mma_rule, t.gemm, t.gemm_bytes, avx512_bf16);
+    const int pv_depth = fp8 ? pv_slot_depth(keys) : keys;
+    bool pv_done = false;
+#if defined(__AVX512F__)
+    if (v_as_codes) {
+      std::copy(pv_acc, pv_acc + static_cast<size_t>(rows) * dv, t.o_saved);
+      pv_done = panel_gemm_e4m3_codes(t.s, bn, t.v_codes, dv / kPanelWidth, pv_acc, dv, rows, pv_depth,
+                                      c.tile.mma_k_pv, false, c.mma_rule, t.gemm, t.gemm_bytes, avx512_bf16);
+      if (!pv_done) {
+        std::copy(t.o_saved, t.o_saved + static_cast<size_t>(rows) * dv, pv_acc);
+        engine::decode_block_panels(c, p, span, at.batch, head_kv, block, nullptr, kv.v);
+      }
+    }
+#endif
+    if (!pv_done)
+      panel_gemm(t.s, bn, v_panels, static_cast<int64_t>(bn) * kPanelWidth, dv / kPanelWidth, pv_acc, dv, rows,
+                 pv_depth, c.tile.mma_k_pv, false, c.mma_rule, t.gemm, t.gemm_bytes, avx512_bf16);
     ++visited;
     if (promote && (visited % promote_interval == 0 || visited == split_blocks)) {
       const float vb = sm90::kv_token_pv_factor(p.v_block_descale.at(at.batch, head_kv, block.index), v_token_max);

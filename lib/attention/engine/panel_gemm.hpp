@@ -301,16 +301,17 @@ inline int panel_gemm_bf16_dot(const float* a, int64_t lda, const float* panels,
 #endif
 
 #if defined(__AVX512F__)
-/// panel_gemm with overwrite for B given as E4M3 codes in panels, codes[(p · depth_total + k) · 16 +
-/// c] (no NaN code), on the integer form of the tensor core's FP8 addition alone, its B prepared
-/// from the codes (PanelSide::build_e4m3) with no float panels. Returns false when the form does
-/// not apply or an instruction needs the scalar rule (an A value the form does not take; acc may
-/// then be partly written): the caller decodes the floats and calls panel_gemm, which overwrites it.
+/// panel_gemm for B given as E4M3 codes in panels, codes[(p · depth_total + k) · 16 + c] (no NaN
+/// code), on the integer form of the tensor core's FP8 addition alone, its B prepared from the
+/// codes (PanelSide::build_e4m3) with no float panels. Returns false when the form does not apply
+/// or an instruction needs the scalar rule (an A value the form does not take, or without
+/// overwrite an accumulator out of the form's range; acc may then be partly written): the caller
+/// restores acc if it read it, decodes the floats and calls panel_gemm.
 /// NOTE: with overwrite and FP8 operands every instruction's E lies in [2^-12, 2^16] or is 0, so
 /// only A can send it to the scalar rule.
 inline bool panel_gemm_e4m3_codes(const float* a, int64_t lda, const uint8_t* codes, int panels_count, float* acc,
-                                  int64_t ldacc, int rows, int depth_total, int mma_k, const arch::MmaRule& rule,
-                                  void* scratch, size_t scratch_bytes, bool vnni) {
+                                  int64_t ldacc, int rows, int depth_total, int mma_k, bool overwrite,
+                                  const arch::MmaRule& rule, void* scratch, size_t scratch_bytes, bool vnni) {
   namespace tc = tensor_core_fp8_avx512;
   PreparedPanels prepared;
   if (!tc::applies(rule, mma_k, depth_total) || rule.emin_b != -6 ||
@@ -320,14 +321,14 @@ inline bool panel_gemm_e4m3_codes(const float* a, int64_t lda, const uint8_t* co
   int r0 = 0;
   for (; r0 + kPanelRows <= rows; r0 += kPanelRows)
     if (!tc::panel_rows<kPanelRows>(a + r0 * lda, lda, nullptr, 0, panels_count, acc + r0 * ldacc, ldacc, depth_total,
-                                    mma_k, true, rule, prepared))
+                                    mma_k, overwrite, rule, prepared))
       return false;
   for (; r0 + 2 <= rows; r0 += 2)
     if (!tc::panel_rows<2>(a + r0 * lda, lda, nullptr, 0, panels_count, acc + r0 * ldacc, ldacc, depth_total, mma_k,
-                           true, rule, prepared))
+                           overwrite, rule, prepared))
       return false;
   return r0 == rows || tc::panel_rows<1>(a + r0 * lda, lda, nullptr, 0, panels_count, acc + r0 * ldacc, ldacc,
-                                         depth_total, mma_k, true, rule, prepared);
+                                         depth_total, mma_k, overwrite, rule, prepared);
 }
 #endif
 

@@ -136,7 +136,7 @@ bool decode_e4m3_block(const AttentionProblem& p, const SeqSpan& span, int64_t b
       return false;
   }
   // V: each key's row into its slot of every 16-wide panel.
-  for (int j = 0; j < keys; ++j) {
+  for (int j = 0; block_v != nullptr && j < keys; ++j) {
     const int v_row = slots ? sm90::pv_slot_of_key(j) : j;
     const int64_t key = span.k_offset + block.key_begin + j;
     const uint8_t* row = v_codes + p.kv_element_offset(p.v, batch, key, head_kv, 0);
@@ -151,7 +151,7 @@ bool decode_e4m3_block(const AttentionProblem& p, const SeqSpan& span, int64_t b
 /// K: [block_n / 16][head_dim][16], panel p holding keys 16p..16p+15, zero past the block's last
 /// key (S's padding columns come out 0 and are never read); none with block_k null. V:
 /// [head_dim_v / 16][block_n][16], for E4M3 P with its rows in the P·V key order (pv_order.hpp),
-/// zero up to the block's period.
+/// zero up to the block's period; none with block_v null.
 void decode_block_panels(const AttentionConfig& c, const AttentionProblem& p, const SeqSpan& span, int64_t batch,
                          int head_kv, const sm90::KeyBlock& block, float* block_k, float* block_v) {
   const int d = c.head_dim, dv = c.head_dim_v, bn = c.tile.block_n;
@@ -167,7 +167,7 @@ void decode_block_panels(const AttentionConfig& c, const AttentionProblem& p, co
       if (block_k != nullptr)
         decode_row(p.k, p.kv_element_offset(p.k, batch, key, head_kv, 0), d, lut,
                    block_k + (j / kPanelWidth) * d * kPanelWidth + j % kPanelWidth, kPanelWidth);
-      for (int e0 = 0; e0 < dv; e0 += kPanelWidth)
+      for (int e0 = 0; block_v != nullptr && e0 < dv; e0 += kPanelWidth)
         decode_row(p.v, p.kv_element_offset(p.v, batch, key, head_kv, e0), kPanelWidth, lut,
                    block_v + e0 * bn + v_row * kPanelWidth, 1);
     }
@@ -176,7 +176,7 @@ void decode_block_panels(const AttentionConfig& c, const AttentionProblem& p, co
       for (int e = 0; e < d; ++e) k_col[e * kPanelWidth] = 0.0f;
     }
   }
-  if (slots)
+  if (slots && block_v != nullptr)
     for (int j = keys; j < pv_slot_depth(keys); ++j)
       for (int e0 = 0; e0 < dv; e0 += kPanelWidth)
         std::fill_n(block_v + e0 * bn + sm90::pv_slot_of_key(j) * kPanelWidth, kPanelWidth, 0.0f);
