@@ -285,24 +285,34 @@ double rmse_vs_fp64(const workloads::AttentionShape& s, const workloads::Attenti
 // in K or V inflates the one descale of its whole head under PER_HEAD, so every other token
 // keeps fewer of E4M3's bits; under PER_TOKEN_HEAD it costs only its own row.
 TEST(PagedKvScales, PerTokenHeadBeatsPerHeadOnOutliers) {
+  // NOTE: the claim is about the outlier inputs' distribution, so it is judged on the RMSE summed
+  // over three draws (seed, seed + 1, seed + 2): a single draw can favour per-head scales (about
+  // one seed in several tens did).
   const uint64_t seed = seed_of_run();
   const workloads::AttentionShape s{1, 256, 2048, 4, 4, 128};
-  const auto real = workloads::outlier_inputs(s, seed);
-  ScaledInputs per_head = scale_inputs(real, FP8ATTN_KV_SCALE_PER_HEAD);
-  ScaledInputs per_token = scale_inputs(real, FP8ATTN_KV_SCALE_PER_TOKEN_HEAD);
-  ScaledInputs per_token2 = scale_inputs(real, FP8ATTN_KV_SCALE_PER_TOKEN_HEAD, true);
-  const Outputs head_out = run_scaled(FP8ATTN_BACKEND_CPU, s, per_head, FP8ATTN_KV_SCALE_PER_HEAD, false, seed);
-  const Outputs token_out = run_scaled(FP8ATTN_BACKEND_CPU, s, per_token, FP8ATTN_KV_SCALE_PER_TOKEN_HEAD, false, seed);
-  const Outputs token2_out = run_scaled(FP8ATTN_BACKEND_CPU, s, per_token2, FP8ATTN_KV_SCALE_PER_TOKEN_HEAD, false, seed);
-  ASSERT_EQ(head_out.status, FP8ATTN_OK) << head_out.message;
-  ASSERT_EQ(token_out.status, FP8ATTN_OK) << token_out.message;
-  ASSERT_EQ(token2_out.status, FP8ATTN_OK) << token2_out.message;
-  const double rmse_head = rmse_vs_fp64(s, real, head_out.out), rmse_token = rmse_vs_fp64(s, real, token_out.out),
-               rmse_token2 = rmse_vs_fp64(s, real, token2_out.out);
-  std::printf("outliers, seed %llu, batch 1, 4 heads, seqlen_q 256, seqlen_k 2048, head_dim 128, pages of 16: "
-              "RMSE vs FP64 per-head %.3e, per-token-head %.3e (amax/448), %.3e (power-of-two)\n",
-              static_cast<unsigned long long>(seed), rmse_head, rmse_token, rmse_token2);
-  EXPECT_LT(rmse_token, rmse_head) << "seed " << seed;
+  double sum_head = 0.0, sum_token = 0.0;
+  for (uint64_t draw = seed; draw < seed + 3; ++draw) {
+    const auto real = workloads::outlier_inputs(s, draw);
+    ScaledInputs per_head = scale_inputs(real, FP8ATTN_KV_SCALE_PER_HEAD);
+    ScaledInputs per_token = scale_inputs(real, FP8ATTN_KV_SCALE_PER_TOKEN_HEAD);
+    ScaledInputs per_token2 = scale_inputs(real, FP8ATTN_KV_SCALE_PER_TOKEN_HEAD, true);
+    const Outputs head_out = run_scaled(FP8ATTN_BACKEND_CPU, s, per_head, FP8ATTN_KV_SCALE_PER_HEAD, false, draw);
+    const Outputs token_out =
+        run_scaled(FP8ATTN_BACKEND_CPU, s, per_token, FP8ATTN_KV_SCALE_PER_TOKEN_HEAD, false, draw);
+    const Outputs token2_out =
+        run_scaled(FP8ATTN_BACKEND_CPU, s, per_token2, FP8ATTN_KV_SCALE_PER_TOKEN_HEAD, false, draw);
+    ASSERT_EQ(head_out.status, FP8ATTN_OK) << head_out.message;
+    ASSERT_EQ(token_out.status, FP8ATTN_OK) << token_out.message;
+    ASSERT_EQ(token2_out.status, FP8ATTN_OK) << token2_out.message;
+    const double rmse_head = rmse_vs_fp64(s, real, head_out.out), rmse_token = rmse_vs_fp64(s, real, token_out.out),
+                 rmse_token2 = rmse_vs_fp64(s, real, token2_out.out);
+    std::printf("outliers, seed %llu, batch 1, 4 heads, seqlen_q 256, seqlen_k 2048, head_dim 128, pages of 16: "
+                "RMSE vs FP64 per-head %.3e, per-token-head %.3e (amax/448), %.3e (power-of-two)\n",
+                static_cast<unsigned long long>(draw), rmse_head, rmse_token, rmse_token2);
+    sum_head += rmse_head;
+    sum_token += rmse_token;
+  }
+  EXPECT_LT(sum_token, sum_head) << "summed over seeds " << seed << " to " << seed + 2;
 }
 
 }  // namespace
