@@ -1,11 +1,14 @@
 // A fixed set of worker threads that runs one parallel loop at a time.
 //
 // NOTE: a context owns one pool, created with the context, so an execute call starts no thread
-// and allocates nothing. Calls from several host threads are serialized on the pool (each call
+// and allocates nothing. Between loops a worker polls for the next one for a few tens of
+// microseconds before it sleeps, and the caller polls for the workers' end the same way
+// (thread_pool.cpp). Calls from several host threads are serialized on the pool (each call
 // still uses every worker). Work items are independent and each is computed by exactly one
 // worker, so results do not depend on the number of threads.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -50,9 +53,10 @@ class ThreadPool {
   const FunctionRef<void(int64_t, int)>* body_ = nullptr;
   int64_t num_items_ = 0;
   int64_t next_item_ = 0;
-  uint64_t generation_ = 0;
-  int busy_workers_ = 0;
-  bool stopping_ = false;
+  // Written under mutex_; atomic so that the polls before sleeping can read them without it.
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> busy_workers_{0};
+  std::atomic<bool> stopping_{false};
   std::exception_ptr first_error_;
 };
 

@@ -102,13 +102,12 @@ void BM_products(benchmark::State& state) {
   }
   float probe[16] = {};
   const double per_call = run(0, probe);
-  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const auto calls = static_cast<int64_t>(macs / per_call / threads) + 1;
-  std::vector<float> sink(static_cast<size_t>(16 * threads), 0.0f);
+  fp8attn::bench::EveryCore cores;
+  const auto calls = static_cast<int64_t>(macs / per_call / cores.size()) + 1;
+  std::vector<float> sink(static_cast<size_t>(16 * cores.size()), 0.0f);
+  auto products = [&](int t) { run(calls, sink.data() + 16 * t); };
   for (auto _ : state) {
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t) pool.emplace_back([&, t] { run(calls, sink.data() + 16 * t); });
-    for (std::thread& th : pool) th.join();
+    cores.run(products);
     benchmark::DoNotOptimize(sink.data());
   }
   state.counters["B/s"] =

@@ -19,23 +19,23 @@
 #include <utility>
 #include <vector>
 
+#include "tools/bench/every_core.hpp"
+
 namespace fp8attn::bench {
 
-/// One iteration copies `bytes` / 2 bytes with one thread per core: the rate it reports counts
+/// One iteration copies `bytes` / 2 bytes with one thread per core (EveryCore): the rate it reports counts
 /// each byte read and written, so it is comparable with an operation that moves `bytes`.
 inline void run_parallel_memcpy(benchmark::State& state, double bytes_moved) {
   const size_t bytes = static_cast<size_t>(bytes_moved / 2);
   std::vector<uint8_t> x(bytes, 1), y(bytes);
-  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const size_t chunk = (bytes + threads - 1) / threads;
+  EveryCore cores;
+  const size_t chunk = (bytes + cores.size() - 1) / cores.size();
+  auto copy = [&](int t) {
+    const size_t begin = std::min(bytes, chunk * t), end = std::min(bytes, begin + chunk);
+    std::memcpy(y.data() + begin, x.data() + begin, end - begin);
+  };
   for (auto _ : state) {
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t)
-      pool.emplace_back([&, t] {
-        const size_t begin = std::min(bytes, chunk * t), end = std::min(bytes, begin + chunk);
-        std::memcpy(y.data() + begin, x.data() + begin, end - begin);
-      });
-    for (std::thread& th : pool) th.join();
+    cores.run(copy);
     benchmark::DoNotOptimize(y.data());
   }
   state.counters["B/s"] = benchmark::Counter(2.0 * static_cast<double>(bytes), benchmark::Counter::kIsIterationInvariantRate);
@@ -49,26 +49,24 @@ inline void run_parallel_memcpy(benchmark::State& state, double bytes_moved) {
 inline void run_parallel_read(benchmark::State& state, double bytes_moved) {
   const size_t words = static_cast<size_t>(bytes_moved / 8);
   std::vector<uint64_t> x(words, 1);
-  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const size_t chunk = (words + threads - 1) / threads;
-  std::vector<uint64_t> sums(static_cast<size_t>(threads));
+  EveryCore cores;
+  const size_t chunk = (words + cores.size() - 1) / cores.size();
+  std::vector<uint64_t> sums(static_cast<size_t>(cores.size()));
+  auto read = [&](int t) {
+    const size_t begin = std::min(words, chunk * t), end = std::min(words, begin + chunk);
+    // NOTE: eight independent sums over each 64-byte line: the loop vectorizes, and its
+    // additions are far cheaper than the line's transfer.
+    uint64_t acc[8] = {};
+    size_t i = begin;
+    for (; i + 8 <= end; i += 8)
+      for (int j = 0; j < 8; ++j) acc[j] += x[i + j];
+    for (; i < end; ++i) acc[0] += x[i];
+    uint64_t total = 0;
+    for (uint64_t a : acc) total += a;
+    sums[static_cast<size_t>(t)] = total;
+  };
   for (auto _ : state) {
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t)
-      pool.emplace_back([&, t] {
-        const size_t begin = std::min(words, chunk * t), end = std::min(words, begin + chunk);
-        // NOTE: eight independent sums over each 64-byte line: the loop vectorizes, and its
-        // additions are far cheaper than the line's transfer.
-        uint64_t acc[8] = {};
-        size_t i = begin;
-        for (; i + 8 <= end; i += 8)
-          for (int j = 0; j < 8; ++j) acc[j] += x[i + j];
-        for (; i < end; ++i) acc[0] += x[i];
-        uint64_t total = 0;
-        for (uint64_t a : acc) total += a;
-        sums[static_cast<size_t>(t)] = total;
-      });
-    for (std::thread& th : pool) th.join();
+    cores.run(read);
     benchmark::DoNotOptimize(sums.data());
   }
   state.counters["B/s"] = benchmark::Counter(8.0 * static_cast<double>(words), benchmark::Counter::kIsIterationInvariantRate);

@@ -26,6 +26,7 @@
 
 #include "fp8attn/fp8attn.h"
 #include "lib/quantize/hadamard_rotation.hpp"
+#include "tools/bench/every_core.hpp"
 #include "tools/common/host_tensor.hpp"
 
 namespace {
@@ -49,16 +50,14 @@ const std::vector<float>& input() {
 void BM_memcpy(benchmark::State& state) {
   const std::vector<float>& x = input();
   std::vector<float> y(x.size());
-  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const size_t chunk = (x.size() + threads - 1) / threads;
+  fp8attn::bench::EveryCore cores;  // threads started once (tools/bench/every_core.hpp)
+  const size_t chunk = (x.size() + cores.size() - 1) / cores.size();
+  auto copy = [&](int t) {
+    const size_t begin = std::min(x.size(), chunk * t), end = std::min(x.size(), begin + chunk);
+    std::memcpy(y.data() + begin, x.data() + begin, (end - begin) * sizeof(float));
+  };
   for (auto _ : state) {
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t)
-      pool.emplace_back([&, t] {
-        const size_t begin = std::min(x.size(), chunk * t), end = std::min(x.size(), begin + chunk);
-        std::memcpy(y.data() + begin, x.data() + begin, (end - begin) * sizeof(float));
-      });
-    for (std::thread& th : pool) th.join();
+    cores.run(copy);
     benchmark::DoNotOptimize(y.data());
   }
   state.counters["B/s"] = benchmark::Counter(8.0 * kElements, benchmark::Counter::kIsIterationInvariantRate);

@@ -10,7 +10,9 @@
 #define FP8ATTN_COMBINE_ISA_NAMESPACE FP8ATTN_CPU_ISA_PASTE(combine_, FP8ATTN_CPU_ISA_BUILD)
 #define FP8ATTN_COMBINE_ISA_NAME FP8ATTN_CPU_ISA_STRING(FP8ATTN_CPU_ISA_BUILD)
 
-#if defined(__SSE2__)
+#if defined(__AVX__)
+#include <immintrin.h>
+#elif defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
@@ -19,6 +21,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "kernels/numerics/bfloat16.hpp"
@@ -167,6 +170,82 @@ void add_part(const CombineParams& p, int64_t base, int64_t n, float weight, flo
   }
 }
 
+/// The widest vector of this build, in floats, and the sums of a row held in registers at a time.
+#if defined(__AVX512F__)
+// NOTE: GCC 12's AVX-512 intrinsics pass an undefined source (_mm512_undefined_*) to their
+// builtins, and -Wmaybe-uninitialized reports it wherever they are inlined (fixed in GCC 13).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+constexpr int kVecFloats = 16;
+using VecF = __m512;
+VecF load_vec(const float* x) { return _mm512_loadu_ps(x); }
+VecF load_vec(const uint16_t* x) {  // BF16: bf16_to_float's bits, x << 16
+  const __m512i words = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(words, 16));
+}
+VecF splat_vec(float x) { return _mm512_set1_ps(x); }
+#elif defined(__AVX2__)
+constexpr int kVecFloats = 8;
+using VecF = __m256;
+VecF load_vec(const float* x) { return _mm256_loadu_ps(x); }
+VecF load_vec(const uint16_t* x) {
+  const __m256i words = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(words, 16));
+}
+VecF splat_vec(float x) { return _mm256_set1_ps(x); }
+#elif defined(__SSE2__)
+constexpr int kVecFloats = 4;
+using VecF = __m128;
+VecF load_vec(const float* x) { return _mm_loadu_ps(x); }
+VecF load_vec(const uint16_t* x) {  // each word below a zero word: x << 16
+  const __m128i four = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(x));
+  return _mm_castsi128_ps(_mm_unpacklo_epi16(_mm_setzero_si128(), four));
+}
+VecF splat_vec(float x) { return _mm_set1_ps(x); }
+#endif
+#if defined(__SSE2__)
+constexpr int kMaxSumVecs = 8;
+
+/// out[e0, e0 + Vecs · kVecFloats) of row (t, h), every part's contiguous row added in registers.
+/// NOTE: the same operations per element as add_part (the part's weight times scale, that times
+/// O, added to the sum read as +0 for the first part, in part order), with the sums in registers
+/// instead of an L1 array: add_part's loads and stores of the sums for every part took more
+/// issue slots than the parts' own reads, which a merge of L3-resident parts waits on.
+template <int Vecs>
+void row_chunk_in_registers(const CombineParams& p, int64_t t, int64_t h, int64_t e0, const ItemWeights& iw,
+                            int64_t i, bool stream) {
+  using namespace sm90::combine;
+  VecF acc[Vecs];
+  bool first = true;
+  for (int32_t part = 0; part < p.num_parts; ++part) {
+    const float w = iw.w[part][i];
+    if (w == 0.0f) continue;
+    const float ws = arch::mul_rn(w, iw.f[i].scale);
+    const VecF wv = splat_vec(ws);
+    const int64_t base = partial_out_offset(p, part, t, h, e0);
+    VecF o[Vecs];
+    if (p.partial_out_bf16) {
+      const uint16_t* row = static_cast<const uint16_t*>(p.partial_out) + base;
+      for (int v = 0; v < Vecs; ++v) o[v] = load_vec(row + v * kVecFloats);
+    } else {
+      const float* row = static_cast<const float*>(p.partial_out) + base;
+      for (int v = 0; v < Vecs; ++v) o[v] = load_vec(row + v * kVecFloats);
+    }
+    if (first)
+      for (int v = 0; v < Vecs; ++v) acc[v] = VecF{} + wv * o[v];
+    else
+      for (int v = 0; v < Vecs; ++v) acc[v] = acc[v] + wv * o[v];
+    first = false;
+  }
+  alignas(64) float sums[Vecs * kVecFloats];
+  for (int v = 0; v < Vecs; ++v) {
+    if (first) acc[v] = VecF{};
+    std::memcpy(sums + v * kVecFloats, &acc[v], sizeof acc[v]);
+  }
+  store_chunk(p, t, h, e0, Vecs * kVecFloats, sums, iw.f[i].scale, stream);
+}
+
+#endif  // __SSE2__
+
 /// combine_rows row by row, for rows of a few parts.
 /// NOTE: row by row, the parts inner, a row's sums in L1; each part's row about kBytesAhead on is
 /// requested while this one is added, so every part is a stream kept ahead of its use (the
@@ -193,7 +272,27 @@ void combine_rows_by_row(const CombineParams& p, int64_t r0, int64_t rows, const
         for (int64_t b = 0; b < p.head_dim * elem; b += 64) __builtin_prefetch(ahead + b);
       }
     }
-    for (int64_t e0 = 0; e0 < p.head_dim; e0 += kChunk) {
+    int64_t e0 = 0;
+#if defined(__SSE2__)
+    if (step == 1) {
+      const int64_t i = r - r0;
+      for (; p.head_dim - e0 >= kMaxSumVecs * kVecFloats; e0 += kMaxSumVecs * kVecFloats)
+        row_chunk_in_registers<kMaxSumVecs>(p, t, h, e0, iw, i, stream);
+      if (p.head_dim - e0 >= 4 * kVecFloats) {
+        row_chunk_in_registers<4>(p, t, h, e0, iw, i, stream);
+        e0 += 4 * kVecFloats;
+      }
+      if (p.head_dim - e0 >= 2 * kVecFloats) {
+        row_chunk_in_registers<2>(p, t, h, e0, iw, i, stream);
+        e0 += 2 * kVecFloats;
+      }
+      if (p.head_dim - e0 >= kVecFloats) {
+        row_chunk_in_registers<1>(p, t, h, e0, iw, i, stream);
+        e0 += kVecFloats;
+      }
+    }
+#endif
+    for (; e0 < p.head_dim; e0 += kChunk) {
       const int64_t n = p.head_dim - e0 < kChunk ? p.head_dim - e0 : kChunk;
       alignas(64) float acc[kChunk];
       bool first = true;
