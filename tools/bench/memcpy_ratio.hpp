@@ -38,7 +38,8 @@ inline void run_parallel_memcpy(benchmark::State& state, double bytes_moved) {
     cores.run(copy);
     benchmark::DoNotOptimize(y.data());
   }
-  state.counters["B/s"] = benchmark::Counter(2.0 * static_cast<double>(bytes), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["B/s"] =
+      benchmark::Counter(2.0 * static_cast<double>(bytes), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 /// One iteration reads `bytes_moved` bytes (a sum of 64-byte lines, one thread per core) and
@@ -69,7 +70,8 @@ inline void run_parallel_read(benchmark::State& state, double bytes_moved) {
     cores.run(read);
     benchmark::DoNotOptimize(sums.data());
   }
-  state.counters["B/s"] = benchmark::Counter(8.0 * static_cast<double>(words), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["B/s"] =
+      benchmark::Counter(8.0 * static_cast<double>(words), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 /// Console output, then one row per BM_<op> run: its GB/s, its memcpy's and the ratio.

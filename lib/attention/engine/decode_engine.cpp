@@ -163,15 +163,19 @@ void decode_engine_forward(const AttentionConfig& c, const AttentionProblem& p, 
     m.heads = heads;
     m.head_dim = dv;
     const combine::CombineRowOps& merge = combine::combine_row_ops();
-    const int64_t rows = tokens * heads;
-    pool.parallel_for(ceil_div(rows, combine::kRowsPerItem), [&](int64_t item, int worker) {
-      const int64_t r0 = item * combine::kRowsPerItem, n = std::min(combine::kRowsPerItem, rows - r0);
+    // Items: (sequence, 16 of its rows), only the rows of tokens the sequence has (the tiles write
+    // no partial row for the others).
+    const int64_t per_seq = p.max_seqlen_q * heads, blocks_per_seq = ceil_div(per_seq, combine::kRowsPerItem);
+    pool.parallel_for(p.batch * blocks_per_seq, [&](int64_t item, int worker) {
+      const int64_t b = item / blocks_per_seq, first = item % blocks_per_seq * combine::kRowsPerItem;
+      const SeqSpan span = p.span(b);
+      const int64_t rows = span.seqlen_q * heads;
+      if (first >= rows) return;
+      const int64_t r0 = b * per_seq + first, n = std::min(combine::kRowsPerItem, rows - first);
       merge.combine_rows(m, r0, n, /*stream_out=*/false);
       for (int64_t r = r0; r < r0 + n; ++r) {
-        const int64_t b = r / heads / p.max_seqlen_q, token = r / heads % p.max_seqlen_q;
+        const int64_t token = (r - b * per_seq) / heads;
         const int h = static_cast<int>(r % heads);
-        const SeqSpan span = p.span(b);
-        if (token >= span.seqlen_q) continue;
         for (int64_t e = 0; e < dv; ++e)
           store_output(p, b, span.q_offset + token, h, static_cast<int>(e), merged_o[r * dv + e], telemetry[worker]);
         const float lse = merged_lse[r];

@@ -247,12 +247,13 @@ void row_chunk_in_registers(const CombineParams& p, int64_t t, int64_t h, int64_
 #endif  // __SSE2__
 
 /// combine_rows row by row, for rows of a few parts.
-/// NOTE: row by row, the parts inner, a row's sums in L1; each part's row about kBytesAhead on is
-/// requested while this one is added, so every part is a stream kept ahead of its use (the
-/// hardware prefetcher alone lost track of tens of parts, and runs of a few KiB per part, the
-/// earlier parts-outer order, ended before it ramped up). Only where the call's bytes exceed the
-/// cache (stream): from the L3 the hardware prefetcher keeps up, and the requests' own stalls took
-/// a sixth of a two-part merge.
+/// NOTE: row by row, the parts inner, a row's sums in registers (row_chunk_in_registers; in L1
+/// for a strided row and the columns past the last whole vector); each part's row about
+/// kBytesAhead on is requested while this one is added, so every part is a stream kept ahead of
+/// its use (the hardware prefetcher alone lost track of tens of parts, and runs of a few KiB per
+/// part, the earlier parts-outer order, ended before it ramped up). Only where the call's bytes
+/// exceed the cache (stream): from the L3 the hardware prefetcher keeps up, and the requests' own
+/// stalls took a sixth of a two-part merge.
 void combine_rows_by_row(const CombineParams& p, int64_t r0, int64_t rows, const ItemWeights& iw, bool stream) {
   using namespace sm90::combine;
   const int64_t elem = p.partial_out_bf16 ? 2 : 4;
