@@ -53,10 +53,12 @@ struct Buffers {
     for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) stride[i] = stride[i + 1] * shape[i + 1];
     const int64_t batch = c.packed ? static_cast<int64_t>(c.seqlens.size()) : c.batch;
     const int64_t groups = c.heads / (c.opts.head_group == 0 ? 1 : c.opts.head_group);
-    if (c.opts.granularity == FP8ATTN_QUANT_PER_TENSOR) descale_shape = {1};
-    if (c.opts.granularity == FP8ATTN_QUANT_PER_HEAD) descale_shape = {batch, groups};
+    // NOTE: whole vectors moved in, not initializer lists assigned: GCC 12 warns
+    // (-Wstringop-overflow) inside the copy an initializer-list assignment inlines.
+    if (c.opts.granularity == FP8ATTN_QUANT_PER_TENSOR) descale_shape = std::vector<int64_t>{1};
+    if (c.opts.granularity == FP8ATTN_QUANT_PER_HEAD) descale_shape = std::vector<int64_t>{batch, groups};
     if (c.opts.granularity == FP8ATTN_QUANT_PER_BLOCK)
-      descale_shape = {batch, groups, quant::testing::per_block_count(max_seqlen, c.opts)};
+      descale_shape = std::vector<int64_t>{batch, groups, quant::testing::per_block_count(max_seqlen, c.opts)};
     descale_count = 1;
     for (int64_t e : descale_shape) descale_count *= e;
   }
