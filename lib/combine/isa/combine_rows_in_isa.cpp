@@ -183,6 +183,24 @@ VecF load_vec(const uint16_t* x) {  // BF16: bf16_to_float's bits, x << 16
   return _mm512_castsi512_ps(_mm512_slli_epi32(words, 16));
 }
 VecF splat_vec(float x) { return _mm512_set1_ps(x); }
+/// 32 BF16 values as floats in two vectors, in the order of the words' unpacking: each 128-bit lane
+/// of `lo` holds words 0-3 of the same lane of the input, `hi` words 4-7.
+/// NOTE: one load and two unpacks per 32 values (each word below a zero word is its float) where
+/// load_vec takes two widening loads and two shifts; the sums keep this order, which
+/// natural_order_pair undoes once per row.
+void load_bf16_pair(const uint16_t* x, VecF& lo, VecF& hi) {
+  const __m512i words = _mm512_loadu_si512(x);
+  lo = _mm512_castsi512_ps(_mm512_unpacklo_epi16(_mm512_setzero_si512(), words));
+  hi = _mm512_castsi512_ps(_mm512_unpackhi_epi16(_mm512_setzero_si512(), words));
+}
+/// The inverse of load_bf16_pair's order: values 0-15 into `lo`, 16-31 into `hi`.
+void natural_order_pair(VecF& lo, VecF& hi) {
+  const __m512i first = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
+  const __m512i second = _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
+  const VecF a = _mm512_permutex2var_ps(lo, first, hi), b = _mm512_permutex2var_ps(lo, second, hi);
+  lo = a;
+  hi = b;
+}
 #elif defined(__AVX2__)
 constexpr int kVecFloats = 8;
 using VecF = __m256;
@@ -225,7 +243,14 @@ void row_chunk_in_registers(const CombineParams& p, int64_t t, int64_t h, int64_
     VecF o[Vecs];
     if (p.partial_out_bf16) {
       const uint16_t* row = static_cast<const uint16_t*>(p.partial_out) + base;
-      for (int v = 0; v < Vecs; ++v) o[v] = load_vec(row + v * kVecFloats);
+#if defined(__AVX512F__)
+      if constexpr (Vecs % 2 == 0) {
+        for (int v = 0; v < Vecs; v += 2) load_bf16_pair(row + v * kVecFloats, o[v], o[v + 1]);
+      } else
+#endif
+      {
+        for (int v = 0; v < Vecs; ++v) o[v] = load_vec(row + v * kVecFloats);
+      }
     } else {
       const float* row = static_cast<const float*>(p.partial_out) + base;
       for (int v = 0; v < Vecs; ++v) o[v] = load_vec(row + v * kVecFloats);
@@ -237,10 +262,14 @@ void row_chunk_in_registers(const CombineParams& p, int64_t t, int64_t h, int64_
     first = false;
   }
   alignas(64) float sums[Vecs * kVecFloats];
-  for (int v = 0; v < Vecs; ++v) {
+  for (int v = 0; v < Vecs; ++v)
     if (first) acc[v] = VecF{};
-    std::memcpy(sums + v * kVecFloats, &acc[v], sizeof acc[v]);
-  }
+#if defined(__AVX512F__)
+  if constexpr (Vecs % 2 == 0)
+    if (p.partial_out_bf16)
+      for (int v = 0; v < Vecs; v += 2) natural_order_pair(acc[v], acc[v + 1]);
+#endif
+  for (int v = 0; v < Vecs; ++v) std::memcpy(sums + v * kVecFloats, &acc[v], sizeof acc[v]);
   store_chunk(p, t, h, e0, Vecs * kVecFloats, sums, iw.f[i].scale, stream);
 }
 
