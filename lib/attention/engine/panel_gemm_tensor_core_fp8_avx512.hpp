@@ -57,6 +57,11 @@ inline constexpr int kMaxDepth = kTensorCoreFp8MaxDepth;  ///< the deepest produ
 inline constexpr int kRowPairs = kMaxDepth / 2;
 inline constexpr int8_t kNoExponent = -100;   ///< a zero input's exponent byte
 inline constexpr int kNoAddendBelow = -64;    ///< a byte E below this: every product was zero
+inline constexpr int kExponentBias = 127;     ///< FP32's: E is handled as its biased exponent field
+/// The least biased E an instruction works with: E's of no addend (every product and the
+/// accumulator zero) are raised to it, so that 2^(F − E) and 2^(E − F) stay normal floats (their
+/// sum is 0 whatever the unit; every real E is at least 2^−100, a field of 27).
+inline constexpr int kLeastField = 14;
 
 /// Whether the form applies to a rule, instruction depth and product depth: FP8 inputs, F ≤ 13
 /// (m_a · m_b · 2^(F − 6) fits a signed 16-bit lane), instructions of whole pairs of k.
@@ -204,8 +209,9 @@ struct Prepared {
 
 /// A's side of one row block of R rows: per group of four rows and k, 64 exponent bytes (row
 /// 4g + q's in lanes 16q..16q + 15, kNoExponent for rows past R), and per row and pair of k three
-/// dwords of two words (k even in the low word): m · 2^(F − 6), e, and 0xFFFE where the value is
-/// negative (the XOR that turns a ±1 word into ∓1).
+/// dwords of two words (k even in the low word): m · 2^(F − 6), e + kExponentBias (so that
+/// E's biased field minus it minus B's e is the shift d), and 0xFFFE where the value is negative
+/// (the XOR that turns a ±1 word into ∓1).
 template <int R>
 struct RowSide {
   static constexpr int kGroups = (R + 3) / 4;
@@ -243,7 +249,8 @@ struct RowSide {
           const __m512i m = _mm512_slli_epi32(parts.m, align_bits - 6);
           uint32_t* at = pairs + r * kRowPairs + k0 / 2;
           _mm256_store_si256(reinterpret_cast<__m256i*>(at), _mm512_cvtepi32_epi16(m));
-          _mm256_store_si256(reinterpret_cast<__m256i*>(at + 8 * kRowPairs), _mm512_cvtepi32_epi16(parts.e));
+          _mm256_store_si256(reinterpret_cast<__m256i*>(at + 8 * kRowPairs),
+                             _mm512_cvtepi32_epi16(_mm512_add_epi32(parts.e, _mm512_set1_epi32(kExponentBias))));
           _mm256_store_si256(reinterpret_cast<__m256i*>(at + 16 * kRowPairs), _mm512_cvtepi32_epi16(flip));
         }
         // The four rows' bytes interleaved, one dword per k, then each dword spread to 64 bytes.
@@ -289,9 +296,8 @@ __attribute__((always_inline)) inline bool panel_block(const float* a, int64_t l
                                                        const arch::MmaRule& rule) {
   constexpr int G = RowSide<R>::kGroups;
   // Pass 1: E of the products, as bytes.
-  alignas(64) int8_t e_bytes[G][64];
+  __m512i e8[G];
   {
-    __m512i e8[G];
 #pragma GCC unroll 2
     for (int g = 0; g < G; ++g) e8[g] = _mm512_set1_epi8(-128);
     const int8_t* b_exp = side.exp + (p * side.stride + k0) * kWidth;
@@ -310,29 +316,42 @@ __attribute__((always_inline)) inline bool panel_block(const float* a, int64_t l
 #pragma GCC unroll 2
       for (int g = 0; g < G; ++g) e8[g] = _mm512_max_epi8(e8[g], sum_at(g, k));
     }
-#pragma GCC unroll 2
-    for (int g = 0; g < G; ++g) _mm512_store_si512(e_bytes[g], e8[g]);
   }
-  // E per row and column; the sums start from the accumulator cut to a multiple of u, in units of u.
+  // E per row and column as FP32's biased exponent field, in integers; the sums start from the
+  // accumulator cut to a multiple of u, in units of u.
+  // NOTE: the field and not the float 2^E: E, 2^(F − E), u = 2^(E − F) and the words of the shift
+  // come from it by an add or a shift each (about 17 operations per row and instruction where the
+  // float form took 27, a sixth of pass 2's).
   __m512i sum[R], e_words[R];
   __m512 unit[R];
   __mmask16 bad = 0;
-  const __m512 emin_acc = _mm512_set1_ps(tensor_core_avx2::pow2(-126));
+  // Each dword's low byte (the field, below 256) copied to its upper word: E in both words.
+  const __m512i both_words =
+      _mm512_broadcast_i32x4(_mm_setr_epi8(0, -128, 0, -128, 4, -128, 4, -128, 8, -128, 8, -128, 12, -128, 12, -128));
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
-    const __m512i e32 = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(&e_bytes[r / 4][16 * (r % 4)])));
+    // NOTE: row r's bytes taken from the register: stored as 64 bytes and read back as 16, they
+    // waited for the store to complete (no store-to-load forwarding into part of a wide store).
+    const __m512i e32 = _mm512_cvtepi8_epi32(_mm512_extracti32x4_epi32(e8[r / 4], r % 4));
     const __mmask16 some = _mm512_cmpgt_epi32_mask(e32, _mm512_set1_epi32(kNoAddendBelow));
-    const __m512 e_products = _mm512_castsi512_ps(_mm512_maskz_slli_epi32(some, _mm512_add_epi32(e32, _mm512_set1_epi32(127)), 23));
+    const __m512i e_products = _mm512_maskz_add_epi32(some, e32, _mm512_set1_epi32(kExponentBias));
     const __m512 c = overwrite ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + r * ldacc);
-    const __m512 e = _mm512_max_ps(e_products, tensor_core_avx512::exponent_only(c, emin_acc));
-    bad |= tensor_core_avx512::out_of_range(e);
-    const __m512 inv = tensor_core_avx512::inverse_unit(e, rule.align_bits);
+    const __m512i c_bits = _mm512_castps_si512(c);
+    const __m512i c_field = _mm512_and_si512(_mm512_srli_epi32(c_bits, 23), _mm512_set1_epi32(0xFF));
+    // NOTE: the lanes the float form sent to rule_block: an accumulator at or above 2^100 (or inf,
+    // NaN), or a nonzero one below 2^−100 (subnormals too) where no product is nonzero.
+    const __mmask16 nonzero = _mm512_test_epi32_mask(c_bits, _mm512_set1_epi32(0x7FFFFFFF));
+    const __mmask16 high = _mm512_cmpgt_epi32_mask(c_field, _mm512_set1_epi32(kExponentBias + 99));
+    const __mmask16 low = _mm512_mask_cmplt_epi32_mask(static_cast<__mmask16>(~some), c_field,
+                                                       _mm512_set1_epi32(kExponentBias - 100));
+    bad |= nonzero & (high | low);
+    const __m512i field =
+        _mm512_max_epi32(_mm512_max_epi32(e_products, c_field), _mm512_set1_epi32(kLeastField));
+    const __m512 inv = _mm512_castsi512_ps(
+        _mm512_slli_epi32(_mm512_sub_epi32(_mm512_set1_epi32(2 * kExponentBias + rule.align_bits), field), 23));
     unit[r] = tensor_core_avx512::unit_of(inv);
     sum[r] = _mm512_cvttps_epi32(_mm512_mul_ps(c, inv));
-    // E as two words per column (the shift d = E − ea − eb per product); E = 0 (no addend) gives
-    // −127, and every m is then 0.
-    const __m512i e_int = _mm512_sub_epi32(_mm512_srli_epi32(_mm512_castps_si512(e), 23), _mm512_set1_epi32(127));
-    e_words[r] = pair_words(e_int, e_int);
+    e_words[r] = _mm512_shuffle_epi8(field, both_words);
   }
   if (bad != 0) {
     if (panel == nullptr) return false;  // B as codes only (build_e4m3): the caller decodes the floats
@@ -379,8 +398,8 @@ inline bool panel_rows(const float* a, int64_t lda, const float* panels, int64_t
   RowSide<R> rows{prepared.pattern, prepared.pairs};
   if (side.special || !rows.build(a, lda, depth_total, rule.emin_a, rule.align_bits)) return false;
   auto each_block = [&](auto non_negative, auto vnni) {
-    for (int p = 0; p < panels_count; ++p)
-      for (int k0 = 0; k0 < depth_total; k0 += mma_k) {
+    for (int k0 = 0; k0 < depth_total; k0 += mma_k)
+      for (int p = 0; p < panels_count; ++p) {
         const float* panel =
             panels == nullptr ? nullptr : panels + p * panel_stride + static_cast<int64_t>(k0) * kWidth;
         if (!panel_block<R, decltype(non_negative)::value, decltype(vnni)::value>(
