@@ -230,6 +230,32 @@ TEST_F(PanelGemm, NanAndInfinityInTheAccumulatorKeepTheirBits) {
   }
 }
 
+// Accumulators at the ends of the range the integer form takes (E from 2^-100 to below 2^100),
+// both with every product zero (rows of A all zero: E is the accumulator's alone) and beside
+// nonzero products: tiny normals and subnormals, which the scalar rule must take when no product
+// is nonzero, and values just inside and just outside each bound.
+TEST_F(PanelGemm, AccumulatorsAtTheEdgesOfTheRangeKeepTheirBits) {
+  const Case c{8, 2, 64, 32, false, kTensorCoreE4m3};
+  Operands o = draw(c, rng_);
+  for (int r = 0; r < 4; ++r)
+    for (int k = 0; k < c.depth; ++k) o.a[static_cast<size_t>(r) * o.lda + k] = (r + k) % 2 == 0 ? 0.0f : -0.0f;
+  const float edges[] = {0x1p-110f,       -0x1.8p-105f, 1e-40f,     -1e-45f,    0x1.fffffep-101f, 0x1p-100f,
+                         -0x1.234p-100f,  0x1.fffffep99f, -0x1p100f, 0x1.8p120f, 0x1p-126f,        -0x1.ffp-127f,
+                         0x1.002p-120f,   -0x1.0008p-115f, 0x1.fffp-114f, -0x1.3579p-125f};
+  // NOTE: the first panel's accumulators from the small ones only: one lane out of range sends its
+  // whole 8 × 16 block to the scalar rule, which would hide how the form treats the others.
+  std::uniform_int_distribution<int> pick(0, static_cast<int>(std::size(edges)) - 1);
+  for (int r = 0; r < c.rows; ++r)
+    for (int col = 0; col < c.panels * kPanelWidth; ++col) {
+      float x = edges[pick(rng_)];
+      while (col < kPanelWidth && std::fabs(x) > 0x1p-100f) x = edges[pick(rng_)];
+      o.acc[static_cast<size_t>(r) * o.ldacc + col] = x;
+    }
+  const std::vector<float> want = reference(c, o);
+  run_rows<8>(c, o);
+  expect_bits_equal(want, o.acc, "accumulators at the range's edges");
+}
+
 // The value sets the fast FP8 forms meet in the engine and at their edges: E5M2 inputs (their own
 // emin), attention-like operands (Gaussian Q and K; non-negative P, many of them tiny, against V),
 // and a NaN in one panel of B or an infinity in A, which send the whole call to the generic path.
