@@ -274,6 +274,21 @@ struct RowSide {
   }
 };
 
+/// 128-bit lane q of v. NOTE: a switch, so that each extraction has its immediate even where the
+/// row loop is not unrolled (the sanitizers' build).
+__attribute__((always_inline)) inline __m128i lane_of(__m512i v, int q) {
+  switch (q) {
+    case 0:
+      return _mm512_castsi512_si128(v);
+    case 1:
+      return _mm512_extracti32x4_epi32(v, 1);
+    case 2:
+      return _mm512_extracti32x4_epi32(v, 2);
+    default:
+      return _mm512_extracti32x4_epi32(v, 3);
+  }
+}
+
 /// acc += Σ t·s over word pairs: vpdpwssd with AVX512-VNNI (inline assembly: the x86-64-v4 build
 /// does not assume the extension; the caller checked the CPU), else vpmaddwd and an add.
 template <bool kVnni>
@@ -332,7 +347,7 @@ __attribute__((always_inline)) inline bool panel_block(const float* a, int64_t l
   for (int r = 0; r < R; ++r) {
     // NOTE: row r's bytes taken from the register: stored as 64 bytes and read back as 16, they
     // waited for the store to complete (no store-to-load forwarding into part of a wide store).
-    const __m512i e32 = _mm512_cvtepi8_epi32(_mm512_extracti32x4_epi32(e8[r / 4], r % 4));
+    const __m512i e32 = _mm512_cvtepi8_epi32(lane_of(e8[r / 4], r % 4));
     const __mmask16 some = _mm512_cmpgt_epi32_mask(e32, _mm512_set1_epi32(kNoAddendBelow));
     const __m512i e_products = _mm512_maskz_add_epi32(some, e32, _mm512_set1_epi32(kExponentBias));
     const __m512 c = overwrite ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + r * ldacc);
