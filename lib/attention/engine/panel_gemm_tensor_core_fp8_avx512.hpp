@@ -48,6 +48,8 @@
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// NOTE: GCC 12 flags its own intrinsics' `__Y = __Y` placeholders when they are inlined into a lambda.
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 namespace fp8attn::engine::tensor_core_fp8_avx512 {
 
@@ -301,14 +303,28 @@ __attribute__((always_inline)) inline __m512i dot_words(__m512i acc, __m512i t, 
   }
 }
 
+/// Where an instruction's accumulator comes from.
+enum class Acc {
+  kZero,     ///< +0 (the first instruction of an overwriting call)
+  kLoaded,   ///< the caller's values, or a chain that took rule_block: any FP32 value
+  kChained,  ///< the previous instruction's pass-2 output, which needs no range check (below)
+};
+// NOTE: why a chained accumulator needs no check. Inputs reach this form only with exponents
+// within ±40 (parts_of), so a product is below 2^82 and a call's at most 256 deep sum below 2^90;
+// the first instruction's accumulator was checked to be below 2^100, so every later one is below
+// 2^101, and a nonzero one is a multiple of u = 2^(E − F) with E at least a product's exponent or
+// the checked accumulator's: at least 2^−93. Fields within [34, 228], far inside the [14, 254]
+// where 2^(F − E), u and the sum's conversion are exact.
+
 /// One instruction (depth ≤ 32, from k0, even) of R rows against panel p: acc = mma_instruction(...).
 /// kNonNegativeA: no A value of the row block has its sign bit set. Returns false, having written
-/// nothing, where the instruction needs the scalar rule and `panel` (B's floats) is null.
-template <int R, bool kNonNegativeA, bool kVnni>
+/// nothing, where the instruction needs the scalar rule and `panel` (B's floats) is null; sets
+/// *scalar where it took the scalar rule.
+template <int R, bool kNonNegativeA, bool kVnni, Acc kAcc>
 __attribute__((always_inline)) inline bool panel_block(const float* a, int64_t lda, const RowSide<R>& rows,
                                                        const PanelSide& side, int p, const float* panel, int k0,
-                                                       int depth, float* acc, int64_t ldacc, bool overwrite,
-                                                       const arch::MmaRule& rule) {
+                                                       int depth, float* acc, int64_t ldacc,
+                                                       const arch::MmaRule& rule, bool* scalar) {
   constexpr int G = RowSide<R>::kGroups;
   // Pass 1: E of the products, as bytes.
   __m512i e8[G];
@@ -350,27 +366,34 @@ __attribute__((always_inline)) inline bool panel_block(const float* a, int64_t l
     const __m512i e32 = _mm512_cvtepi8_epi32(lane_of(e8[r / 4], r % 4));
     const __mmask16 some = _mm512_cmpgt_epi32_mask(e32, _mm512_set1_epi32(kNoAddendBelow));
     const __m512i e_products = _mm512_maskz_add_epi32(some, e32, _mm512_set1_epi32(kExponentBias));
-    const __m512 c = overwrite ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + r * ldacc);
-    const __m512i c_bits = _mm512_castps_si512(c);
-    const __m512i c_field = _mm512_and_si512(_mm512_srli_epi32(c_bits, 23), _mm512_set1_epi32(0xFF));
-    // NOTE: the lanes the float form sent to rule_block: an accumulator at or above 2^100 (or inf,
-    // NaN), or a nonzero one below 2^−100 (subnormals too) where no product is nonzero.
-    const __mmask16 nonzero = _mm512_test_epi32_mask(c_bits, _mm512_set1_epi32(0x7FFFFFFF));
-    const __mmask16 high = _mm512_cmpgt_epi32_mask(c_field, _mm512_set1_epi32(kExponentBias + 99));
-    const __mmask16 low = _mm512_mask_cmplt_epi32_mask(static_cast<__mmask16>(~some), c_field,
-                                                       _mm512_set1_epi32(kExponentBias - 100));
-    bad |= nonzero & (high | low);
-    const __m512i field =
-        _mm512_max_epi32(_mm512_max_epi32(e_products, c_field), _mm512_set1_epi32(kLeastField));
+    __m512i field = _mm512_max_epi32(e_products, _mm512_set1_epi32(kLeastField));
+    __m512 c = _mm512_setzero_ps();
+    if constexpr (kAcc != Acc::kZero) {
+      c = _mm512_loadu_ps(acc + r * ldacc);
+      const __m512i c_bits = _mm512_castps_si512(c);
+      const __m512i c_field = _mm512_and_si512(_mm512_srli_epi32(c_bits, 23), _mm512_set1_epi32(0xFF));
+      field = _mm512_max_epi32(field, c_field);
+      // NOTE: the lanes the float form sent to rule_block: an accumulator at or above 2^100 (or
+      // inf, NaN), or a nonzero one below 2^−100 (subnormals too) where no product is nonzero. A
+      // chained accumulator is neither (Acc::kChained), so only the caller's values are checked.
+      if constexpr (kAcc == Acc::kLoaded) {
+        const __mmask16 nonzero = _mm512_test_epi32_mask(c_bits, _mm512_set1_epi32(0x7FFFFFFF));
+        const __mmask16 high = _mm512_cmpgt_epi32_mask(c_field, _mm512_set1_epi32(kExponentBias + 99));
+        const __mmask16 low = _mm512_mask_cmplt_epi32_mask(static_cast<__mmask16>(~some), c_field,
+                                                           _mm512_set1_epi32(kExponentBias - 100));
+        bad |= nonzero & (high | low);
+      }
+    }
     const __m512 inv = _mm512_castsi512_ps(
         _mm512_slli_epi32(_mm512_sub_epi32(_mm512_set1_epi32(2 * kExponentBias + rule.align_bits), field), 23));
     unit[r] = tensor_core_avx512::unit_of(inv);
-    sum[r] = _mm512_cvttps_epi32(_mm512_mul_ps(c, inv));
+    sum[r] = kAcc == Acc::kZero ? _mm512_setzero_si512() : _mm512_cvttps_epi32(_mm512_mul_ps(c, inv));
     e_words[r] = _mm512_shuffle_epi8(field, both_words);
   }
   if (bad != 0) {
     if (panel == nullptr) return false;  // B as codes only (build_e4m3): the caller decodes the floats
-    rule_block<R, kWidth, float>(a + k0, lda, panel, kWidth, 0, depth, acc, ldacc, overwrite, rule);
+    rule_block<R, kWidth, float>(a + k0, lda, panel, kWidth, 0, depth, acc, ldacc, false, rule);
+    *scalar = true;
     return true;
   }
   // Pass 2: per pair of k, the cut products of 32 word lanes into the int32 sums.
@@ -412,16 +435,28 @@ inline bool panel_rows(const float* a, int64_t lda, const float* panels, int64_t
   const PanelSide& side = prepared.side;
   RowSide<R> rows{prepared.pattern, prepared.pairs};
   if (side.special || !rows.build(a, lda, depth_total, rule.emin_a, rule.align_bits)) return false;
+  // NOTE: an instruction whose accumulator is the previous one's pass-2 output skips the
+  // accumulator's range checks (Acc::kChained); once any block took the scalar rule, every later
+  // instruction checks its accumulator.
+  bool scalar = false;
   auto each_block = [&](auto non_negative, auto vnni) {
-    for (int k0 = 0; k0 < depth_total; k0 += mma_k)
-      for (int p = 0; p < panels_count; ++p) {
+    constexpr bool kNonNegative = decltype(non_negative)::value, kV = decltype(vnni)::value;
+    for (int k0 = 0; k0 < depth_total; k0 += mma_k) {
+      const int depth = k0 + mma_k <= depth_total ? mma_k : depth_total - k0;
+      auto block = [&]<Acc kAcc>(int p) {
         const float* panel =
             panels == nullptr ? nullptr : panels + p * panel_stride + static_cast<int64_t>(k0) * kWidth;
-        if (!panel_block<R, decltype(non_negative)::value, decltype(vnni)::value>(
-                a, lda, rows, side, p, panel, k0, k0 + mma_k <= depth_total ? mma_k : depth_total - k0,
-                acc + p * kWidth, ldacc, overwrite && k0 == 0, rule))
-          return false;
+        return panel_block<R, kNonNegative, kV, kAcc>(a, lda, rows, side, p, panel, k0, depth, acc + p * kWidth,
+                                                       ldacc, rule, &scalar);
+      };
+      for (int p = 0; p < panels_count; ++p) {
+        const bool ok = k0 == 0   ? (overwrite ? block.template operator()<Acc::kZero>(p)
+                                               : block.template operator()<Acc::kLoaded>(p))
+                        : scalar ? block.template operator()<Acc::kLoaded>(p)
+                                 : block.template operator()<Acc::kChained>(p);
+        if (!ok) return false;
       }
+    }
     return true;
   };
   if (prepared.vnni)
