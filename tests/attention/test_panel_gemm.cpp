@@ -256,6 +256,34 @@ TEST_F(PanelGemm, AccumulatorsAtTheEdgesOfTheRangeKeepTheirBits) {
   expect_bits_equal(want, o.acc, "accumulators at the range's edges");
 }
 
+// Rows of A all ±0 beside large values of B (2^31 to 2^40, each with at most three fraction bits),
+// over small nonzero accumulators: every product is zero, so each result is its accumulator cut at
+// its own exponent. A ±0 input's exponent byte plus a large one must still read as no addend, or
+// E comes out near −60 and the accumulator is cut to that unit; such a B leaves the integer form.
+TEST_F(PanelGemm, ZeroProductsBesideLargeInputsKeepTheAccumulator) {
+  const Case c{8, 2, 64, 32, false, kTensorCoreE4m3};
+  Operands o = draw(c, rng_);
+  for (int r = 0; r < c.rows; ++r)
+    for (int k = 0; k < c.depth; ++k) o.a[static_cast<size_t>(r) * o.lda + k] = (r + k) % 3 == 0 ? -0.0f : 0.0f;
+  std::uniform_int_distribution<int> exponent(31, 40), mantissa(8, 15);
+  for (int p = 0; p < c.panels; ++p)
+    for (int k = 0; k < c.depth; ++k)
+      for (int j = 0; j < kPanelWidth; ++j) {
+        const float x = std::ldexp(static_cast<float>(mantissa(rng_)), exponent(rng_) - 3) * (j % 2 ? -1.0f : 1.0f);
+        o.b[static_cast<size_t>(k) * o.ldb + p * kPanelWidth + j] = x;
+        o.panels[(static_cast<size_t>(p) * o.depth_cap + k) * kPanelWidth + j] = x;
+      }
+  std::uniform_int_distribution<int> small(-99, -70);
+  for (auto& x : o.acc) {
+    do x = std::ldexp(random_e4m3(rng_), small(rng_));
+    while (x == 0.0f);
+  }
+  const std::vector<float> want = reference(c, o);
+  for (size_t i = 0; i < want.size(); ++i) ASSERT_NE(want[i], 0.0f) << "a drawn accumulator is 0";
+  run_rows<8>(c, o);
+  expect_bits_equal(want, o.acc, "zero products beside large inputs");
+}
+
 // The value sets the fast FP8 forms meet in the engine and at their edges: E5M2 inputs (their own
 // emin), attention-like operands (Gaussian Q and K; non-negative P, many of them tiny, against V),
 // and a NaN in one panel of B or an infinity in A, which send the whole call to the generic path.

@@ -24,14 +24,14 @@ inline constexpr int kTensorCoreFp8MaxDepth = 256;
 /// Bytes of the regions, without the 64 bytes that align the base; the larger of two layouts,
 /// one per form that prepares operands:
 ///  - the tensor core's FP8 addition: B's exponent bytes [panel][stride][16] and words
-///    [panel][stride / 2][3][32]; one row block's A patterns [2 groups][stride][64] and pairs
+///    [panel][stride / 2][3][32]; one row block's A exponent bytes [8][stride] and pairs
 ///    [3][8][kTensorCoreFp8MaxDepth / 2], 4 bytes each;
 ///  - the FP32 accumulation on vdpbf16ps: B's pairs [panel][depth / 2][16] and one row block's
 ///    A pairs [8][kBf16PairsMaxDepth / 2], 4 bytes each.
 inline constexpr size_t panel_scratch_regions_bytes(int panels_count, int depth_total) {
   const size_t stride = static_cast<size_t>(panel_scratch_stride(depth_total)), panels = static_cast<size_t>(panels_count);
   const size_t tensor_core = round_up_64(panels * stride * 16) + round_up_64(panels * (stride / 2) * 3 * 64) +
-                             round_up_64(2 * stride * 64) + round_up_64(3 * 8 * (kTensorCoreFp8MaxDepth / 2) * 4);
+                             round_up_64(8 * stride) + round_up_64(3 * 8 * (kTensorCoreFp8MaxDepth / 2) * 4);
   const size_t pairs = static_cast<size_t>(depth_total + 1) / 2;
   const size_t bf16 = round_up_64(panels * pairs * 16 * 4) + round_up_64(8 * (kBf16PairsMaxDepth / 2) * 4);
   return tensor_core > bf16 ? tensor_core : bf16;

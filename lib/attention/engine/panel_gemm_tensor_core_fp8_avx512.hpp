@@ -4,10 +4,11 @@
 // panel_gemm_tensor_core_avx512.hpp's 16-lane form (which keeps BF16 inputs and is the fallback
 // here), element by element.
 //
-//  1. E on bytes, 64 lanes per operation: a product's exponent is ea + eb, so E of four rows × 16
-//     columns is one saturating byte add and one byte max per k (A's exponents replicated 16 times
-//     per row, B's 16 exponents repeated for the four rows). B's bytes are made once per
-//     panel_gemm call (PanelSide), A's once per row block (RowSide).
+//  1. E on bytes, 64 lanes per operation: a product's exponent is ea + eb, so E of one row × 16
+//     columns × a quad of four k is one saturating byte add and one byte max per quad (A's four
+//     exponent bytes broadcast as a dword, B's stored column by column within the quad), and
+//     two shifts and maxima per row end it. B's bytes are made once per panel_gemm call
+//     (PanelSide), A's once per row block (RowSide).
 //  2. Each FP8 value is m · 2^(e − 3) with e its exponent (at least the format's emin) and m an
 //     integer below 16 (E5M2's too: its m is even). A product in units of u is then
 //     m_a · m_b · 2^(F − 6) / 2^d with d = E − ea − eb ≥ 0, and its cut toward zero is the
@@ -29,7 +30,7 @@
 // products per second.
 // NOTE: lanes whose E is out of the vector range (an infinite or NaN accumulator, E ≥ 2^100, or an
 // accumulator alone below 2^−100) take rule_block for the block, as in the other vector forms; an
-// A or B holding NaN, ±inf, a value no FP8 format has (exponent beyond ±40, or more than three
+// A or B holding NaN, ±inf, a value no FP8 format has (exponent beyond ±30, or more than three
 // fraction bits) takes panel_gemm_tensor_core_avx512.hpp's block for the row block (A) or the
 // whole call (B).
 #pragma once
@@ -59,6 +60,7 @@ inline constexpr int kMaxDepth = kTensorCoreFp8MaxDepth;  ///< the deepest produ
 inline constexpr int kRowPairs = kMaxDepth / 2;
 inline constexpr int8_t kNoExponent = -100;   ///< a zero input's exponent byte
 inline constexpr int kNoAddendBelow = -64;    ///< a byte E below this: every product was zero
+inline constexpr int kMaxExponent = 30;       ///< the largest input exponent the form takes
 inline constexpr int kExponentBias = 127;     ///< FP32's: E is handled as its biased exponent field
 /// The least biased E an instruction works with: E's of no addend (every product and the
 /// accumulator zero) are raised to it, so that 2^(F − E) and 2^(E − F) stay normal floats (their
@@ -79,7 +81,7 @@ struct Parts {
   __mmask16 nonzero;  ///< the lanes not ±0
 };
 
-/// The parts of 16 FP8 values; `special` gets the lanes holding NaN, ±inf, an exponent beyond ±40
+/// The parts of 16 FP8 values; `special` gets the lanes holding NaN, ±inf, an exponent beyond ±30
 /// or a value with more than three fraction bits at its exponent (no FP8 format's value).
 __attribute__((always_inline)) inline Parts parts_of(__m512 x, int32_t emin, __mmask16* special) {
   const __m512i bits = _mm512_castps_si512(x);
@@ -87,8 +89,10 @@ __attribute__((always_inline)) inline Parts parts_of(__m512 x, int32_t emin, __m
   const __m512i biased = _mm512_and_si512(_mm512_srli_epi32(bits, 23), _mm512_set1_epi32(0xFF));
   const __m512i e_raw = _mm512_sub_epi32(biased, _mm512_set1_epi32(127));
   const __m512i e = _mm512_max_epi32(e_raw, _mm512_set1_epi32(emin));
-  __mmask16 bad = nonzero & (_mm512_cmpgt_epi32_mask(e_raw, _mm512_set1_epi32(40)) |
-                             _mm512_cmplt_epi32_mask(e_raw, _mm512_set1_epi32(-40)));
+  // NOTE: ±30 holds every FP8 format's exponents (E5M2's: −16 to 15) and keeps a sum beside a ±0
+  // input (kNoExponent + 30) below kNoAddendBelow, where every real sum (ea, eb ≥ emin) is above.
+  __mmask16 bad = nonzero & (_mm512_cmpgt_epi32_mask(e_raw, _mm512_set1_epi32(kMaxExponent)) |
+                             _mm512_cmplt_epi32_mask(e_raw, _mm512_set1_epi32(-kMaxExponent)));
   // NOTE: 2^(3 − e) from its bits, e ≤ 128 (a NaN's or inf's); exact for an FP8 value, and a
   // NaN, inf or extra fraction bit shows in the round trip.
   const __m512 scale = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_sub_epi32(_mm512_set1_epi32(130), e), 23));
@@ -109,6 +113,15 @@ __attribute__((always_inline)) inline __m512i pair_words(__m512i lo, __m512i hi)
   return _mm512_or_si512(_mm512_and_si512(lo, _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(hi, 16));
 }
 
+/// Four depths' 16 exponent bytes as one quad: column c's bytes at 4c .. 4c + 3, depth order.
+__attribute__((always_inline)) inline __m512i quad_bytes(__m128i x0, __m128i x1, __m128i x2, __m128i x3) {
+  const __m128i lo01 = _mm_unpacklo_epi8(x0, x1), hi01 = _mm_unpackhi_epi8(x0, x1);
+  const __m128i lo23 = _mm_unpacklo_epi8(x2, x3), hi23 = _mm_unpackhi_epi8(x2, x3);
+  const __m256i lo = _mm256_set_m128i(_mm_unpackhi_epi16(lo01, lo23), _mm_unpacklo_epi16(lo01, lo23));
+  const __m256i hi = _mm256_set_m128i(_mm_unpackhi_epi16(hi01, hi23), _mm_unpacklo_epi16(hi01, hi23));
+  return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
 /// B's side of a panel_gemm call, per panel: per k the 16 columns' exponent bytes (pass 1), and
 /// per pair of k three vectors of 32 words (two per column, k even first): m, e and the sign as
 /// ±1. Rows past depth_total are ±0.
@@ -118,10 +131,17 @@ struct PanelSide {
   int64_t stride = 0;
   bool special = false;       ///< a panel holds a value the form does not take
 
-  /// Panel p's depths k and k + 1 (k even): their exponent bytes and their pair of words.
+  /// Panel p's depths k .. k + 3 (k a multiple of 4): their exponent bytes, column c's four at
+  /// bytes 4c .. 4c + 3 of the quad's 64, and their two pairs of words.
+  __attribute__((always_inline)) inline void store_quad(int p, int k, const Parts (&q)[4]) {
+    _mm512_store_si512(exp + (p * stride + k) * kWidth,
+                       quad_bytes(exponent_bytes(q[0]), exponent_bytes(q[1]), exponent_bytes(q[2]), exponent_bytes(q[3])));
+    store_pair(p, k, q[0], q[1]);
+    store_pair(p, k + 2, q[2], q[3]);
+  }
+
+  /// Panel p's pair of words for depths k and k + 1 (k even).
   __attribute__((always_inline)) inline void store_pair(int p, int k, const Parts& p0, const Parts& p1) {
-    _mm_store_si128(reinterpret_cast<__m128i*>(exp + (p * stride + k) * kWidth), exponent_bytes(p0));
-    _mm_store_si128(reinterpret_cast<__m128i*>(exp + (p * stride + k + 1) * kWidth), exponent_bytes(p1));
     int16_t* w = words + (p * (stride / 2) + k / 2) * 96;
     _mm512_store_si512(w, pair_words(p0.m, p1.m));
     _mm512_store_si512(w + 32, pair_words(p0.e, p1.e));
@@ -133,12 +153,13 @@ struct PanelSide {
     stride = panel_scratch_stride(depth_total);
     __mmask16 bad = 0;
     for (int p = 0; p < panels_count; ++p)
-      for (int k = 0; k < depth_total; k += 2) {
+      for (int k = 0; k < depth_total; k += 4) {
         const float* row = panels + p * panel_stride + static_cast<int64_t>(k) * kWidth;
-        const __m512 x0 = _mm512_loadu_ps(row);
-        const __m512 x1 = k + 1 < depth_total ? _mm512_loadu_ps(row + kWidth) : _mm512_setzero_ps();
-        const Parts p0 = parts_of(x0, emin_b, &bad), p1 = parts_of(x1, emin_b, &bad);
-        store_pair(p, k, p0, p1);
+        Parts q[4];
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; ++i)
+          q[i] = parts_of(k + i < depth_total ? _mm512_loadu_ps(row + i * kWidth) : _mm512_setzero_ps(), emin_b, &bad);
+        store_quad(p, k, q);
       }
     special = bad != 0;
   }
@@ -162,13 +183,14 @@ struct PanelSide {
       return parts;
     };
     for (int p = 0; p < panels_count; ++p)
-      for (int k = 0; k < depth_total; k += 2) {
+      for (int k = 0; k < depth_total; k += 4) {
         const uint8_t* row = codes + (static_cast<int64_t>(p) * depth_total + k) * kWidth;
-        const __m128i c0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row));
-        const __m128i c1 = k + 1 < depth_total ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + kWidth))
-                                               : _mm_setzero_si128();
-        const Parts p0 = parts_of_codes(c0), p1 = parts_of_codes(c1);
-        store_pair(p, k, p0, p1);
+        Parts q[4];
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; ++i)
+          q[i] = parts_of_codes(k + i < depth_total ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + i * kWidth))
+                                                    : _mm_setzero_si128());
+        store_quad(p, k, q);
       }
     special = false;
   }
@@ -177,7 +199,7 @@ struct PanelSide {
 /// Where panel_gemm keeps B's side and one row block's A side (panel_gemm_scratch.hpp's regions).
 struct Prepared {
   PanelSide side;
-  int8_t* pattern = nullptr;  ///< [group][stride][64]
+  int8_t* row_exp = nullptr;  ///< [row][stride]: A's exponent bytes
   uint32_t* pairs = nullptr;  ///< [3][row][kRowPairs]: A's m · 2^(F − 6), e and sign flip per pair
   bool vnni = false;          ///< the CPU has AVX512-VNNI: the dot of the words in one instruction
 
@@ -202,7 +224,7 @@ struct Prepared {
     };
     side.exp = static_cast<int8_t*>(take(count * stride * kWidth));
     side.words = static_cast<int16_t*>(take(count * (stride / 2) * 3 * 64));
-    pattern = static_cast<int8_t*>(take(2 * stride * 64));
+    row_exp = static_cast<int8_t*>(take(8 * stride));
     pairs = static_cast<uint32_t*>(take(3 * 8 * kRowPairs * 4));
     vnni = has_vnni;
     return true;
@@ -216,8 +238,7 @@ struct Prepared {
 /// (the XOR that turns a ±1 word into ∓1).
 template <int R>
 struct RowSide {
-  static constexpr int kGroups = (R + 3) / 4;
-  int8_t* pattern;    ///< [group][stride][64]
+  int8_t* row_exp;    ///< [row][stride]: exponent bytes, kNoExponent for ±0 and past depth_total
   uint32_t* pairs;    ///< [3][row][kRowPairs]
   int64_t stride = 0;
   bool any_negative = false;  ///< some A value has its sign bit set
@@ -225,24 +246,16 @@ struct RowSide {
   /// Returns false when A holds a value the form does not take.
   bool build(const float* a, int64_t lda, int depth_total, int32_t emin_a, int align_bits) {
     stride = panel_scratch_stride(depth_total);
-    alignas(64) int8_t row_exp[4][16];
     __mmask16 bad = 0;
     __mmask16 negative = 0;
-    const __m512i spread = _mm512_set_epi64(0x0303030303030303, 0x0303030303030303, 0x0202020202020202,
-                                            0x0202020202020202, 0x0101010101010101, 0x0101010101010101, 0, 0);
-    for (int g = 0; g < kGroups; ++g)
+    for (int r = 0; r < R; ++r)
       for (int k0 = 0; k0 < depth_total; k0 += kWidth) {
         const int len = depth_total - k0 < kWidth ? depth_total - k0 : kWidth;
         const __mmask16 live = static_cast<__mmask16>((1u << len) - 1u);
-        for (int q = 0; q < 4; ++q) {
-          const int r = 4 * g + q;
-          if (r >= R) {
-            _mm_store_si128(reinterpret_cast<__m128i*>(row_exp[q]), _mm_set1_epi8(kNoExponent));
-            continue;
-          }
+        {
           const __m512 x = _mm512_maskz_loadu_ps(live, a + r * lda + k0);
           const Parts parts = parts_of(x, emin_a, &bad);
-          _mm_store_si128(reinterpret_cast<__m128i*>(row_exp[q]), exponent_bytes(parts));
+          _mm_store_si128(reinterpret_cast<__m128i*>(row_exp + r * stride + k0), exponent_bytes(parts));
           // The pairs: 16 lanes (k0 .. k0 + 15) narrowed to words, word 2j + i = k0 + 2j + i,
           // i.e. 8 dwords of two k each.
           const __m512i flip =
@@ -255,21 +268,6 @@ struct RowSide {
                              _mm512_cvtepi32_epi16(_mm512_add_epi32(parts.e, _mm512_set1_epi32(kExponentBias))));
           _mm256_store_si256(reinterpret_cast<__m256i*>(at + 16 * kRowPairs), _mm512_cvtepi32_epi16(flip));
         }
-        // The four rows' bytes interleaved, one dword per k, then each dword spread to 64 bytes.
-        const __m128i x0 = _mm_load_si128(reinterpret_cast<const __m128i*>(row_exp[0]));
-        const __m128i x1 = _mm_load_si128(reinterpret_cast<const __m128i*>(row_exp[1]));
-        const __m128i x2 = _mm_load_si128(reinterpret_cast<const __m128i*>(row_exp[2]));
-        const __m128i x3 = _mm_load_si128(reinterpret_cast<const __m128i*>(row_exp[3]));
-        const __m128i lo01 = _mm_unpacklo_epi8(x0, x1), hi01 = _mm_unpackhi_epi8(x0, x1);
-        const __m128i lo23 = _mm_unpacklo_epi8(x2, x3), hi23 = _mm_unpackhi_epi8(x2, x3);
-        alignas(64) int32_t four[16];
-        _mm_store_si128(reinterpret_cast<__m128i*>(four), _mm_unpacklo_epi16(lo01, lo23));
-        _mm_store_si128(reinterpret_cast<__m128i*>(four + 4), _mm_unpackhi_epi16(lo01, lo23));
-        _mm_store_si128(reinterpret_cast<__m128i*>(four + 8), _mm_unpacklo_epi16(hi01, hi23));
-        _mm_store_si128(reinterpret_cast<__m128i*>(four + 12), _mm_unpackhi_epi16(hi01, hi23));
-        for (int k = 0; k < len; ++k)
-          _mm512_store_si512(pattern + (g * stride + k0 + k) * 64,
-                             _mm512_shuffle_epi8(_mm512_set1_epi32(four[k]), spread));
       }
     any_negative = negative != 0;
     return bad == 0;
@@ -310,11 +308,12 @@ enum class Acc {
   kChained,  ///< the previous instruction's pass-2 output, which needs no range check (below)
 };
 // NOTE: why a chained accumulator needs no check. Inputs reach this form only with exponents
-// within ±40 (parts_of), so a product is below 2^82 and a call's at most 256 deep sum below 2^90;
-// the first instruction's accumulator was checked to be below 2^100, so every later one is below
-// 2^101, and a nonzero one is a multiple of u = 2^(E − F) with E at least a product's exponent or
-// the checked accumulator's: at least 2^−93. Fields within [34, 228], far inside the [14, 254]
-// where 2^(F − E), u and the sum's conversion are exact.
+// from their format's emin to 30 (parts_of), so a product is below 2^62 and a call's at most 256
+// deep sum below 2^70; the first instruction's accumulator was checked to be below 2^100, so every
+// later one is below 2^101; a nonzero one is at least 2^−100: a multiple of u = 2^(E − F) with E a
+// product's exponent (−28 or more), or the checked accumulator alone, cut at its own exponent.
+// Fields within [27, 228], inside the [14, 254] where 2^(F − E), u and the sum's conversion are
+// exact.
 
 /// One instruction (depth ≤ 32, from k0, even) of R rows against panel p: acc = mma_instruction(...).
 /// kNonNegativeA: no A value of the row block has its sign bit set. Returns false, having written
@@ -325,27 +324,30 @@ __attribute__((always_inline)) inline bool panel_block(const float* a, int64_t l
                                                        const PanelSide& side, int p, const float* panel, int k0,
                                                        int depth, float* acc, int64_t ldacc,
                                                        const arch::MmaRule& rule, bool* scalar) {
-  constexpr int G = RowSide<R>::kGroups;
-  // Pass 1: E of the products, as bytes.
-  __m512i e8[G];
+  // Pass 1: E of the products, as bytes: per row, lanes 4c .. 4c + 3 hold column c's maximum
+  // over the depths of each quad position, A's four exponent bytes of a quad broadcast as a dword.
+  __m512i e8[R];
   {
-#pragma GCC unroll 2
-    for (int g = 0; g < G; ++g) e8[g] = _mm512_set1_epi8(-128);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) e8[r] = _mm512_set1_epi8(-128);
     const int8_t* b_exp = side.exp + (p * side.stride + k0) * kWidth;
-    auto sum_at = [&](int g, int k) {
-      const __m512i eb = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b_exp + k * kWidth)));
-      return _mm512_adds_epi8(_mm512_loadu_si512(rows.pattern + (g * rows.stride + k0 + k) * 64), eb);
+    const int8_t* a_exp = rows.row_exp + k0;
+    auto sum_at = [&](int r, int j) {
+      int32_t a4;
+      std::memcpy(&a4, a_exp + r * rows.stride + 4 * j, 4);
+      return _mm512_adds_epi8(_mm512_load_si512(b_exp + j * 64), _mm512_set1_epi32(a4));
     };
-    // NOTE: two k per step, their sums' max first: with one, GCC 12 copied each group's maximum
-    // to another register every k (two more µops per k on the vector ports).
-    int k = 0;
-    for (; k + 2 <= depth; k += 2) {
-#pragma GCC unroll 2
-      for (int g = 0; g < G; ++g) e8[g] = _mm512_max_epi8(e8[g], _mm512_max_epi8(sum_at(g, k), sum_at(g, k + 1)));
+    // NOTE: two quads per step, their sums' max first: with one, GCC 12 copied each row's maximum
+    // to another register every step.
+    const int quads = (depth + 3) / 4;
+    int j = 0;
+    for (; j + 2 <= quads; j += 2) {
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) e8[r] = _mm512_max_epi8(e8[r], _mm512_max_epi8(sum_at(r, j), sum_at(r, j + 1)));
     }
-    if (k < depth) {
-#pragma GCC unroll 2
-      for (int g = 0; g < G; ++g) e8[g] = _mm512_max_epi8(e8[g], sum_at(g, k));
+    if (j < quads) {
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) e8[r] = _mm512_max_epi8(e8[r], sum_at(r, j));
     }
   }
   // E per row and column as FP32's biased exponent field, in integers; the sums start from the
@@ -363,7 +365,9 @@ __attribute__((always_inline)) inline bool panel_block(const float* a, int64_t l
   for (int r = 0; r < R; ++r) {
     // NOTE: row r's bytes taken from the register: stored as 64 bytes and read back as 16, they
     // waited for the store to complete (no store-to-load forwarding into part of a wide store).
-    const __m512i e32 = _mm512_cvtepi8_epi32(lane_of(e8[r / 4], r % 4));
+    __m512i e4 = _mm512_max_epi8(e8[r], _mm512_srli_epi32(e8[r], 16));
+    e4 = _mm512_max_epi8(e4, _mm512_srli_epi32(e4, 8));
+    const __m512i e32 = _mm512_srai_epi32(_mm512_slli_epi32(e4, 24), 24);
     const __mmask16 some = _mm512_cmpgt_epi32_mask(e32, _mm512_set1_epi32(kNoAddendBelow));
     const __m512i e_products = _mm512_maskz_add_epi32(some, e32, _mm512_set1_epi32(kExponentBias));
     __m512i field = _mm512_max_epi32(e_products, _mm512_set1_epi32(kLeastField));
@@ -433,7 +437,7 @@ inline bool panel_rows(const float* a, int64_t lda, const float* panels, int64_t
                        const Prepared& prepared) {
   static_assert(R <= 8, "the scratch holds 8 rows");
   const PanelSide& side = prepared.side;
-  RowSide<R> rows{prepared.pattern, prepared.pairs};
+  RowSide<R> rows{prepared.row_exp, prepared.pairs};
   if (side.special || !rows.build(a, lda, depth_total, rule.emin_a, rule.align_bits)) return false;
   // NOTE: an instruction whose accumulator is the previous one's pass-2 output skips the
   // accumulator's range checks (Acc::kChained); once any block took the scalar rule, every later
