@@ -5,10 +5,11 @@
 // here), element by element.
 //
 //  1. E on bytes, 64 lanes per operation: a product's exponent is ea + eb, so E of one row × 16
-//     columns × a quad of four k is one saturating byte add and one byte max per quad (A's four
-//     exponent bytes broadcast as a dword, B's stored column by column within the quad), and
-//     two shifts and maxima per row end it. B's bytes are made once per panel_gemm call
-//     (PanelSide), A's once per row block (RowSide).
+//     columns × a quad of four k is one saturating byte subtraction and one byte max per quad
+//     (A's four exponent bytes broadcast as a dword, B's stored column by column within the
+//     quad; the bytes are biased so that the difference is FP32's exponent field, 0 beside a ±0
+//     input), and two shifts and maxima per row end it. B's bytes are made once per panel_gemm
+//     call (PanelSide), A's once per row block (RowSide).
 //  2. Each FP8 value is m · 2^(e − 3) with e its exponent (at least the format's emin) and m an
 //     integer below 16 (E5M2's too: its m is even). A product in units of u is then
 //     m_a · m_b · 2^(F − 6) / 2^d with d = E − ea − eb ≥ 0, and its cut toward zero is the
@@ -30,7 +31,7 @@
 // products per second.
 // NOTE: lanes whose E is out of the vector range (an infinite or NaN accumulator, E ≥ 2^100, or an
 // accumulator alone below 2^−100) take rule_block for the block, as in the other vector forms; an
-// A or B holding NaN, ±inf, a value no FP8 format has (exponent beyond ±30, or more than three
+// A or B holding NaN, ±inf, a value no FP8 format has (exponent above 20, or more than three
 // fraction bits) takes panel_gemm_tensor_core_avx512.hpp's block for the row block (A) or the
 // whole call (B).
 #pragma once
@@ -58,10 +59,13 @@ inline constexpr int kWidth = 16;             ///< a panel's columns
 inline constexpr int kMaxK = 32;              ///< the deepest instruction this form takes (FP8's k32)
 inline constexpr int kMaxDepth = kTensorCoreFp8MaxDepth;  ///< the deepest product (A's pairs per row: half)
 inline constexpr int kRowPairs = kMaxDepth / 2;
-inline constexpr int8_t kNoExponent = -100;   ///< a zero input's exponent byte
-inline constexpr int kNoAddendBelow = -64;    ///< a byte E below this: every product was zero
-inline constexpr int kMaxExponent = 30;       ///< the largest input exponent the form takes
+inline constexpr int kMaxExponent = 20;       ///< the largest input exponent the form takes
 inline constexpr int kExponentBias = 127;     ///< FP32's: E is handled as its biased exponent field
+/// Pass 1's bytes, unsigned: A's e + kExponentBias + kBByteBias (0 for ±0) minus, saturating at 0,
+/// B's kBByteBias − e (255 for ±0) is the product's biased exponent field, or 0 where either
+/// input is ±0. kBByteBias ≥ kMaxExponent keeps B's bytes of real values below 255, and A's
+/// (e ≥ emin ≥ −14) above every B byte.
+inline constexpr int kBByteBias = 20;
 /// The least biased E an instruction works with: E's of no addend (every product and the
 /// accumulator zero) are raised to it, so that 2^(F − E) and 2^(E − F) stay normal floats (their
 /// sum is 0 whatever the unit; every real E is at least 2^−100, a field of 27).
@@ -81,7 +85,7 @@ struct Parts {
   __mmask16 nonzero;  ///< the lanes not ±0
 };
 
-/// The parts of 16 FP8 values; `special` gets the lanes holding NaN, ±inf, an exponent beyond ±30
+/// The parts of 16 FP8 values; `special` gets the lanes holding NaN, ±inf, an exponent beyond ±20
 /// or a value with more than three fraction bits at its exponent (no FP8 format's value).
 __attribute__((always_inline)) inline Parts parts_of(__m512 x, int32_t emin, __mmask16* special) {
   const __m512i bits = _mm512_castps_si512(x);
@@ -89,8 +93,7 @@ __attribute__((always_inline)) inline Parts parts_of(__m512 x, int32_t emin, __m
   const __m512i biased = _mm512_and_si512(_mm512_srli_epi32(bits, 23), _mm512_set1_epi32(0xFF));
   const __m512i e_raw = _mm512_sub_epi32(biased, _mm512_set1_epi32(127));
   const __m512i e = _mm512_max_epi32(e_raw, _mm512_set1_epi32(emin));
-  // NOTE: ±30 holds every FP8 format's exponents (E5M2's: −16 to 15) and keeps a sum beside a ±0
-  // input (kNoExponent + 30) below kNoAddendBelow, where every real sum (ea, eb ≥ emin) is above.
+  // NOTE: 20 holds every FP8 format's exponents (E5M2's: up to 15) and pass 1's byte encoding.
   __mmask16 bad = nonzero & (_mm512_cmpgt_epi32_mask(e_raw, _mm512_set1_epi32(kMaxExponent)) |
                              _mm512_cmplt_epi32_mask(e_raw, _mm512_set1_epi32(-kMaxExponent)));
   // NOTE: 2^(3 − e) from its bits, e ≤ 128 (a NaN's or inf's); exact for an FP8 value, and a
@@ -103,9 +106,16 @@ __attribute__((always_inline)) inline Parts parts_of(__m512 x, int32_t emin, __m
   return {e, m, _mm512_or_si512(_mm512_srai_epi32(bits, 31), _mm512_set1_epi32(1)), nonzero};
 }
 
-/// The exponent bytes pass 1 reads: e per lane, kNoExponent for ±0.
-__attribute__((always_inline)) inline __m128i exponent_bytes(const Parts& parts) {
-  return _mm512_cvtepi32_epi8(_mm512_mask_mov_epi32(_mm512_set1_epi32(kNoExponent), parts.nonzero, parts.e));
+/// A's exponent bytes for pass 1: e + kExponentBias + kBByteBias per lane, 0 for ±0.
+__attribute__((always_inline)) inline __m128i a_exponent_bytes(const Parts& parts) {
+  return _mm512_cvtepi32_epi8(
+      _mm512_maskz_add_epi32(parts.nonzero, parts.e, _mm512_set1_epi32(kExponentBias + kBByteBias)));
+}
+
+/// B's exponent bytes for pass 1: kBByteBias − e per lane, 255 for ±0.
+__attribute__((always_inline)) inline __m128i b_exponent_bytes(const Parts& parts) {
+  return _mm512_cvtepi32_epi8(_mm512_mask_sub_epi32(_mm512_set1_epi32(255), parts.nonzero,
+                                                    _mm512_set1_epi32(kBByteBias), parts.e));
 }
 
 /// Two k's 16 lanes each (lo: k even, hi: k odd) as 32 words, two per column: word 2c from lo.
@@ -122,11 +132,11 @@ __attribute__((always_inline)) inline __m512i quad_bytes(__m128i x0, __m128i x1,
   return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
 }
 
-/// B's side of a panel_gemm call, per panel: per k the 16 columns' exponent bytes (pass 1), and
+/// B's side of a panel_gemm call, per panel: per quad of k the 16 columns' exponent bytes (pass 1), and
 /// per pair of k three vectors of 32 words (two per column, k even first): m, e and the sign as
 /// ±1. Rows past depth_total are ±0.
 struct PanelSide {
-  int8_t* exp = nullptr;      ///< [panel][stride][16]
+  uint8_t* exp = nullptr;     ///< [panel][stride / 4][16][4]: b_exponent_bytes by quads (store_quad)
   int16_t* words = nullptr;   ///< [panel][stride / 2][3][32]: m, e, sign
   int64_t stride = 0;
   bool special = false;       ///< a panel holds a value the form does not take
@@ -134,8 +144,9 @@ struct PanelSide {
   /// Panel p's depths k .. k + 3 (k a multiple of 4): their exponent bytes, column c's four at
   /// bytes 4c .. 4c + 3 of the quad's 64, and their two pairs of words.
   __attribute__((always_inline)) inline void store_quad(int p, int k, const Parts (&q)[4]) {
-    _mm512_store_si512(exp + (p * stride + k) * kWidth,
-                       quad_bytes(exponent_bytes(q[0]), exponent_bytes(q[1]), exponent_bytes(q[2]), exponent_bytes(q[3])));
+    const __m512i bytes =
+        quad_bytes(b_exponent_bytes(q[0]), b_exponent_bytes(q[1]), b_exponent_bytes(q[2]), b_exponent_bytes(q[3]));
+    _mm512_store_si512(exp + (p * stride + k) * kWidth, bytes);
     store_pair(p, k, q[0], q[1]);
     store_pair(p, k + 2, q[2], q[3]);
   }
@@ -188,8 +199,9 @@ struct PanelSide {
         Parts q[4];
 #pragma GCC unroll 4
         for (int i = 0; i < 4; ++i)
-          q[i] = parts_of_codes(k + i < depth_total ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + i * kWidth))
-                                                    : _mm_setzero_si128());
+          q[i] = parts_of_codes(k + i < depth_total
+                                    ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + i * kWidth))
+                                    : _mm_setzero_si128());
         store_quad(p, k, q);
       }
     special = false;
@@ -199,7 +211,7 @@ struct PanelSide {
 /// Where panel_gemm keeps B's side and one row block's A side (panel_gemm_scratch.hpp's regions).
 struct Prepared {
   PanelSide side;
-  int8_t* row_exp = nullptr;  ///< [row][stride]: A's exponent bytes
+  uint8_t* row_exp = nullptr;  ///< [row][stride]: A's exponent bytes
   uint32_t* pairs = nullptr;  ///< [3][row][kRowPairs]: A's m · 2^(F − 6), e and sign flip per pair
   bool vnni = false;          ///< the CPU has AVX512-VNNI: the dot of the words in one instruction
 
@@ -222,23 +234,23 @@ struct Prepared {
       at += round_up_64(n);
       return reinterpret_cast<void*>(here);
     };
-    side.exp = static_cast<int8_t*>(take(count * stride * kWidth));
+    side.exp = static_cast<uint8_t*>(take(count * stride * kWidth));
     side.words = static_cast<int16_t*>(take(count * (stride / 2) * 3 * 64));
-    row_exp = static_cast<int8_t*>(take(8 * stride));
+    row_exp = static_cast<uint8_t*>(take(8 * stride));
     pairs = static_cast<uint32_t*>(take(3 * 8 * kRowPairs * 4));
     vnni = has_vnni;
     return true;
   }
 };
 
-/// A's side of one row block of R rows: per group of four rows and k, 64 exponent bytes (row
-/// 4g + q's in lanes 16q..16q + 15, kNoExponent for rows past R), and per row and pair of k three
+/// A's side of one row block of R rows: per row and k an exponent byte (a_exponent_bytes), and per
+/// row and pair of k three
 /// dwords of two words (k even in the low word): m · 2^(F − 6), e + kExponentBias (so that
 /// E's biased field minus it minus B's e is the shift d), and 0xFFFE where the value is negative
 /// (the XOR that turns a ±1 word into ∓1).
 template <int R>
 struct RowSide {
-  int8_t* row_exp;    ///< [row][stride]: exponent bytes, kNoExponent for ±0 and past depth_total
+  uint8_t* row_exp;   ///< [row][stride]: a_exponent_bytes, 0 for ±0 and past depth_total
   uint32_t* pairs;    ///< [3][row][kRowPairs]
   int64_t stride = 0;
   bool any_negative = false;  ///< some A value has its sign bit set
@@ -255,7 +267,7 @@ struct RowSide {
         {
           const __m512 x = _mm512_maskz_loadu_ps(live, a + r * lda + k0);
           const Parts parts = parts_of(x, emin_a, &bad);
-          _mm_store_si128(reinterpret_cast<__m128i*>(row_exp + r * stride + k0), exponent_bytes(parts));
+          _mm_store_si128(reinterpret_cast<__m128i*>(row_exp + r * stride + k0), a_exponent_bytes(parts));
           // The pairs: 16 lanes (k0 .. k0 + 15) narrowed to words, word 2j + i = k0 + 2j + i,
           // i.e. 8 dwords of two k each.
           const __m512i flip =
@@ -308,8 +320,8 @@ enum class Acc {
   kChained,  ///< the previous instruction's pass-2 output, which needs no range check (below)
 };
 // NOTE: why a chained accumulator needs no check. Inputs reach this form only with exponents
-// from their format's emin to 30 (parts_of), so a product is below 2^62 and a call's at most 256
-// deep sum below 2^70; the first instruction's accumulator was checked to be below 2^100, so every
+// from their format's emin to 20 (parts_of), so a product is below 2^42 and a call's at most 256
+// deep sum below 2^50; the first instruction's accumulator was checked to be below 2^100, so every
 // later one is below 2^101; a nonzero one is at least 2^−100: a multiple of u = 2^(E − F) with E a
 // product's exponent (−28 or more), or the checked accumulator alone, cut at its own exponent.
 // Fields within [27, 228], inside the [14, 254] where 2^(F − E), u and the sum's conversion are
@@ -329,13 +341,13 @@ __attribute__((always_inline)) inline bool panel_block(const float* a, int64_t l
   __m512i e8[R];
   {
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) e8[r] = _mm512_set1_epi8(-128);
-    const int8_t* b_exp = side.exp + (p * side.stride + k0) * kWidth;
-    const int8_t* a_exp = rows.row_exp + k0;
+    for (int r = 0; r < R; ++r) e8[r] = _mm512_setzero_si512();
+    const uint8_t* b_exp = side.exp + (p * side.stride + k0) * kWidth;
+    const uint8_t* a_exp = rows.row_exp + k0;
     auto sum_at = [&](int r, int j) {
       int32_t a4;
       std::memcpy(&a4, a_exp + r * rows.stride + 4 * j, 4);
-      return _mm512_adds_epi8(_mm512_load_si512(b_exp + j * 64), _mm512_set1_epi32(a4));
+      return _mm512_subs_epu8(_mm512_set1_epi32(a4), _mm512_load_si512(b_exp + j * 64));
     };
     // NOTE: two quads per step, their sums' max first: with one, GCC 12 copied each row's maximum
     // to another register every step.
@@ -343,11 +355,11 @@ __attribute__((always_inline)) inline bool panel_block(const float* a, int64_t l
     int j = 0;
     for (; j + 2 <= quads; j += 2) {
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) e8[r] = _mm512_max_epi8(e8[r], _mm512_max_epi8(sum_at(r, j), sum_at(r, j + 1)));
+      for (int r = 0; r < R; ++r) e8[r] = _mm512_max_epu8(e8[r], _mm512_max_epu8(sum_at(r, j), sum_at(r, j + 1)));
     }
     if (j < quads) {
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) e8[r] = _mm512_max_epi8(e8[r], sum_at(r, j));
+      for (int r = 0; r < R; ++r) e8[r] = _mm512_max_epu8(e8[r], sum_at(r, j));
     }
   }
   // E per row and column as FP32's biased exponent field, in integers; the sums start from the
@@ -363,30 +375,29 @@ __attribute__((always_inline)) inline bool panel_block(const float* a, int64_t l
       _mm512_broadcast_i32x4(_mm_setr_epi8(0, -128, 0, -128, 4, -128, 4, -128, 8, -128, 8, -128, 12, -128, 12, -128));
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
-    // NOTE: row r's bytes taken from the register: stored as 64 bytes and read back as 16, they
-    // waited for the store to complete (no store-to-load forwarding into part of a wide store).
-    __m512i e4 = _mm512_max_epi8(e8[r], _mm512_srli_epi32(e8[r], 16));
-    e4 = _mm512_max_epi8(e4, _mm512_srli_epi32(e4, 8));
-    const __m512i e32 = _mm512_srai_epi32(_mm512_slli_epi32(e4, 24), 24);
-    const __mmask16 some = _mm512_cmpgt_epi32_mask(e32, _mm512_set1_epi32(kNoAddendBelow));
-    const __m512i e_products = _mm512_maskz_add_epi32(some, e32, _mm512_set1_epi32(kExponentBias));
-    __m512i field = _mm512_max_epi32(e_products, _mm512_set1_epi32(kLeastField));
+    // NOTE: byte maxima over each dword's four bytes, then against the accumulator's field (its
+    // bits shifted down: the low byte) and kLeastField; only the low byte is kept.
+    __m512i e4 = _mm512_max_epu8(e8[r], _mm512_srli_epi32(e8[r], 16));
+    e4 = _mm512_max_epu8(e4, _mm512_srli_epi32(e4, 8));
+    __m512i field_bytes = _mm512_max_epu8(e4, _mm512_set1_epi8(kLeastField));
     __m512 c = _mm512_setzero_ps();
     if constexpr (kAcc != Acc::kZero) {
       c = _mm512_loadu_ps(acc + r * ldacc);
+      field_bytes = _mm512_max_epu8(field_bytes, _mm512_srli_epi32(_mm512_castps_si512(c), 23));
+    }
+    const __m512i field = _mm512_and_si512(field_bytes, _mm512_set1_epi32(0xFF));
+    // NOTE: the lanes the float form sent to rule_block: an accumulator at or above 2^100 (or inf,
+    // NaN), or a nonzero one below 2^−100 (subnormals too) where no product is nonzero. A chained
+    // accumulator is neither (Acc::kChained), so only the caller's values are checked.
+    if constexpr (kAcc == Acc::kLoaded) {
       const __m512i c_bits = _mm512_castps_si512(c);
       const __m512i c_field = _mm512_and_si512(_mm512_srli_epi32(c_bits, 23), _mm512_set1_epi32(0xFF));
-      field = _mm512_max_epi32(field, c_field);
-      // NOTE: the lanes the float form sent to rule_block: an accumulator at or above 2^100 (or
-      // inf, NaN), or a nonzero one below 2^−100 (subnormals too) where no product is nonzero. A
-      // chained accumulator is neither (Acc::kChained), so only the caller's values are checked.
-      if constexpr (kAcc == Acc::kLoaded) {
-        const __mmask16 nonzero = _mm512_test_epi32_mask(c_bits, _mm512_set1_epi32(0x7FFFFFFF));
-        const __mmask16 high = _mm512_cmpgt_epi32_mask(c_field, _mm512_set1_epi32(kExponentBias + 99));
-        const __mmask16 low = _mm512_mask_cmplt_epi32_mask(static_cast<__mmask16>(~some), c_field,
-                                                           _mm512_set1_epi32(kExponentBias - 100));
-        bad |= nonzero & (high | low);
-      }
+      const __mmask16 some = _mm512_test_epi32_mask(e4, _mm512_set1_epi32(0xFF));
+      const __mmask16 nonzero = _mm512_test_epi32_mask(c_bits, _mm512_set1_epi32(0x7FFFFFFF));
+      const __mmask16 high = _mm512_cmpgt_epi32_mask(c_field, _mm512_set1_epi32(kExponentBias + 99));
+      const __mmask16 low = _mm512_mask_cmplt_epi32_mask(static_cast<__mmask16>(~some), c_field,
+                                                         _mm512_set1_epi32(kExponentBias - 100));
+      bad |= nonzero & (high | low);
     }
     const __m512 inv = _mm512_castsi512_ps(
         _mm512_slli_epi32(_mm512_sub_epi32(_mm512_set1_epi32(2 * kExponentBias + rule.align_bits), field), 23));
