@@ -25,13 +25,13 @@ namespace {
 // NOTE: K and V blocks are not here: they come decoded from the worker's KvBlockCache, packed in
 // column panels for panel_gemm.
 struct TileBuffers {
-  float* q;        // [block_m][head_dim]
-  float* s;        // [block_m][block_n]      logits, then P cast to E4M3/BF16
-  float* o;        // [block_m][head_dim_v]   output accumulator
-  float* o_fresh;  // [block_m][head_dim_v]   PV accumulator between promotions
-  float* row_max;  // [block_m]               running max, raw S units
-  float* row_sum;  // [block_m][4]            per-quad-thread partial sums of P̃
-  float* rescale;  // [block_m]               this block's rescale factor of each row
+  float* q;        // [rows][head_dim]        rows: up to kMaxTilesPerCall · block_m
+  float* s;        // [rows][block_n]         logits, then P cast to E4M3/BF16
+  float* o;        // [rows][head_dim_v]      output accumulator
+  float* o_fresh;  // [rows][head_dim_v]      PV accumulator between promotions
+  float* row_max;  // [rows]                  running max, raw S units
+  float* row_sum;  // [rows][4]               per-quad-thread partial sums of P̃
+  float* rescale;  // [rows]                  this block's rescale factor of each row
   float* k_token;  // [block_n]               a paged cache's per-token K descales of the block
   float* v_ratio;  // [block_n]               its per-token V descales / their block maximum
   void* gemm;      // panel_gemm's scratch (panel_gemm_scratch.hpp), gemm_bytes of it
@@ -43,7 +43,8 @@ struct TileLayout {
 };
 
 TileLayout tile_layout(const AttentionConfig& c) {
-  const size_t bm = c.tile.block_m, bn = c.tile.block_n, d = c.head_dim, dv = c.head_dim_v;
+  const size_t bm = static_cast<size_t>(c.tile.block_m) * kMaxTilesPerCall, bn = c.tile.block_n, d = c.head_dim,
+               dv = c.head_dim_v;
   TileLayout l{};
   size_t at = 0;
   auto take = [&](size_t floats) {
@@ -226,7 +227,11 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
   const TileBuffers t = carve(scratch, tile_layout(c));
   const SeqSpan span = p.span(at.batch);
   const int d = c.head_dim, dv = c.head_dim_v, bn = c.tile.block_n;
-  const int rows = static_cast<int>(std::min<int64_t>(c.tile.block_m, span.seqlen_q - at.row_begin));
+  // NOTE: several tiles run as one only where they share their KV blocks and nothing else tells
+  // them apart (tile_engine.cpp's query_tiles_share_blocks): each row's operations are then the
+  // same as alone.
+  const int rows = static_cast<int>(
+      std::min<int64_t>(static_cast<int64_t>(c.tile.block_m) * at.tiles, span.seqlen_q - at.row_begin));
   const int head_kv = at.head / c.heads_per_kv();
   const bool fp8 = c.fp8();
   const float* lut = e4m3_table();

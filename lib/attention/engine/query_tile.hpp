@@ -11,11 +11,17 @@
 
 namespace fp8attn::engine {
 
-/// Which tile: sequence, query head, first row (a multiple of BlockM).
+/// The most consecutive query tiles one run_query_tile call takes (tile_engine.cpp's
+/// query_tiles_share_blocks says when).
+inline constexpr int kMaxTilesPerCall = 2;
+
+/// Which tile: sequence, query head, first row (a multiple of BlockM), and how many consecutive
+/// tiles from it the call runs as one (1 to kMaxTilesPerCall).
 struct QueryTileCoord {
   int64_t batch = 0;
   int head = 0;
   int64_t row_begin = 0;
+  int tiles = 1;
 };
 
 /// Per-worker telemetry counters; merged after the parallel loop.
@@ -47,7 +53,7 @@ struct KvBlockCache {
   int head_kv = -1;
 };
 
-/// Scratch bytes one worker needs for one tile.
+/// Scratch bytes one worker needs for one call (kMaxTilesPerCall tiles).
 size_t query_tile_scratch_bytes(const AttentionConfig& config);
 
 /// Computes one query tile and writes its rows of out and lse.

@@ -46,6 +46,37 @@ int64_t tiles_per_item(int64_t tile_units, int workers) {
   return std::clamp<int64_t>(tile_units / (4 * static_cast<int64_t>(workers)), 1, 16);
 }
 
+/// Whether `tiles` consecutive query tiles from `at` can run as one call with the same bits as one
+/// call each: they visit the same KV blocks in the same order, and nothing the call does depends
+/// on which tile a row belongs to (no per-tile Q descale, no P-cast hook, whose calls would come
+/// in another order). NOTE: why run them as one: the products prepare B (K and V of a block) once
+/// per call for all its rows, so two tiles share that work.
+bool query_tiles_share_blocks(const AttentionConfig& c, const AttentionProblem& p, const QueryTileCoord& at, int tiles,
+                              const EngineHooks& hooks) {
+  if (tiles < 1 || tiles > kMaxTilesPerCall) return false;
+  if (tiles == 1) return true;
+  if (p.q_block_descale.present() || hooks.on_p_cast) return false;
+  const SeqSpan span = p.span(at.batch);
+  const int64_t bm = c.tile.block_m;
+  if (at.row_begin + (tiles - 1) * bm >= span.seqlen_q) return false;
+  const sm90::MaskParams mask{c.causal, c.window_left, c.window_right, span.seqlen_q, span.seqlen_k};
+  const bool reverse = c.kv_order == FP8ATTN_KV_ORDER_REVERSE;
+  auto schedule_of = [&](int t) {
+    const int64_t row0 = at.row_begin + t * bm, row1 = std::min(row0 + bm, span.seqlen_q);
+    return sm90::make_kv_schedule(mask, row0, row1, c.tile.block_n, c.sink_tokens, reverse);
+  };
+  const sm90::KvSchedule first = schedule_of(0);
+  for (int t = 1; t < tiles; ++t) {
+    const sm90::KvSchedule other = schedule_of(t);
+    if (other.count() != first.count()) return false;
+    for (int64_t i = 0; i < first.count(); ++i) {
+      const sm90::KeyBlock a = first.at(i), b = other.at(i);
+      if (a.key_begin != b.key_begin || a.key_end != b.key_end || a.index != b.index) return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 size_t tile_engine_workspace_size(const AttentionConfig& c, int workers, int64_t batch, int64_t max_seqlen_k) {
@@ -99,14 +130,19 @@ void tile_engine_forward(const AttentionConfig& c, const AttentionProblem& p, Th
     unsigned char* mine = base + layout.stride * static_cast<size_t>(worker);
     // NOTE: consecutive items of one worker on the same (sequence, KV head) keep its blocks.
     KvBlockCache& kv = caches[worker];
-    for (int64_t t = 0; t < tiles; ++t)
+    for (int64_t t = 0; t < tiles;) {
+      QueryTileCoord at;
+      at.batch = b;
+      at.row_begin = (first_tile + t) * bm;
+      at.tiles = t + kMaxTilesPerCall <= tiles && query_tiles_share_blocks(c, p, at, kMaxTilesPerCall, hooks)
+                     ? kMaxTilesPerCall
+                     : 1;
       for (int g = 0; g < group; ++g) {
-        QueryTileCoord at;
-        at.batch = b;
         at.head = head_kv * group + g;
-        at.row_begin = (first_tile + t) * bm;
         run_query_tile(c, p, at, mine, kv, telemetry[worker], hooks);
       }
+      t += at.tiles;
+    }
   });
 
   TileTelemetry total;

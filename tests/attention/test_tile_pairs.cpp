@@ -1,0 +1,87 @@
+// Consecutive query tiles that visit the same KV blocks run as one engine call (tile_engine.cpp's
+// query_tiles_share_blocks), so that the products prepare each block's K and V once for both.
+// Each row's operations must stay those of its own tile: the engine's out, LSE and telemetry with
+// the tiles paired must equal, bit for bit, the same forward with every tile alone (a P-cast hook,
+// here one that only counts, keeps the tiles apart). Inputs: outlier inputs (N(0,1) with
+// large-magnitude channels), fresh seed; one worker and nine or more tiles per KV head, so that
+// the work items hold several tiles; ragged last tiles; causal shapes, whose tiles never pair,
+// beside non-causal ones.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "kernels/sm90/tile_config.hpp"
+#include "tools/common/forward_runner.hpp"
+#include "tools/common/fresh_seed.hpp"
+
+namespace fp8attn::testing {
+using namespace fp8attn::workloads;
+namespace {
+
+struct Case {
+  const char* name;
+  int32_t dtype;
+  AttentionShape shape;
+  void (*tweak)(fp8attn_attention_desc&);
+  ScaleGranularity granularity;
+};
+
+const Case kCases[] = {
+    {"e4m3 tensor-core addition, GQA 2:1, d128", FP8ATTN_DTYPE_E4M3, {1, 1200, 450, 2, 1, 128},
+     [](fp8attn_attention_desc&) {}, ScaleGranularity::PerHead},
+    {"e4m3 FP32 accumulation, two-level accumulation, d64", FP8ATTN_DTYPE_E4M3, {1, 1500, 333, 1, 1, 64},
+     [](fp8attn_attention_desc& d) {
+       d.accumulator_model = FP8ATTN_ACCUMULATOR_FP32;
+       d.pv_promote_interval = 2;
+     },
+     ScaleGranularity::PerHead},
+    {"e4m3 forward order, sinks, batch 2, d128", FP8ATTN_DTYPE_E4M3, {2, 1100, 500, 1, 1, 128},
+     [](fp8attn_attention_desc& d) {
+       d.kv_order = FP8ATTN_KV_ORDER_FORWARD;
+       d.sink_tokens = 4;
+     },
+     ScaleGranularity::PerHead},
+    {"bf16 stabilized softmax, d256", FP8ATTN_DTYPE_BF16, {1, 700, 300, 1, 1, 256},
+     [](fp8attn_attention_desc& d) { d.softmax_variant = FP8ATTN_SOFTMAX_STABILIZED; }, ScaleGranularity::Unit},
+    {"e4m3 causal (no pairs), d128", FP8ATTN_DTYPE_E4M3, {1, 1200, 1200, 1, 1, 128},
+     [](fp8attn_attention_desc& d) { d.causal = 1; }, ScaleGranularity::PerHead},
+};
+
+TEST(EngineTilePairs, TilesRunAsOneCallKeepEveryBit) {
+  const uint64_t seed = fresh_seed();
+  for (const Case& c : kCases) {
+    const AttentionInputs inputs = outlier_inputs(c.shape, seed);
+    auto desc = make_desc(c.shape, c.dtype, FP8ATTN_DTYPE_F32);
+    c.tweak(desc);
+    desc.telemetry = 1;
+    const sm90::AttentionTile tile = sm90::attention_tile(c.shape.head_dim, c.dtype == FP8ATTN_DTYPE_E4M3,
+                                                         sm90::pv_promotion_of_interval(desc.pv_promote_interval));
+    const QuantizedInputs q = quantize(inputs, c.dtype, c.granularity, tile.block_m, tile.block_n);
+    const std::string where = std::string(c.name) + ", seed " + std::to_string(seed);
+
+    const ForwardResult paired = run_engine_with_hooks(desc, c.shape, q, {}, 1);
+    int64_t casts = 0;
+    engine::EngineHooks apart;
+    apart.on_p_cast = [&](int64_t, int, int64_t, int64_t, const float*, int count) { casts += count; };
+    const ForwardResult alone = run_engine_with_hooks(desc, c.shape, q, apart, 1);
+
+    ASSERT_FALSE(paired.out.empty()) << where;
+    ASSERT_GT(casts, 0) << where;
+    ASSERT_EQ(paired.out.size(), alone.out.size()) << where;
+    ASSERT_EQ(paired.lse.size(), alone.lse.size()) << where;
+    for (size_t i = 0; i < paired.out.size(); ++i)
+      ASSERT_EQ(0, std::memcmp(&paired.out[i], &alone.out[i], sizeof(float)))
+          << where << ": out[" << i << "] is " << paired.out[i] << " paired, " << alone.out[i] << " alone";
+    EXPECT_EQ(0, std::memcmp(paired.lse.data(), alone.lse.data(), paired.lse.size() * sizeof(float))) << where;
+    EXPECT_EQ(paired.telemetry.p_positive, alone.telemetry.p_positive) << where;
+    EXPECT_EQ(paired.telemetry.p_underflow, alone.telemetry.p_underflow) << where;
+    EXPECT_EQ(paired.telemetry.max_abs_scaled_logit, alone.telemetry.max_abs_scaled_logit) << where;
+    std::printf("%s: paired and alone bit-equal (%zu outputs)\n", c.name, paired.out.size());
+  }
+}
+
+}  // namespace
+}  // namespace fp8attn::testing
