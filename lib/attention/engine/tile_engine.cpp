@@ -50,7 +50,7 @@ int64_t tiles_per_item(int64_t tile_units, int workers) {
 /// call each: they visit the same KV blocks in the same order, and nothing the call does depends
 /// on which tile a row belongs to (no per-tile Q descale, no P-cast hook, whose calls would come
 /// in another order). NOTE: why run them as one: the products prepare B (K and V of a block) once
-/// per call for all its rows, so two tiles share that work.
+/// per call for all its rows, so the tiles share that work.
 bool query_tiles_share_blocks(const AttentionConfig& c, const AttentionProblem& p, const QueryTileCoord& at, int tiles,
                               const EngineHooks& hooks) {
   if (tiles < 1 || tiles > kMaxTilesPerCall) return false;
@@ -134,9 +134,8 @@ void tile_engine_forward(const AttentionConfig& c, const AttentionProblem& p, Th
       QueryTileCoord at;
       at.batch = b;
       at.row_begin = (first_tile + t) * bm;
-      at.tiles = t + kMaxTilesPerCall <= tiles && query_tiles_share_blocks(c, p, at, kMaxTilesPerCall, hooks)
-                     ? kMaxTilesPerCall
-                     : 1;
+      at.tiles = static_cast<int>(std::min<int64_t>(kMaxTilesPerCall, tiles - t));
+      while (at.tiles > 1 && !query_tiles_share_blocks(c, p, at, at.tiles, hooks)) --at.tiles;
       for (int g = 0; g < group; ++g) {
         at.head = head_kv * group + g;
         run_query_tile(c, p, at, mine, kv, telemetry[worker], hooks);
