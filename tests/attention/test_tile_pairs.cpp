@@ -1,12 +1,13 @@
-// Consecutive query tiles that visit the same KV blocks run as one engine call, up to
-// kMaxTilesPerCall of them (tile_engine.cpp's query_tiles_share_blocks), so that the products
-// prepare each block's K and V once for all.
+// Consecutive query tiles run as one engine call, up to kMaxTilesPerCall of them (tile_engine.cpp's
+// query_tiles_run_together), so that the products prepare each block's K and V once for all the
+// tiles that visit it; each tile keeps its own KV schedule (causal and windowed tiles visit
+// different blocks, and two-level accumulation counts each tile's own blocks).
 // Each row's operations must stay those of its own tile: the engine's out, LSE and telemetry with
 // the tiles paired must equal, bit for bit, the same forward with every tile alone (a P-cast hook,
 // here one that only counts, keeps the tiles apart). Inputs: outlier inputs (N(0,1) with
 // large-magnitude channels), fresh seed; one worker and eight or more tiles per KV head, so that
 // the work items hold two to eight tiles (runs of four, two, and a last one alone); ragged last
-// tiles; a causal shape, whose tiles never run together, beside non-causal ones.
+// tiles; causal masks, sliding windows, sinks and two-level accumulation beside the plain case.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -47,8 +48,28 @@ const Case kCases[] = {
      ScaleGranularity::PerHead},
     {"bf16 stabilized softmax, d256", FP8ATTN_DTYPE_BF16, {1, 2100, 300, 2, 2, 256},
      [](fp8attn_attention_desc& d) { d.softmax_variant = FP8ATTN_SOFTMAX_STABILIZED; }, ScaleGranularity::Unit},
-    {"e4m3 causal (no pairs), d128", FP8ATTN_DTYPE_E4M3, {1, 1200, 1200, 1, 1, 128},
+    {"e4m3 causal, d128", FP8ATTN_DTYPE_E4M3, {1, 1200, 1200, 2, 2, 128},
      [](fp8attn_attention_desc& d) { d.causal = 1; }, ScaleGranularity::PerHead},
+    {"e4m3 causal, two-level accumulation every 2 blocks, sinks, d64", FP8ATTN_DTYPE_E4M3, {1, 1500, 1700, 2, 2, 64},
+     [](fp8attn_attention_desc& d) {
+       d.causal = 1;
+       d.pv_promote_interval = 2;
+       d.sink_tokens = 4;
+     },
+     ScaleGranularity::PerHead},
+    {"e4m3 sliding window 300 left, 40 right, forward order, d128", FP8ATTN_DTYPE_E4M3, {1, 1300, 1400, 2, 2, 128},
+     [](fp8attn_attention_desc& d) {
+       d.window_left = 300;
+       d.window_right = 40;
+       d.kv_order = FP8ATTN_KV_ORDER_FORWARD;
+     },
+     ScaleGranularity::PerHead},
+    {"bf16 causal, sliding window 200, d256", FP8ATTN_DTYPE_BF16, {1, 1100, 1100, 2, 2, 256},
+     [](fp8attn_attention_desc& d) {
+       d.causal = 1;
+       d.window_left = 200;
+     },
+     ScaleGranularity::Unit},
 };
 
 TEST(EngineTilePairs, TilesRunAsOneCallKeepEveryBit) {

@@ -199,6 +199,11 @@ void decoded_block(const AttentionConfig& c, const AttentionProblem& p, const Se
 
 namespace {
 
+/// Whether two schedule steps are the same KV block.
+bool same_block(const sm90::KeyBlock& a, const sm90::KeyBlock& b) {
+  return a.key_begin == b.key_begin && a.key_end == b.key_end && a.index == b.index;
+}
+
 /// A paged cache's per-(token, KV head) descales of one KV block: K's into k_token, V's divided
 /// by their largest into v_ratio (each ≤ 1); returns that largest. With `split` false (BF16 P:
 /// kv_cache_math.hpp) V's go into v_ratio whole and the return is 1.
@@ -227,9 +232,9 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
   const TileBuffers t = carve(scratch, tile_layout(c));
   const SeqSpan span = p.span(at.batch);
   const int d = c.head_dim, dv = c.head_dim_v, bn = c.tile.block_n;
-  // NOTE: several tiles run as one only where they share their KV blocks and nothing else tells
-  // them apart (tile_engine.cpp's query_tiles_share_blocks): each row's operations are then the
-  // same as alone.
+  // NOTE: several tiles run as one only where nothing but their KV schedules tells them apart
+  // (tile_engine.cpp's query_tiles_run_together), and each keeps its own schedule below: each
+  // row's operations are then the same as alone.
   const int rows = static_cast<int>(
       std::min<int64_t>(static_cast<int64_t>(c.tile.block_m) * at.tiles, span.seqlen_q - at.row_begin));
   const int head_kv = at.head / c.heads_per_kv();
@@ -277,14 +282,31 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
   const int64_t row0 = at.row_begin, row1 = at.row_begin + rows;
   // NOTE: reverse order (the default) visits the last block first, so a sink at the start of
   // the sequence is met last and cannot flush earlier blocks' P̃ to zero (P-cast paper).
-  const sm90::KvSchedule schedule = sm90::make_kv_schedule(mask, row0, row1, bn, c.sink_tokens,
-                                                           c.kv_order == FP8ATTN_KV_ORDER_REVERSE);
+  const bool reverse = c.kv_order == FP8ATTN_KV_ORDER_REVERSE;
+  const sm90::KvSchedule schedule = sm90::make_kv_schedule(mask, row0, row1, bn, c.sink_tokens, reverse);
   float tile_max_abs_logit = 0.0f;
+  // NOTE: the call's tiles each keep their own schedule and step: the call walks the union of
+  // their blocks (`schedule`, all its rows), and each block runs the rows of the tiles whose next
+  // block it is, a contiguous run of tiles (tile_engine.cpp's query_tiles_run_together).
+  const int bm = c.tile.block_m, call_tiles = (rows + bm - 1) / bm;
+  sm90::KvSchedule own[kMaxTilesPerCall];
+  int64_t own_step[kMaxTilesPerCall] = {};
+  for (int i = 0; i < call_tiles; ++i)
+    own[i] = sm90::make_kv_schedule(mask, row0 + i * bm, std::min<int64_t>(row0 + (i + 1) * bm, row1), bn,
+                                    c.sink_tokens, reverse);
 
   for (int64_t step = 0; step < schedule.count(); ++step) {
     const sm90::KeyBlock block = schedule.at(step);
     const int64_t key0 = block.key_begin;
     const int keys = static_cast<int>(block.key_end - block.key_begin);
+    int lo = call_tiles, hi = -1;
+    for (int i = 0; i < call_tiles; ++i)
+      if (own_step[i] < own[i].count() && same_block(own[i].at(own_step[i]), block)) {
+        lo = std::min(lo, i);
+        hi = i;
+      }
+    if (hi < 0) continue;
+    const int r_lo = lo * bm, r_hi = std::min(rows, (hi + 1) * bm), active = r_hi - r_lo;
 
     const float *k_panels = nullptr, *v_panels = nullptr;
     decoded_block(c, p, span, at.batch, head_kv, block, kv, &k_panels, &v_panels);
@@ -292,12 +314,13 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
         per_token ? block_token_scales(p, at.batch, head_kv, key0, keys, t.k_token, t.v_ratio, fp8) : 1.0f;
 
     // S = Q·Kᵀ, over the block's keys rounded up to whole panels
-    panel_gemm(t.q, d, k_panels, static_cast<int64_t>(d) * kPanelWidth, (keys + kPanelWidth - 1) / kPanelWidth, t.s, bn,
-               rows, d, c.tile.mma_k_qk, true, c.mma_rule, t.gemm, t.gemm_bytes, avx512_bf16);
+    panel_gemm(t.q + static_cast<int64_t>(r_lo) * d, d, k_panels, static_cast<int64_t>(d) * kPanelWidth,
+               (keys + kPanelWidth - 1) / kPanelWidth, t.s + static_cast<int64_t>(r_lo) * bn, bn, active, d,
+               c.tile.mma_k_qk, true, c.mma_rule, t.gemm, t.gemm_bytes, avx512_bf16);
     // Per-block descales fold into this block's logits, so the running max and the exp2 step see
     // one consistent scale across blocks.
     const float block_factor = k_blocks ? q_block_descale * p.k_block_descale.at(at.batch, head_kv, block.index) : 1.0f;
-    const bool full = sm90::block_fully_visible(mask, row0, row1, key0, key0 + keys);
+    const bool full = sm90::block_fully_visible(mask, row0 + r_lo, row0 + r_hi, key0, key0 + keys);
 
     // The online softmax of kernels/sm90/softmax_math.hpp, row by row while the row is in L1
     // (row_softmax.hpp's vectorized loops): logits → P̃ and the row's max and rescale factor.
@@ -346,8 +369,8 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
     // NOTE: the row sum uses FP32 P̃, before the cast (FlashAttention-3), accumulated per quad
     // thread in ascending column order (sm90::quad_partial_of_column). Rows go in pairs: each
     // quad partial is a chain of dependent additions, and a pair fills one vector of chains.
-    int r = 0;
-    for (; r + 2 <= rows; r += 2) {
+    int r = r_lo;
+    for (; r + 2 <= r_hi; r += 2) {
       p_tilde_of_row(r);
       p_tilde_of_row(r + 1);
       accumulate_quad_partials_2rows(t.s + static_cast<int64_t>(r) * bn, t.s + static_cast<int64_t>(r + 1) * bn, keys,
@@ -355,22 +378,26 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
       cast_row(r);
       cast_row(r + 1);
     }
-    if (r < rows) {
+    if (r < r_hi) {
       p_tilde_of_row(r);
       accumulate_quad_partials(t.s + static_cast<int64_t>(r) * bn, keys, t.row_sum + r * 4);
       cast_row(r);
     }
 
     // O += P·V  (into the fresh tile when promotion is on)
-    panel_gemm(t.s, bn, v_panels, static_cast<int64_t>(bn) * kPanelWidth, dv / kPanelWidth, pv_acc, dv, rows,
-               fp8 ? pv_slot_depth(keys) : keys, c.tile.mma_k_pv, false, c.mma_rule, t.gemm, t.gemm_bytes, avx512_bf16);
+    panel_gemm(t.s + static_cast<int64_t>(r_lo) * bn, bn, v_panels, static_cast<int64_t>(bn) * kPanelWidth,
+               dv / kPanelWidth, pv_acc + static_cast<int64_t>(r_lo) * dv, dv, active, fp8 ? pv_slot_depth(keys) : keys,
+               c.tile.mma_k_pv, false, c.mma_rule, t.gemm, t.gemm_bytes, avx512_bf16);
     // NOTE: two-level accumulation guards against the FP8 tensor core's accumulator keeping
-    // fewer bits than FP32 (DESIGN §3): the fresh tile is added into O every N blocks.
-    if (promote && ((step + 1) % promote_interval == 0 || step + 1 == schedule.count())) {
+    // fewer bits than FP32 (DESIGN §3): the fresh tile is added into O every N of its blocks.
+    for (int i = lo; i <= hi; ++i) {
+      const int64_t own_done = ++own_step[i];
+      if (!promote || (own_done % promote_interval != 0 && own_done != own[i].count())) continue;
       const float vb = sm90::kv_token_pv_factor(p.v_block_descale.at(at.batch, head_kv, block.index), v_token_max);
-      for (int64_t i = 0; i < static_cast<int64_t>(rows) * dv; ++i) {
-        t.o[i] = v_blocks ? std::fmaf(t.o_fresh[i], vb, t.o[i]) : t.o[i] + t.o_fresh[i];
-        t.o_fresh[i] = 0.0f;
+      const int64_t e0 = static_cast<int64_t>(i) * bm * dv, e1 = static_cast<int64_t>(std::min(rows, (i + 1) * bm)) * dv;
+      for (int64_t e = e0; e < e1; ++e) {
+        t.o[e] = v_blocks ? std::fmaf(t.o_fresh[e], vb, t.o[e]) : t.o[e] + t.o_fresh[e];
+        t.o_fresh[e] = 0.0f;
       }
     }
   }

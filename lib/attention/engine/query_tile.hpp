@@ -12,7 +12,7 @@
 namespace fp8attn::engine {
 
 /// The most consecutive query tiles one run_query_tile call takes (tile_engine.cpp's
-/// query_tiles_share_blocks says when).
+/// query_tiles_run_together says when).
 // NOTE: 4 and not 2: measured on a 2-core Zen 4 (head_dim 64 to 256, both accumulation modes),
 // two tiles per call gained about half of what four did; four tiles' S, O and Q (about 1.2 MB at
 // head_dim 128) are small beside a worker's decoded KV cache.

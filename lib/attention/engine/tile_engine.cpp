@@ -47,12 +47,14 @@ int64_t tiles_per_item(int64_t tile_units, int workers) {
 }
 
 /// Whether `tiles` consecutive query tiles from `at` can run as one call with the same bits as one
-/// call each: they visit the same KV blocks in the same order, and nothing the call does depends
-/// on which tile a row belongs to (no per-tile Q descale, no P-cast hook, whose calls would come
-/// in another order). NOTE: why run them as one: the products prepare B (K and V of a block) once
-/// per call for all its rows, so the tiles share that work.
-bool query_tiles_share_blocks(const AttentionConfig& c, const AttentionProblem& p, const QueryTileCoord& at, int tiles,
-                              const EngineHooks& hooks) {
+/// call each. The call walks the union of the tiles' KV schedules and runs each block for the
+/// tiles whose next block it is (query_tile.cpp): every tile's blocks must come in its own order,
+/// and each block's tiles must be a contiguous run, so that their rows are one range. Nothing else
+/// may depend on which tile a row belongs to: no per-tile Q descale, no P-cast hook (its calls
+/// would come in another order). NOTE: why run them as one: the products prepare B (K and V of a
+/// block) once per call for all its rows, so the tiles share that work.
+bool query_tiles_run_together(const AttentionConfig& c, const AttentionProblem& p, const QueryTileCoord& at,
+                              int tiles, const EngineHooks& hooks) {
   if (tiles < 1 || tiles > kMaxTilesPerCall) return false;
   if (tiles == 1) return true;
   if (p.q_block_descale.present() || hooks.on_p_cast) return false;
@@ -61,19 +63,31 @@ bool query_tiles_share_blocks(const AttentionConfig& c, const AttentionProblem& 
   if (at.row_begin + (tiles - 1) * bm >= span.seqlen_q) return false;
   const sm90::MaskParams mask{c.causal, c.window_left, c.window_right, span.seqlen_q, span.seqlen_k};
   const bool reverse = c.kv_order == FP8ATTN_KV_ORDER_REVERSE;
-  auto schedule_of = [&](int t) {
-    const int64_t row0 = at.row_begin + t * bm, row1 = std::min(row0 + bm, span.seqlen_q);
-    return sm90::make_kv_schedule(mask, row0, row1, c.tile.block_n, c.sink_tokens, reverse);
-  };
-  const sm90::KvSchedule first = schedule_of(0);
-  for (int t = 1; t < tiles; ++t) {
-    const sm90::KvSchedule other = schedule_of(t);
-    if (other.count() != first.count()) return false;
-    for (int64_t i = 0; i < first.count(); ++i) {
-      const sm90::KeyBlock a = first.at(i), b = other.at(i);
-      if (a.key_begin != b.key_begin || a.key_end != b.key_end || a.index != b.index) return false;
-    }
+  const int64_t row1 = std::min(at.row_begin + tiles * bm, span.seqlen_q);
+  const sm90::KvSchedule all = sm90::make_kv_schedule(mask, at.row_begin, row1, c.tile.block_n, c.sink_tokens, reverse);
+  sm90::KvSchedule own[kMaxTilesPerCall];
+  int64_t next[kMaxTilesPerCall] = {};
+  for (int t = 0; t < tiles; ++t) {
+    const int64_t row0 = at.row_begin + t * bm;
+    own[t] = sm90::make_kv_schedule(mask, row0, std::min(row0 + bm, row1), c.tile.block_n, c.sink_tokens, reverse);
   }
+  auto same = [](const sm90::KeyBlock& a, const sm90::KeyBlock& b) {
+    return a.key_begin == b.key_begin && a.key_end == b.key_end && a.index == b.index;
+  };
+  for (int64_t i = 0; i < all.count(); ++i) {
+    const sm90::KeyBlock block = all.at(i);
+    int lo = tiles, hi = -1, active = 0;
+    for (int t = 0; t < tiles; ++t)
+      if (next[t] < own[t].count() && same(own[t].at(next[t]), block)) {
+        lo = std::min(lo, t);
+        hi = t;
+        ++active;
+        ++next[t];
+      }
+    if (hi >= 0 && active != hi - lo + 1) return false;
+  }
+  for (int t = 0; t < tiles; ++t)
+    if (next[t] != own[t].count()) return false;
   return true;
 }
 
@@ -135,7 +149,7 @@ void tile_engine_forward(const AttentionConfig& c, const AttentionProblem& p, Th
       at.batch = b;
       at.row_begin = (first_tile + t) * bm;
       at.tiles = static_cast<int>(std::min<int64_t>(kMaxTilesPerCall, tiles - t));
-      while (at.tiles > 1 && !query_tiles_share_blocks(c, p, at, at.tiles, hooks)) --at.tiles;
+      while (at.tiles > 1 && !query_tiles_run_together(c, p, at, at.tiles, hooks)) --at.tiles;
       for (int g = 0; g < group; ++g) {
         at.head = head_kv * group + g;
         run_query_tile(c, p, at, mine, kv, telemetry[worker], hooks);
