@@ -12,10 +12,9 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <string>
 
-#include "kernels/sm90/tile_config.hpp"
+#include "tests/common/engine_cases.hpp"
 #include "tools/common/forward_runner.hpp"
 #include "tools/common/fresh_seed.hpp"
 
@@ -23,15 +22,7 @@ namespace fp8attn::testing {
 using namespace fp8attn::workloads;
 namespace {
 
-struct Case {
-  const char* name;
-  int32_t dtype;
-  AttentionShape shape;
-  void (*tweak)(fp8attn_attention_desc&);
-  ScaleGranularity granularity;
-};
-
-const Case kCases[] = {
+const EngineCase kCases[] = {
     {"e4m3 tensor-core addition, GQA 2:1, d128", FP8ATTN_DTYPE_E4M3, {1, 1200, 450, 4, 2, 128},
      [](fp8attn_attention_desc&) {}, ScaleGranularity::PerHead},
     {"e4m3 FP32 accumulation, two-level accumulation, d64", FP8ATTN_DTYPE_E4M3, {1, 1500, 333, 1, 1, 64},
@@ -74,34 +65,17 @@ const Case kCases[] = {
 
 TEST(EngineTilePairs, TilesRunAsOneCallKeepEveryBit) {
   const uint64_t seed = fresh_seed();
-  for (const Case& c : kCases) {
-    const AttentionInputs inputs = outlier_inputs(c.shape, seed);
-    auto desc = make_desc(c.shape, c.dtype, FP8ATTN_DTYPE_F32);
-    c.tweak(desc);
-    desc.telemetry = 1;
-    const sm90::AttentionTile tile = sm90::attention_tile(c.shape.head_dim, c.dtype == FP8ATTN_DTYPE_E4M3,
-                                                         sm90::pv_promotion_of_interval(desc.pv_promote_interval));
-    const QuantizedInputs q = quantize(inputs, c.dtype, c.granularity, tile.block_m, tile.block_n);
-    const std::string where = std::string(c.name) + ", seed " + std::to_string(seed);
-
-    const ForwardResult paired = run_engine_with_hooks(desc, c.shape, q, {}, 1);
+  for (const EngineCase& c : kCases) {
+    const EngineCaseInputs in = engine_case_inputs(c, seed);
+    const ForwardResult together = run_engine_with_hooks(in.desc, c.shape, in.q, {}, 1);
     int64_t casts = 0;
     engine::EngineHooks apart;
     apart.on_p_cast = [&](int64_t, int, int64_t, int64_t, const float*, int count) { casts += count; };
-    const ForwardResult alone = run_engine_with_hooks(desc, c.shape, q, apart, 1);
-
-    ASSERT_FALSE(paired.out.empty()) << where;
+    const ForwardResult alone = run_engine_with_hooks(in.desc, c.shape, in.q, apart, 1);
+    const std::string where = std::string(c.name) + ", seed " + std::to_string(seed);
     ASSERT_GT(casts, 0) << where;
-    ASSERT_EQ(paired.out.size(), alone.out.size()) << where;
-    ASSERT_EQ(paired.lse.size(), alone.lse.size()) << where;
-    for (size_t i = 0; i < paired.out.size(); ++i)
-      ASSERT_EQ(0, std::memcmp(&paired.out[i], &alone.out[i], sizeof(float)))
-          << where << ": out[" << i << "] is " << paired.out[i] << " paired, " << alone.out[i] << " alone";
-    EXPECT_EQ(0, std::memcmp(paired.lse.data(), alone.lse.data(), paired.lse.size() * sizeof(float))) << where;
-    EXPECT_EQ(paired.telemetry.p_positive, alone.telemetry.p_positive) << where;
-    EXPECT_EQ(paired.telemetry.p_underflow, alone.telemetry.p_underflow) << where;
-    EXPECT_EQ(paired.telemetry.max_abs_scaled_logit, alone.telemetry.max_abs_scaled_logit) << where;
-    std::printf("%s: paired and alone bit-equal (%zu outputs)\n", c.name, paired.out.size());
+    expect_same_bits(alone, together, where + ", tiles together against alone");
+    std::printf("%s: tiles together and alone bit-equal (%zu outputs)\n", c.name, together.out.size());
   }
 }
 

@@ -11,11 +11,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <cstring>
 #include <string>
 
-#include "kernels/sm90/tile_config.hpp"
 #include "lib/cpu_isa/cpu_isa.hpp"
+#include "tests/common/engine_cases.hpp"
 #include "tools/common/forward_runner.hpp"
 #include "tools/common/fresh_seed.hpp"
 
@@ -23,15 +22,7 @@ namespace fp8attn::testing {
 using namespace fp8attn::workloads;
 namespace {
 
-struct Case {
-  const char* name;
-  int32_t dtype;
-  AttentionShape shape;
-  void (*tweak)(fp8attn_attention_desc&);
-  ScaleGranularity granularity;
-};
-
-const Case kCases[] = {
+const EngineCase kCases[] = {
     {"e4m3 per-head, GQA 2:1, d128", FP8ATTN_DTYPE_E4M3, {2, 131, 303, 4, 2, 128}, [](fp8attn_attention_desc&) {},
      ScaleGranularity::PerHead},
     {"e4m3 causal, two-level accumulation, stabilized, d64", FP8ATTN_DTYPE_E4M3, {1, 203, 203, 2, 1, 64},
@@ -76,27 +67,16 @@ TEST(EngineIsa, EveryBuildComputesTheSameBits) {
   const CpuIsa best = best_cpu_isa();
   if (best == CpuIsa::kBaseline) GTEST_SKIP() << "one engine build only (FP8ATTN_NATIVE or not x86-64)";
   const uint64_t seed = fresh_seed();
-  for (const Case& c : kCases) {
-    const AttentionInputs inputs = outlier_inputs(c.shape, seed);
-    auto desc = make_desc(c.shape, c.dtype, FP8ATTN_DTYPE_F32);
-    c.tweak(desc);
-    desc.telemetry = 1;
-    const sm90::AttentionTile tile = sm90::attention_tile(c.shape.head_dim, c.dtype == FP8ATTN_DTYPE_E4M3,
-                                                         sm90::pv_promotion_of_interval(desc.pv_promote_interval));
-    const QuantizedInputs q = quantize(inputs, c.dtype, c.granularity, tile.block_m, tile.block_n);
-    const ForwardResult base = run_with(CpuIsa::kBaseline, desc, c.shape, q);
+  for (const EngineCase& c : kCases) {
+    const EngineCaseInputs in = engine_case_inputs(c, seed);
+    const ForwardResult base = run_with(CpuIsa::kBaseline, in.desc, c.shape, in.q);
     ASSERT_FALSE(base.out.empty());
     for (CpuIsa isa : {CpuIsa::kAvx2, CpuIsa::kAvx512, CpuIsa::kAvx512Bf16}) {
       if (static_cast<int>(isa) > static_cast<int>(best)) continue;
-      const ForwardResult r = run_with(isa, desc, c.shape, q);
+      const ForwardResult r = run_with(isa, in.desc, c.shape, in.q);
       const std::string where = std::string(c.name) + ", " + cpu_isa_name(isa) + " vs baseline, seed " +
                                 std::to_string(seed);
-      ASSERT_EQ(base.out.size(), r.out.size()) << where;
-      EXPECT_EQ(0, std::memcmp(base.out.data(), r.out.data(), base.out.size() * sizeof(float))) << where;
-      EXPECT_EQ(0, std::memcmp(base.lse.data(), r.lse.data(), base.lse.size() * sizeof(float))) << where;
-      EXPECT_EQ(base.telemetry.p_positive, r.telemetry.p_positive) << where;
-      EXPECT_EQ(base.telemetry.p_underflow, r.telemetry.p_underflow) << where;
-      EXPECT_EQ(base.telemetry.max_abs_scaled_logit, r.telemetry.max_abs_scaled_logit) << where;
+      expect_same_bits(base, r, where);
       std::printf("%s: %s bit-equal to baseline (p_positive %llu)\n", c.name, cpu_isa_name(isa),
                   static_cast<unsigned long long>(r.telemetry.p_positive));
     }
