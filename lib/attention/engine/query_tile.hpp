@@ -1,5 +1,5 @@
-// One query tile of the CPU engine: the mainloop over its KV blocks, the online softmax and the
-// epilogue, in the order the Hopper kernel runs them.
+// One query tile of the CPU engine (or up to four consecutive ones, in one call): the mainloop over
+// its KV blocks, the online softmax and the epilogue, in the order the Hopper kernel runs them.
 #pragma once
 
 #include <cstddef>
@@ -59,7 +59,7 @@ struct KvBlockCache {
 /// Scratch bytes one worker needs for one call (kMaxTilesPerCall tiles).
 size_t query_tile_scratch_bytes(const AttentionConfig& config);
 
-/// Computes one query tile and writes its rows of out and lse.
+/// Computes at.tiles query tiles from at.row_begin and writes their rows of out and lse.
 void run_query_tile(const AttentionConfig& config, const AttentionProblem& problem, const QueryTileCoord& at,
                     void* scratch, KvBlockCache& kv, TileTelemetry& telemetry, const EngineHooks& hooks);
 
