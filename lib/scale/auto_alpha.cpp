@@ -2,13 +2,17 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 
 namespace fp8attn {
 
 void AutoAlpha::observe(double observed, double unit_bound, int32_t burn_in_steps, float margin, float decay) {
   if (done || burn_in_steps < 0 || unit_bound <= 0.0) return;
   const double rho = observed / unit_bound;
-  rho_max = static_cast<float>(std::max(static_cast<double>(rho_max) * decay, rho));
+  // NOTE: held at FLT_MAX: a ratio past FP32's range (a huge max|S| over a tiny bound) would make
+  // ρ_max infinite, a state its own blob could not restore; α is min(1, …) either way.
+  rho_max = static_cast<float>(std::min(std::max(static_cast<double>(rho_max) * decay, rho),
+                                        static_cast<double>(std::numeric_limits<float>::max())));
   // NOTE: a restored state is checked to have steps_seen < burn_in_steps while not done, so this
   // cannot overflow; the guard keeps it so for any caller.
   if (steps_seen < INT32_MAX) ++steps_seen;

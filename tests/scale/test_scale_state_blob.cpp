@@ -59,6 +59,29 @@ TEST(ScaleStateBlob, RoundTripIsBitIdentical) {
   EXPECT_EQ(written, 77u);
 }
 
+// A burn-in whose ratio ρ = max|S| / (σ_max·B_X²/√d_h) exceeds FP32's range (a huge reported max
+// over a tiny σ) ends with α = 1, and the state's own blob still loads back.
+TEST(ScaleStateBlob, AnOverflowingAutoAlphaRatioStillLoadsBack) {
+  auto o = default_options();
+  o.num_layers = 2;
+  o.burn_in_steps = 3;
+  StateFixture a(&o);
+  const float sigma[1] = {1e-30f};
+  for (int l = 0; l < 2; ++l) ASSERT_EQ(fp8attn_scale_state_set_qk_sigma(a.state, l, sigma, 1, 16, 64, nullptr), FP8ATTN_OK);
+  for (int step = 0; step < 4; ++step) {
+    for (int l = 0; l < 2; ++l)
+      for (int t = 0; t < FP8ATTN_NUM_TENSOR_KINDS; ++t)
+        ASSERT_EQ(fp8attn_scale_state_report_amax(a.state, l, t, 3e38f, nullptr), FP8ATTN_OK);
+    ASSERT_EQ(fp8attn_scale_state_step(a.state, nullptr), FP8ATTN_OK);
+  }
+  const std::vector<uint8_t> blob = serialize(a.state);
+  StateFixture b(nullptr);
+  fp8attn_error err{};
+  err.struct_size = sizeof err;
+  ASSERT_EQ(fp8attn_scale_state_deserialize(b.state, blob.data(), blob.size(), &err), FP8ATTN_OK) << err.message;
+  EXPECT_EQ(serialize(b.state), blob);
+}
+
 TEST(ScaleStateBlob, EveryByteFlipAndEveryTruncationIsRejected) {
   std::mt19937_64 rng(kSeed + 1);
   auto o = default_options();
