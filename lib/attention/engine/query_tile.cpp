@@ -199,11 +199,6 @@ void decoded_block(const AttentionConfig& c, const AttentionProblem& p, const Se
 
 namespace {
 
-/// Whether two schedule steps are the same KV block.
-bool same_block(const sm90::KeyBlock& a, const sm90::KeyBlock& b) {
-  return a.key_begin == b.key_begin && a.key_end == b.key_end && a.index == b.index;
-}
-
 /// A paged cache's per-(token, KV head) descales of one KV block: K's into k_token, V's divided
 /// by their largest into v_ratio (each ≤ 1); returns that largest. With `split` false (BF16 P:
 /// kv_cache_math.hpp) V's go into v_ratio whole and the return is 1.
@@ -279,33 +274,21 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
   std::fill(t.row_sum, t.row_sum + static_cast<size_t>(rows) * 4, 0.0f);
 
   const sm90::MaskParams mask{c.causal, c.window_left, c.window_right, span.seqlen_q, span.seqlen_k};
-  const int64_t row0 = at.row_begin, row1 = at.row_begin + rows;
-  // NOTE: reverse order (the default) visits the last block first, so a sink at the start of
-  // the sequence is met last and cannot flush earlier blocks' P̃ to zero (P-cast paper).
-  const bool reverse = c.kv_order == FP8ATTN_KV_ORDER_REVERSE;
-  const sm90::KvSchedule schedule = sm90::make_kv_schedule(mask, row0, row1, bn, c.sink_tokens, reverse);
+  const int64_t row0 = at.row_begin;
   float tile_max_abs_logit = 0.0f;
-  // NOTE: the call's tiles each keep their own schedule and step: the call walks the union of
-  // their blocks (`schedule`, all its rows), and each block runs the rows of the tiles whose next
-  // block it is, a contiguous run of tiles (tile_engine.cpp's query_tiles_run_together).
-  const int bm = c.tile.block_m, call_tiles = (rows + bm - 1) / bm;
-  sm90::KvSchedule own[kMaxTilesPerCall];
-  int64_t own_step[kMaxTilesPerCall] = {};
-  for (int i = 0; i < call_tiles; ++i)
-    own[i] = sm90::make_kv_schedule(mask, row0 + i * bm, std::min<int64_t>(row0 + (i + 1) * bm, row1), bn,
-                                    c.sink_tokens, reverse);
+  // NOTE: the call's tiles each keep their own schedule and step: the walk goes over the union of
+  // their blocks, and each block runs the rows of the tiles whose next block it is, a contiguous
+  // run of tiles (tile_engine.cpp's query_tiles_run_together checked that before the call).
+  TileGroupWalk walk(c, span, row0, rows);
+  const int bm = c.tile.block_m;
 
-  for (int64_t step = 0; step < schedule.count(); ++step) {
-    const sm90::KeyBlock block = schedule.at(step);
+  for (int64_t step = 0; step < walk.all.count(); ++step) {
+    sm90::KeyBlock block;
+    int lo = 0, hi = 0;
+    walk.visit(step, &block, &lo, &hi);
+    if (hi < lo) continue;
     const int64_t key0 = block.key_begin;
     const int keys = static_cast<int>(block.key_end - block.key_begin);
-    int lo = call_tiles, hi = -1;
-    for (int i = 0; i < call_tiles; ++i)
-      if (own_step[i] < own[i].count() && same_block(own[i].at(own_step[i]), block)) {
-        lo = std::min(lo, i);
-        hi = i;
-      }
-    if (hi < 0) continue;
     const int r_lo = lo * bm, r_hi = std::min(rows, (hi + 1) * bm), active = r_hi - r_lo;
 
     const float *k_panels = nullptr, *v_panels = nullptr;
@@ -391,8 +374,8 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
     // NOTE: two-level accumulation guards against the FP8 tensor core's accumulator keeping
     // fewer bits than FP32 (DESIGN §3): the fresh tile is added into O every N of its blocks.
     for (int i = lo; i <= hi; ++i) {
-      const int64_t own_done = ++own_step[i];
-      if (!promote || (own_done % promote_interval != 0 && own_done != own[i].count())) continue;
+      const int64_t own_done = walk.done[i];
+      if (!promote || (own_done % promote_interval != 0 && own_done != walk.own[i].count())) continue;
       const float vb = sm90::kv_token_pv_factor(p.v_block_descale.at(at.batch, head_kv, block.index), v_token_max);
       const int64_t e0 = static_cast<int64_t>(i) * bm * dv, e1 = static_cast<int64_t>(std::min(rows, (i + 1) * bm)) * dv;
       for (int64_t e = e0; e < e1; ++e) {

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/sm90/kv_schedule.hpp"
 #include "lib/attention/attention_config.hpp"
 #include "lib/attention/attention_problem.hpp"
 #include "lib/attention/engine/tile_engine.hpp"
@@ -25,6 +26,26 @@ struct QueryTileCoord {
   int head = 0;
   int64_t row_begin = 0;
   int tiles = 1;
+};
+
+/// The KV blocks of one call of up to kMaxTilesPerCall consecutive query tiles: the union of the
+/// tiles' own schedules, walked in order, each block run for the tiles whose next block it is.
+/// Defined in tile_engine.cpp (compiled once, for the baseline ISA) and used by every ISA build
+/// of run_query_tile and by the grouping check, so both walk the blocks the same way.
+struct TileGroupWalk {
+  sm90::KvSchedule all;                  ///< the union: the schedule of all the call's rows
+  sm90::KvSchedule own[kMaxTilesPerCall];  ///< each tile's own schedule
+  int64_t done[kMaxTilesPerCall] = {};   ///< each tile's blocks visited so far
+  int tiles = 0;
+
+  /// The call's `rows` rows from row_begin (tiles of block_m rows, the last one ragged).
+  TileGroupWalk(const AttentionConfig& config, const SeqSpan& span, int64_t row_begin, int rows);
+  /// Union step `step`: its block, and the tiles [*lo, *hi] whose next block it is (none: *hi <
+  /// *lo), each counted past it. Returns false, counting none, where those tiles are not a
+  /// contiguous run.
+  bool visit(int64_t step, sm90::KeyBlock* block, int* lo, int* hi);
+  /// Whether every tile has visited all its blocks.
+  bool finished() const;
 };
 
 /// Per-worker telemetry counters; merged after the parallel loop.

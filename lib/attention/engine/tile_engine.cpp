@@ -47,12 +47,11 @@ int64_t tiles_per_item(int64_t tile_units, int workers) {
 }
 
 /// Whether `tiles` consecutive query tiles from `at` can run as one call with the same bits as one
-/// call each. The call walks the union of the tiles' KV schedules and runs each block for the
-/// tiles whose next block it is (query_tile.cpp): every tile's blocks must come in its own order,
-/// and each block's tiles must be a contiguous run, so that their rows are one range. Nothing else
-/// may depend on which tile a row belongs to: no per-tile Q descale, no P-cast hook (its calls
-/// would come in another order). NOTE: why run them as one: the products prepare B (K and V of a
-/// block) once per call for all its rows, so the tiles share that work.
+/// call each: every tile meets its blocks in its own order in the call's walk (TileGroupWalk), and
+/// each block's tiles are a contiguous run, so that their rows are one range. Nothing else may
+/// depend on which tile a row belongs to: no per-tile Q descale, no P-cast hook (its calls would
+/// come in another order). NOTE: why run them as one: the products prepare B (K and V of a block)
+/// once per call for all its rows, so the tiles share that work.
 bool query_tiles_run_together(const AttentionConfig& c, const AttentionProblem& p, const QueryTileCoord& at,
                               int tiles, const EngineHooks& hooks) {
   if (tiles < 1 || tiles > kMaxTilesPerCall) return false;
@@ -61,37 +60,57 @@ bool query_tiles_run_together(const AttentionConfig& c, const AttentionProblem& 
   const SeqSpan span = p.span(at.batch);
   const int64_t bm = c.tile.block_m;
   if (at.row_begin + (tiles - 1) * bm >= span.seqlen_q) return false;
-  const sm90::MaskParams mask{c.causal, c.window_left, c.window_right, span.seqlen_q, span.seqlen_k};
-  const bool reverse = c.kv_order == FP8ATTN_KV_ORDER_REVERSE;
-  const int64_t row1 = std::min(at.row_begin + tiles * bm, span.seqlen_q);
-  const sm90::KvSchedule all = sm90::make_kv_schedule(mask, at.row_begin, row1, c.tile.block_n, c.sink_tokens, reverse);
-  sm90::KvSchedule own[kMaxTilesPerCall];
-  int64_t next[kMaxTilesPerCall] = {};
-  for (int t = 0; t < tiles; ++t) {
-    const int64_t row0 = at.row_begin + t * bm;
-    own[t] = sm90::make_kv_schedule(mask, row0, std::min(row0 + bm, row1), c.tile.block_n, c.sink_tokens, reverse);
+  const int rows = static_cast<int>(std::min(tiles * bm, span.seqlen_q - at.row_begin));
+  TileGroupWalk walk(c, span, at.row_begin, rows);
+  for (int64_t step = 0; step < walk.all.count(); ++step) {
+    sm90::KeyBlock block;
+    int lo = 0, hi = 0;
+    if (!walk.visit(step, &block, &lo, &hi)) return false;
   }
-  auto same = [](const sm90::KeyBlock& a, const sm90::KeyBlock& b) {
-    return a.key_begin == b.key_begin && a.key_end == b.key_end && a.index == b.index;
-  };
-  for (int64_t i = 0; i < all.count(); ++i) {
-    const sm90::KeyBlock block = all.at(i);
-    int lo = tiles, hi = -1, active = 0;
-    for (int t = 0; t < tiles; ++t)
-      if (next[t] < own[t].count() && same(own[t].at(next[t]), block)) {
-        lo = std::min(lo, t);
-        hi = t;
-        ++active;
-        ++next[t];
-      }
-    if (hi >= 0 && active != hi - lo + 1) return false;
-  }
-  for (int t = 0; t < tiles; ++t)
-    if (next[t] != own[t].count()) return false;
-  return true;
+  return walk.finished();
 }
 
 }  // namespace
+
+TileGroupWalk::TileGroupWalk(const AttentionConfig& c, const SeqSpan& span, int64_t row_begin, int rows) {
+  const sm90::MaskParams mask{c.causal, c.window_left, c.window_right, span.seqlen_q, span.seqlen_k};
+  const bool reverse = c.kv_order == FP8ATTN_KV_ORDER_REVERSE;
+  const int bm = c.tile.block_m, bn = c.tile.block_n;
+  const int64_t row_end = row_begin + rows;
+  // NOTE: reverse order (the default) visits the last block first, so a sink at the start of
+  // the sequence is met last and cannot flush earlier blocks' P̃ to zero (P-cast paper).
+  all = sm90::make_kv_schedule(mask, row_begin, row_end, bn, c.sink_tokens, reverse);
+  tiles = (rows + bm - 1) / bm;
+  for (int i = 0; i < tiles; ++i)
+    own[i] = sm90::make_kv_schedule(mask, row_begin + static_cast<int64_t>(i) * bm,
+                                    std::min(row_begin + static_cast<int64_t>(i + 1) * bm, row_end), bn, c.sink_tokens,
+                                    reverse);
+}
+
+bool TileGroupWalk::visit(int64_t step, sm90::KeyBlock* block, int* lo, int* hi) {
+  *block = all.at(step);
+  *lo = tiles;
+  *hi = -1;
+  int next_of[kMaxTilesPerCall] = {};
+  int active = 0;
+  for (int i = 0; i < tiles; ++i) {
+    if (done[i] >= own[i].count()) continue;
+    const sm90::KeyBlock mine = own[i].at(done[i]);
+    if (mine.key_begin != block->key_begin || mine.key_end != block->key_end || mine.index != block->index) continue;
+    next_of[active++] = i;
+    *lo = std::min(*lo, i);
+    *hi = i;
+  }
+  if (active > 0 && active != *hi - *lo + 1) return false;
+  for (int k = 0; k < active; ++k) ++done[next_of[k]];
+  return true;
+}
+
+bool TileGroupWalk::finished() const {
+  for (int i = 0; i < tiles; ++i)
+    if (done[i] != own[i].count()) return false;
+  return true;
+}
 
 size_t tile_engine_workspace_size(const AttentionConfig& c, int workers, int64_t batch, int64_t max_seqlen_k) {
   // Layout: per-worker tile scratch and KV block cache, per-worker telemetry and cache
