@@ -286,21 +286,6 @@ struct RowSide {
   }
 };
 
-/// 128-bit lane q of v. NOTE: a switch, so that each extraction has its immediate even where the
-/// row loop is not unrolled (the sanitizers' build).
-__attribute__((always_inline)) inline __m128i lane_of(__m512i v, int q) {
-  switch (q) {
-    case 0:
-      return _mm512_castsi512_si128(v);
-    case 1:
-      return _mm512_extracti32x4_epi32(v, 1);
-    case 2:
-      return _mm512_extracti32x4_epi32(v, 2);
-    default:
-      return _mm512_extracti32x4_epi32(v, 3);
-  }
-}
-
 /// acc += Σ t·s over word pairs: vpdpwssd with AVX512-VNNI (inline assembly: the x86-64-v4 build
 /// does not assume the extension; the caller checked the CPU), else vpmaddwd and an add.
 template <bool kVnni>
