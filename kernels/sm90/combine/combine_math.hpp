@@ -35,7 +35,8 @@ inline constexpr float kCombineLog2e = 1.4426950408889634f;
 /// The running maximum over a row's LSEs, NaN once any LSE is NaN or +inf. Starts from −inf;
 /// exact and order-free, so lanes may reduce it in any tree.
 FP8ATTN_HOST_DEVICE float max_lse(float m, float lse_p) {
-  const bool poison = lse_p != lse_p || lse_p == INFINITY || m != m;
+  // NOTE: `|`, not `||`: no short circuit, so a loop over rows vectorizes.
+  const bool poison = (lse_p != lse_p) | (lse_p == INFINITY) | (m != m);
   return poison ? NAN : (lse_p > m ? lse_p : m);
 }
 

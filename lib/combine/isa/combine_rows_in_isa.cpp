@@ -34,7 +34,6 @@ namespace {
 using combine::kRowsPerItem;
 using sm90::combine::CombineParams;
 using sm90::combine::kMaxParts;
-using sm90::combine::RowFactors;
 
 /// Parts requested ahead of the one being added (combine_rows_by_part).
 constexpr int32_t kPartsAhead = 2;
@@ -54,31 +53,50 @@ void store_o(const CombineParams& p, int64_t at, float value) {
 }
 
 /// The weights and factors of an item's rows, part-major so that a part's weights of every row sit
-/// in one vector.
+/// in one vector, and each row's (token, head).
+/// NOTE: the coordinates are stepped once per item: a division per row and use (row / heads,
+/// row % heads) took a tenth of a merge of two L3-resident parts.
 struct ItemWeights {
   alignas(64) std::array<std::array<float, kRowsPerItem>, kMaxParts> w;
-  std::array<RowFactors, kRowsPerItem> f;
+  alignas(64) std::array<float, kRowsPerItem> scale, lse;  // row_factors' two values
+  std::array<int64_t, kRowsPerItem> t, h;
 };
 
 /// The weights, factors and LSEs of rows [r0, r0 + rows) in the kernel's order of operations per row
 /// (combine_kernel.hpp); stores the LSEs.
-/// NOTE: the rows are the inner loop, so the maximum, ex2 and the sums run across rows in vector
-/// lanes, each row's operations and their order unchanged; one row at a time, this chain of
-/// dependent operations took a third of a merge of two L3-resident parts.
+/// NOTE: the rows are the inner loop, so the maximum, ex2, the sums and row_factors' division and
+/// selects run across rows in vector lanes, each row's operations and their order unchanged; one
+/// row at a time, this chain of dependent operations took a third of a merge of two L3-resident
+/// parts. Only logf stays a call per row. Rows past `rows` repeat the item's first row.
 void item_weights(const CombineParams& p, int64_t r0, int64_t rows, ItemWeights& iw) {
   using namespace sm90::combine;
   alignas(64) std::array<int64_t, kRowsPerItem> at;  // each row's LSE offset, less the part's
   alignas(64) std::array<float, kRowsPerItem> m, sum;
+  const int64_t t0 = r0 / p.heads, h0 = r0 % p.heads;
+  int64_t t = t0, h = h0;
   for (int64_t i = 0; i < kRowsPerItem; ++i) {
-    const int64_t r = r0 + (i < rows ? i : 0);
-    at[i] = partial_lse_offset(p, 0, r / p.heads, r % p.heads);
+    iw.t[i] = i < rows ? t : t0;
+    iw.h[i] = i < rows ? h : h0;
+    at[i] = partial_lse_offset(p, 0, iw.t[i], iw.h[i]);
     m[i] = -INFINITY;
     sum[i] = 0.0f;
+    if (++h == p.heads) {
+      h = 0;
+      ++t;
+    }
   }
+  // A full item of a dense [parts, tokens, heads] LSE reads each part's 16 values as one vector.
+  const bool dense_lse = rows == kRowsPerItem && p.pl_stride[2] == 1 && p.pl_stride[1] == p.heads;
   for (int32_t part = 0; part < p.num_parts; ++part) {
     float* lse_p = iw.w[part].data();
     const float* src = p.partial_lse + part * p.pl_stride[0];
-    for (int64_t i = 0; i < kRowsPerItem; ++i) lse_p[i] = src[at[i]];
+    if (dense_lse)
+      for (int64_t i = 0; i < kRowsPerItem; ++i) lse_p[i] = src[at[0] + i];
+    else
+      for (int64_t i = 0; i < kRowsPerItem; ++i) lse_p[i] = src[at[i]];
+    // NOTE: unrolled, this loop became 16 scalar compares and branches (a quarter of the weights'
+    // time); rolled, it vectorizes.
+#pragma GCC unroll 1
     for (int64_t i = 0; i < kRowsPerItem; ++i) m[i] = max_lse(m[i], lse_p[i]);
   }
   for (int32_t part = 0; part < p.num_parts; ++part) {
@@ -88,9 +106,21 @@ void item_weights(const CombineParams& p, int64_t r0, int64_t rows, ItemWeights&
       sum[i] = arch::add_rn(sum[i], w_p[i]);
     }
   }
-  for (int64_t i = 0; i < rows; ++i) {
-    iw.f[i] = row_factors(m[i], sum[i]);
-    if (p.lse != nullptr) p.lse[lse_offset(p, (r0 + i) / p.heads, (r0 + i) % p.heads)] = iw.f[i].lse;
+  // row_factors, lane by lane: 1/s and log(s) for every row, then the empty and poisoned rows'
+  // values in their place (their s is 0, so both are computed and replaced).
+  for (int64_t i = 0; i < kRowsPerItem; ++i) iw.scale[i] = 1.0f / sum[i];
+  for (int64_t i = 0; i < kRowsPerItem; ++i) iw.lse[i] = logf(sum[i]);
+  for (int64_t i = 0; i < kRowsPerItem; ++i) {
+    const bool poisoned = m[i] != m[i], empty = m[i] == -INFINITY;
+    iw.scale[i] = poisoned ? NAN : (empty ? 0.0f : iw.scale[i]);
+    iw.lse[i] = poisoned ? NAN : (empty ? -INFINITY : arch::add_rn(m[i], iw.lse[i]));
+  }
+  if (p.lse == nullptr) return;
+  if (rows == kRowsPerItem && p.lse_stride[1] == 1 && p.lse_stride[0] == p.heads) {
+    float* dst = p.lse + lse_offset(p, iw.t[0], iw.h[0]);
+    for (int64_t i = 0; i < kRowsPerItem; ++i) dst[i] = iw.lse[i];
+  } else {
+    for (int64_t i = 0; i < rows; ++i) p.lse[lse_offset(p, iw.t[i], iw.h[i])] = iw.lse[i];
   }
 }
 
@@ -131,6 +161,19 @@ void store_chunk(const CombineParams& p, int64_t t, int64_t h, int64_t e0, int64
     }
   }
 #endif
+  if (p.out_stride[2] == 1) {
+    // NOTE: a contiguous run through a fixed pointer, so the loops vectorize; store_o's offset per
+    // element did not, and took about a fifth of a two-part merge from the L3.
+    if (!p.out_bf16) {
+      float* dst = static_cast<float*>(p.out) + at;
+      for (int64_t e = 0; e < n; ++e) dst[e] = finish_out(acc[e], scale);
+    } else {
+      uint16_t* dst = static_cast<uint16_t*>(p.out) + at;
+      for (int64_t e = 0; e < n; ++e)
+        dst[e] = static_cast<uint16_t>(std::bit_cast<uint32_t>(num::round_to_bf16(finish_out(acc[e], scale))) >> 16);
+    }
+    return;
+  }
   for (int64_t e = 0; e < n; ++e) store_o(p, out_offset(p, t, h, e0 + e), finish_out(acc[e], scale));
 }
 
@@ -183,6 +226,7 @@ VecF load_vec(const uint16_t* x) {  // BF16: bf16_to_float's bits, x << 16
   return _mm512_castsi512_ps(_mm512_slli_epi32(words, 16));
 }
 VecF splat_vec(float x) { return _mm512_set1_ps(x); }
+void store_vec(float* x, VecF v) { _mm512_storeu_ps(x, v); }
 /// 32 BF16 values as floats in two vectors, in the order of the words' unpacking: each 128-bit lane
 /// of `lo` holds words 0-3 of the same lane of the input, `hi` words 4-7.
 /// NOTE: one load and two unpacks per 32 values (each word below a zero word is its float) where
@@ -210,6 +254,7 @@ VecF load_vec(const uint16_t* x) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(words, 16));
 }
 VecF splat_vec(float x) { return _mm256_set1_ps(x); }
+void store_vec(float* x, VecF v) { _mm256_storeu_ps(x, v); }
 #elif defined(__SSE2__)
 constexpr int kVecFloats = 4;
 using VecF = __m128;
@@ -219,6 +264,7 @@ VecF load_vec(const uint16_t* x) {  // each word below a zero word: x << 16
   return _mm_castsi128_ps(_mm_unpacklo_epi16(_mm_setzero_si128(), four));
 }
 VecF splat_vec(float x) { return _mm_set1_ps(x); }
+void store_vec(float* x, VecF v) { _mm_storeu_ps(x, v); }
 #endif
 #if defined(__SSE2__)
 constexpr int kMaxSumVecs = 8;
@@ -237,7 +283,7 @@ void row_chunk_in_registers(const CombineParams& p, int64_t t, int64_t h, int64_
   for (int32_t part = 0; part < p.num_parts; ++part) {
     const float w = iw.w[part][i];
     if (w == 0.0f) continue;
-    const float ws = arch::mul_rn(w, iw.f[i].scale);
+    const float ws = arch::mul_rn(w, iw.scale[i]);
     const VecF wv = splat_vec(ws);
     const int64_t base = partial_out_offset(p, part, t, h, e0);
     VecF o[Vecs];
@@ -261,7 +307,6 @@ void row_chunk_in_registers(const CombineParams& p, int64_t t, int64_t h, int64_
       for (int v = 0; v < Vecs; ++v) acc[v] = acc[v] + wv * o[v];
     first = false;
   }
-  alignas(64) float sums[Vecs * kVecFloats];
   for (int v = 0; v < Vecs; ++v)
     if (first) acc[v] = VecF{};
 #if defined(__AVX512F__)
@@ -269,8 +314,18 @@ void row_chunk_in_registers(const CombineParams& p, int64_t t, int64_t h, int64_
     if (p.partial_out_bf16)
       for (int v = 0; v < Vecs; v += 2) natural_order_pair(acc[v], acc[v + 1]);
 #endif
+  const float scale = iw.scale[i];
+  if (!stream && !p.out_bf16 && p.out_stride[2] == 1) {
+    // finish_out: a poisoned row's scale (NaN) in every element.
+    float* dst = static_cast<float*>(p.out) + out_offset(p, t, h, e0);
+    if (scale != scale)
+      for (int v = 0; v < Vecs; ++v) acc[v] = splat_vec(scale);
+    for (int v = 0; v < Vecs; ++v) store_vec(dst + v * kVecFloats, acc[v]);
+    return;
+  }
+  alignas(64) float sums[Vecs * kVecFloats];
   for (int v = 0; v < Vecs; ++v) std::memcpy(sums + v * kVecFloats, &acc[v], sizeof acc[v]);
-  store_chunk(p, t, h, e0, Vecs * kVecFloats, sums, iw.f[i].scale, stream);
+  store_chunk(p, t, h, e0, Vecs * kVecFloats, sums, iw.scale[i], stream);
 }
 
 #endif  // __SSE2__
@@ -291,8 +346,8 @@ void combine_rows_by_row(const CombineParams& p, int64_t r0, int64_t rows, const
   const int64_t row_bytes = p.num_parts * p.head_dim * elem;  // one row of every part
   const int64_t rows_ahead = std::clamp<int64_t>(kBytesAhead / (row_bytes > 0 ? row_bytes : 1), 1, kRowsPerItem);
   for (int64_t r = r0; r < r0 + rows; ++r) {
-    const int64_t t = r / p.heads, h = r % p.heads;
-    const float scale = iw.f[r - r0].scale;
+    const int64_t t = iw.t[r - r0], h = iw.h[r - r0];
+    const float scale = iw.scale[r - r0];
     // Contiguous rows only: a strided row's elements would each be a request of their own.
     if (stream && step == 1 && r + rows_ahead < total_rows) {
       const int64_t ra = r + rows_ahead;
@@ -356,14 +411,14 @@ void combine_rows_by_part(const CombineParams& p, int64_t r0, int64_t rows, cons
         // a few KiB, too short for the hardware prefetcher to ramp up before the next part's.
         // Contiguous rows only: a strided row's elements would each be a request of their own.
         if (p.po_stride[3] == 1 && part + kPartsAhead < p.num_parts && iw.w[part + kPartsAhead][i] != 0.0f) {
-          const int64_t t = (r0 + i) / p.heads, h = (r0 + i) % p.heads;
+          const int64_t t = iw.t[i], h = iw.h[i];
           const char* ahead =
               static_cast<const char*>(p.partial_out) + elem * partial_out_offset(p, part + kPartsAhead, t, h, e0);
           for (int64_t b = 0; b < n * elem; b += 64) __builtin_prefetch(ahead + b);
         }
         if (iw.w[part][i] == 0.0f) continue;
-        add_part(p, partial_out_offset(p, part, (r0 + i) / p.heads, (r0 + i) % p.heads, e0), n, iw.w[part][i],
-                 iw.f[i].scale, acc[i].data(), first[i]);
+        add_part(p, partial_out_offset(p, part, iw.t[i], iw.h[i], e0), n, iw.w[part][i],
+                 iw.scale[i], acc[i].data(), first[i]);
         first[i] = false;
       }
     for (int64_t i = 0; i < rows; ++i) {
@@ -371,7 +426,7 @@ void combine_rows_by_part(const CombineParams& p, int64_t r0, int64_t rows, cons
         for (int64_t e = 0; e < n; ++e) acc[i][e] = 0.0f;
     }
     for (int64_t i = 0; i < rows; ++i)
-      store_chunk(p, (r0 + i) / p.heads, (r0 + i) % p.heads, e0, n, acc[i].data(), iw.f[i].scale, stream);
+      store_chunk(p, iw.t[i], iw.h[i], e0, n, acc[i].data(), iw.scale[i], stream);
   }
 }
 
