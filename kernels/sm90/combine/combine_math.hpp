@@ -5,7 +5,8 @@
 //   m   = max_p lse_p
 //   w_p = 2^((lse_p − m)·log2 e)          (arch::ex2_approx: the forward's own exp2)
 //   s   = Σ_p w_p                         (FP32, parts in index order, from +0)
-//   lse = m + log(s)                      (logf, as the forward's row_lse)
+//   lse = m + log(s)                      (arch::natural_log: logf on the device, the host's own
+//                                          log_model, the same bits in every host build)
 //   out = Σ_p ((w_p · (1/s)) · O_p)       (FP32, parts in index order, from +0, each product and
 //                                          sum rounded on its own: arch::mul_rn / add_rn)
 // which is out = Σ_p exp(lse_p − lse)·O_p with each weight taken relative to the row's maximum.
@@ -26,6 +27,7 @@
 
 #include "kernels/arch/ex2.hpp"
 #include "kernels/arch/fp_rn.hpp"
+#include "kernels/arch/log.hpp"
 #include "kernels/sm90/combine/combine_params.hpp"
 
 namespace fp8attn::sm90::combine {
@@ -56,7 +58,7 @@ FP8ATTN_HOST_DEVICE RowFactors row_factors(float m, float weight_sum) {
   if (m != m) return {NAN, NAN};
   if (m == -INFINITY) return {0.0f, -INFINITY};
   // NOTE: s ≥ 1 (the maximum's weight is exactly 1), so 1/s and log(s) are finite.
-  return {1.0f / weight_sum, arch::add_rn(m, logf(weight_sum))};
+  return {1.0f / weight_sum, arch::add_rn(m, arch::natural_log(weight_sum))};
 }
 
 /// One step of out's sum: acc + (w_p · scale) · o, each operation rounded on its own.

@@ -67,7 +67,7 @@ struct ItemWeights {
 /// NOTE: the rows are the inner loop, so the maximum, ex2, the sums and row_factors' division and
 /// selects run across rows in vector lanes, each row's operations and their order unchanged; one
 /// row at a time, this chain of dependent operations took a third of a merge of two L3-resident
-/// parts. Only logf stays a call per row. Rows past `rows` repeat the item's first row.
+/// parts. Rows past `rows` repeat the item's first row.
 void item_weights(const CombineParams& p, int64_t r0, int64_t rows, ItemWeights& iw) {
   using namespace sm90::combine;
   alignas(64) std::array<int64_t, kRowsPerItem> at;  // each row's LSE offset, less the part's
@@ -107,9 +107,10 @@ void item_weights(const CombineParams& p, int64_t r0, int64_t rows, ItemWeights&
     }
   }
   // row_factors, lane by lane: 1/s and log(s) for every row, then the empty and poisoned rows'
-  // values in their place (their s is 0, so both are computed and replaced).
+  // values in their place (their s is 0, so both are computed and replaced). The host's log has
+  // no branches, so its loop vectorizes too.
   for (int64_t i = 0; i < kRowsPerItem; ++i) iw.scale[i] = 1.0f / sum[i];
-  for (int64_t i = 0; i < kRowsPerItem; ++i) iw.lse[i] = logf(sum[i]);
+  for (int64_t i = 0; i < kRowsPerItem; ++i) iw.lse[i] = arch::natural_log(sum[i]);
   for (int64_t i = 0; i < kRowsPerItem; ++i) {
     const bool poisoned = m[i] != m[i], empty = m[i] == -INFINITY;
     iw.scale[i] = poisoned ? NAN : (empty ? 0.0f : iw.scale[i]);
