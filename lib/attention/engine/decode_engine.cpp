@@ -165,13 +165,17 @@ void decode_engine_forward(const AttentionConfig& c, const AttentionProblem& p, 
     const combine::CombineRowOps& merge = combine::combine_row_ops();
     // Items: (sequence, 16 of its rows), only the rows of tokens the sequence has (the tiles write
     // no partial row for the others).
-    const int64_t per_seq = p.max_seqlen_q * heads, blocks_per_seq = ceil_div(per_seq, combine::kRowsPerItem);
+    // NOTE: 16, below the merge's 64 rows per call: a batch-1 decode has 32 rows (its query
+    // heads), and 64 would leave every core but one idle while that one merges every split.
+    constexpr int64_t kMergeRows = 16;
+    static_assert(kMergeRows <= combine::kRowsPerItem);
+    const int64_t per_seq = p.max_seqlen_q * heads, blocks_per_seq = ceil_div(per_seq, kMergeRows);
     pool.parallel_for(p.batch * blocks_per_seq, [&](int64_t item, int worker) {
-      const int64_t b = item / blocks_per_seq, first = item % blocks_per_seq * combine::kRowsPerItem;
+      const int64_t b = item / blocks_per_seq, first = item % blocks_per_seq * kMergeRows;
       const SeqSpan span = p.span(b);
       const int64_t rows = span.seqlen_q * heads;
       if (first >= rows) return;
-      const int64_t r0 = b * per_seq + first, n = std::min(combine::kRowsPerItem, rows - first);
+      const int64_t r0 = b * per_seq + first, n = std::min(kMergeRows, rows - first);
       merge.combine_rows(m, r0, n, /*stream_out=*/false);
       for (int64_t r = r0; r < r0 + n; ++r) {
         const int64_t token = (r - b * per_seq) / heads;

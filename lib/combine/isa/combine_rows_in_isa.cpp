@@ -85,7 +85,7 @@ void item_weights(const CombineParams& p, int64_t r0, int64_t rows, ItemWeights&
       ++t;
     }
   }
-  // A full item of a dense [parts, tokens, heads] LSE reads each part's 16 values as one vector.
+  // A full item of a dense [parts, tokens, heads] LSE reads each part's values as whole vectors.
   const bool dense_lse = rows == kRowsPerItem && p.pl_stride[2] == 1 && p.pl_stride[1] == p.heads;
   for (int32_t part = 0; part < p.num_parts; ++part) {
     float* lse_p = iw.w[part].data();
@@ -398,7 +398,7 @@ void combine_rows_by_row(const CombineParams& p, int64_t r0, int64_t rows, const
 
 /// combine_rows with the parts outer, then rows, then elements, for rows of many parts: each
 /// part's rows of the item are one contiguous run of its tensor (a dense layout), read while the
-/// item's sums stay in L1. Each element still sums its parts in index order.
+/// item's sums (32 KiB) stay in L1 and L2. Each element still sums its parts in index order.
 void combine_rows_by_part(const CombineParams& p, int64_t r0, int64_t rows, const ItemWeights& iw, bool stream) {
   using namespace sm90::combine;
   std::array<std::array<float, kChunk>, kRowsPerItem> acc;
@@ -437,7 +437,7 @@ void combine_rows_by_part(const CombineParams& p, int64_t r0, int64_t rows, cons
 /// give every element the same operations in the same order.
 /// NOTE: measured on a Zen 4 (docs/performance.md, the combine): row by row ran 8 F32 parts about
 /// 1.3× the parts-outer order and 32 parts about 0.85×, where a row of every part (16 KiB) no
-/// longer leaves room in L1 for the requests ahead; the parts-outer order reads 8 KiB runs.
+/// longer leaves room in L1 for the requests ahead; the parts-outer order reads 32 KiB runs.
 void combine_rows(const CombineParams& p, int64_t r0, int64_t rows, bool stream_out) {
   ItemWeights iw;
   item_weights(p, r0, rows, iw);
