@@ -54,8 +54,8 @@ void store_o(const CombineParams& p, int64_t at, float value) {
 
 /// The weights and factors of an item's rows, part-major so that a part's weights of every row sit
 /// in one vector, and each row's (token, head).
-/// NOTE: the coordinates are stepped once per item: a division per row and use (row / heads,
-/// row % heads) took a tenth of a merge of two L3-resident parts.
+/// NOTE: the coordinates are stepped once per item, not divided out of the row index per row and
+/// again at each use.
 struct ItemWeights {
   alignas(64) std::array<std::array<float, kRowsPerItem>, kMaxParts> w;
   alignas(64) std::array<float, kRowsPerItem> scale, lse;  // row_factors' two values
@@ -94,8 +94,8 @@ void item_weights(const CombineParams& p, int64_t r0, int64_t rows, ItemWeights&
       for (int64_t i = 0; i < kRowsPerItem; ++i) lse_p[i] = src[at[0] + i];
     else
       for (int64_t i = 0; i < kRowsPerItem; ++i) lse_p[i] = src[at[i]];
-    // NOTE: unrolled, this loop became 16 scalar compares and branches (a quarter of the weights'
-    // time); rolled, it vectorizes.
+    // NOTE: unrolled (at 16 rows per call), this loop became scalar compares and branches, a
+    // quarter of the weights' time; rolled, it vectorizes.
 #pragma GCC unroll 1
     for (int64_t i = 0; i < kRowsPerItem; ++i) m[i] = max_lse(m[i], lse_p[i]);
   }
@@ -399,9 +399,9 @@ void combine_rows_by_row(const CombineParams& p, int64_t r0, int64_t rows, const
 /// combine_rows with the parts outer, then rows, then elements, for rows of many parts: each
 /// part's rows of the item are one contiguous run of its tensor (a dense layout), read while the
 /// item's sums (32 KiB) stay in L1 and L2. Each element still sums its parts in index order.
-void combine_rows_by_part(const CombineParams& p, int64_t r0, int64_t rows, const ItemWeights& iw, bool stream) {
+void combine_rows_by_part(const CombineParams& p, int64_t r0, int64_t rows, const ItemWeights& iw, bool stream,
+                          std::array<std::array<float, kChunk>, kRowsPerItem>& acc) {
   using namespace sm90::combine;
-  std::array<std::array<float, kChunk>, kRowsPerItem> acc;
   for (int64_t e0 = 0; e0 < p.head_dim; e0 += kChunk) {
     const int64_t n = p.head_dim - e0 < kChunk ? p.head_dim - e0 : kChunk;
     std::array<bool, kRowsPerItem> first;
@@ -439,13 +439,20 @@ void combine_rows_by_part(const CombineParams& p, int64_t r0, int64_t rows, cons
 /// 1.3× the parts-outer order and 32 parts about 0.85×, where a row of every part (16 KiB) no
 /// longer leaves room in L1 for the requests ahead; the parts-outer order reads 32 KiB runs.
 void combine_rows(const CombineParams& p, int64_t r0, int64_t rows, bool stream_out) {
-  ItemWeights iw;
+  // NOTE: per thread, not on the stack: the weights of 256 parts × 64 rows and the parts-outer
+  // order's sums take 96 KiB, more than a host's small thread stacks (musl's 128 KiB) should hold.
+  struct Scratch {
+    ItemWeights iw;
+    std::array<std::array<float, kChunk>, kRowsPerItem> sums;
+  };
+  static thread_local Scratch scratch;
+  ItemWeights& iw = scratch.iw;
   item_weights(p, r0, rows, iw);
   const int64_t row_bytes = p.num_parts * p.head_dim * (p.partial_out_bf16 ? 2 : 4);
   if (row_bytes <= kBytesAhead / 2)
     combine_rows_by_row(p, r0, rows, iw, stream_out);
   else
-    combine_rows_by_part(p, r0, rows, iw, stream_out);
+    combine_rows_by_part(p, r0, rows, iw, stream_out, scratch.sums);
 #if defined(__SSE2__)
   if (stream_out) _mm_sfence();  // the streaming stores of store_chunk
 #endif
