@@ -8,9 +8,10 @@
 //    CPU it runs on, so the same call gave different bits on different machines;
 //  - it has no branches, so a loop over a merge's rows vectorizes (a call per row took about a
 //    tenth of a two-part merge on a Zen 4).
-// It is within 1 ulp of log(x) everywhere and correctly rounded for every float in [1, 512) but
-// one (glibc's logf: 145,188 of those 75.5 million); tests/numerics/test_log_model.cpp checks
-// every float of [1, 512) and random ones over the whole range.
+// It is within 1 ulp of log(x) for every positive float and correctly rounded for all of the
+// 2^31 but two, one of them in [1, 512) (glibc's logf: 145,188 of those 75.5 million):
+// tests/numerics/test_log_model.cpp (every float of [1, 512), random ones over the whole range,
+// the special values) and test_log_model_exhaustive.cpp (every positive float).
 #pragma once
 
 #include <cstdint>
