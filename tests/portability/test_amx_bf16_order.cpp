@@ -17,7 +17,13 @@
 #include <cstring>
 #include <random>
 
+#include "bf16_dot_inputs.hpp"
+
 namespace {
+
+using fp8attn::test::bf16_value;
+using fp8attn::test::e4m3_value_as_bf16;
+using fp8attn::test::random_accumulator;
 
 /// The tile configuration's memory form (palette 1), as the Intel SDM lays it out.
 struct TileConfig {
@@ -26,23 +32,6 @@ struct TileConfig {
   uint16_t colsb[16] = {};
   uint8_t rows[16] = {};
 };
-
-/// A random E4M3 normal value (exponent -6..8, three fraction bits, either sign) as BF16 bits:
-/// every product of two of them is exact in FP32.
-uint16_t e4m3_value_as_bf16(std::mt19937& rng) {
-  const int exponent = static_cast<int>(rng() % 15) - 6, fraction = static_cast<int>(rng() % 8);
-  const float v = std::ldexp(1.0f + fraction / 8.0f, exponent) * ((rng() & 1) ? -1.0f : 1.0f);
-  uint32_t u;
-  std::memcpy(&u, &v, 4);
-  return static_cast<uint16_t>(u >> 16);
-}
-
-float bf16_value(uint16_t b) {
-  const uint32_t u = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
 
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, 4) == 0; }
 
@@ -89,10 +78,8 @@ Counts run_tiles(int pairs, int tiles) {
       for (int k = 0; k < 2 * pairs; ++k) row[k] = e4m3_value_as_bf16(rng);
     for (int k = 0; k < pairs; ++k)
       for (uint16_t& x : b[k]) x = e4m3_value_as_bf16(rng);
-    for (auto& row : acc)  // normal accumulators over a wide range of exponents, either sign
-      for (float& x : row)
-        x = std::ldexp(static_cast<float>(rng() % 100000 + 1) / 1000.0f, static_cast<int>(rng() % 24) - 12) *
-            ((rng() & 1) ? -1.0f : 1.0f);
+    for (auto& row : acc)
+      for (float& x : row) x = random_accumulator(rng);
     for (auto& row : out)
       for (float& x : row) x = std::nanf("");
     tile_dot(pairs, a, b, acc, out);

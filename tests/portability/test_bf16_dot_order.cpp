@@ -12,24 +12,13 @@
 #include <cstring>
 #include <random>
 
+#include "bf16_dot_inputs.hpp"
+
 namespace {
 
-/// A random E4M3 normal value (exponent -6..8, three fraction bits, either sign) as BF16 bits:
-/// exact in BF16, so every product of two of them is exact in FP32.
-uint16_t e4m3_value_as_bf16(std::mt19937& rng) {
-  const int exponent = static_cast<int>(rng() % 15) - 6, fraction = static_cast<int>(rng() % 8);
-  const float v = std::ldexp(1.0f + fraction / 8.0f, exponent) * ((rng() & 1) ? -1.0f : 1.0f);
-  uint32_t u;
-  std::memcpy(&u, &v, 4);
-  return static_cast<uint16_t>(u >> 16);
-}
-
-float bf16_value(uint16_t b) {
-  const uint32_t u = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+using fp8attn::test::bf16_value;
+using fp8attn::test::e4m3_value_as_bf16;
+using fp8attn::test::random_accumulator;
 
 __attribute__((target("avx512f,avx512bf16"))) void dot_bf16(const float* acc, const uint16_t* a, const uint16_t* b,
                                                             float* out) {
@@ -49,9 +38,7 @@ TEST(Avx512Bf16, DotProductAddsTheOddProductThenTheEvenOneRoundedEachTime) {
     uint16_t a[32], b[32];
     float acc[16], out[16];
     for (int i = 0; i < 32; ++i) a[i] = e4m3_value_as_bf16(rng), b[i] = e4m3_value_as_bf16(rng);
-    for (float& x : acc)  // normal accumulators over a wide range of exponents, either sign
-      x = std::ldexp(static_cast<float>(rng() % 100000 + 1) / 1000.0f, static_cast<int>(rng() % 24) - 12) *
-          ((rng() & 1) ? -1.0f : 1.0f);
+    for (float& x : acc) x = random_accumulator(rng);
     std::fill(out, out + 16, std::nanf(""));
     dot_bf16(acc, a, b, out);
     for (int j = 0; j < 16; ++j) {
