@@ -35,6 +35,22 @@ CpuIsa active_cpu_isa();
 /// (lib/attention/engine/panel_gemm.hpp, its avx512_bf16 argument).
 inline bool avx512_bf16_active() { return active_cpu_isa() == CpuIsa::kAvx512Bf16; }
 
+/// Whether the FP32 mode's products run on vdpbf16ps: the level is avx512bf16 and, unless
+/// FP8ATTN_BF16_DOT (0 or 1, read once) or set_bf16_dot_products says otherwise, this CPU runs
+/// the instruction's multiply-adds at least as fast as FMAs' (bf16_dot_products_measured_fast).
+/// Both forms give the same bits; the tensor-core mode's vpdpwssd sums follow the level alone.
+bool bf16_dot_products_active();
+
+/// Measured once per process on a CPU whose best level is avx512bf16 (tens of microseconds): the
+/// time of vdpbf16ps against FMAs doing the same multiply-adds (lib/cpu_isa/bf16_dot_probe.cpp).
+bool bf16_dot_products_measured_fast();
+
+enum class Bf16DotChoice : int { kMeasure = 0, kOff = 1, kOn = 2 };
+
+/// Tests and benchmarks: the choice bf16_dot_products_active makes at the avx512bf16 level, from
+/// now on, process-wide.
+void set_bf16_dot_products(Bf16DotChoice choice);
+
 /// Tests and benchmarks: makes every per-ISA loop run `isa` from now on, process-wide. Returns
 /// false, changing nothing, when `isa` is above best_cpu_isa().
 bool set_active_cpu_isa(CpuIsa isa);

@@ -30,6 +30,17 @@
 namespace fp8attn::paged_test {
 namespace {
 
+/// The avx512bf16 level's E4M3 products on vdpbf16ps in every test here, whatever this CPU's
+/// measured choice (bf16_dot_products_active): the comparisons of the levels then cover them on
+/// every CPU that has the instruction. The FMAs' form is the avx512 level's.
+class Bf16DotProductsOn : public ::testing::Environment {
+ public:
+  void SetUp() override { set_bf16_dot_products(Bf16DotChoice::kOn); }
+  void TearDown() override { set_bf16_dot_products(Bf16DotChoice::kMeasure); }
+};
+[[maybe_unused]] ::testing::Environment* const kBf16DotProductsOn =
+    ::testing::AddGlobalTestEnvironment(new Bf16DotProductsOn);
+
 struct Fp32Case {
   std::string name;
   int32_t dtype = FP8ATTN_DTYPE_E4M3;

@@ -73,15 +73,50 @@ TEST(EngineIsa, EveryBuildComputesTheSameBits) {
     ASSERT_FALSE(base.out.empty());
     for (CpuIsa isa : {CpuIsa::kAvx2, CpuIsa::kAvx512, CpuIsa::kAvx512Bf16}) {
       if (static_cast<int>(isa) > static_cast<int>(best)) continue;
-      const ForwardResult r = run_with(isa, in.desc, c.shape, in.q);
-      const std::string where = std::string(c.name) + ", " + cpu_isa_name(isa) + " vs baseline, seed " +
-                                std::to_string(seed);
-      expect_same_bits(base, r, where);
-      std::printf("%s: %s bit-equal to baseline (p_positive %llu)\n", c.name, cpu_isa_name(isa),
-                  static_cast<unsigned long long>(r.telemetry.p_positive));
+      // At avx512bf16, the FP32 mode's products both on vdpbf16ps and on FMAs, whichever this
+      // CPU's measured choice is (bf16_dot_products_active).
+      for (Bf16DotChoice dot : {Bf16DotChoice::kOn, Bf16DotChoice::kOff}) {
+        if (isa != CpuIsa::kAvx512Bf16 && dot == Bf16DotChoice::kOff) continue;
+        set_bf16_dot_products(dot);
+        const ForwardResult r = run_with(isa, in.desc, c.shape, in.q);
+        const std::string where = std::string(c.name) + ", " + cpu_isa_name(isa) +
+                                  (dot == Bf16DotChoice::kOn ? "" : " (FMAs)") + " vs baseline, seed " +
+                                  std::to_string(seed);
+        expect_same_bits(base, r, where);
+        std::printf("%s: bit-equal to baseline (p_positive %llu)\n", where.c_str(),
+                    static_cast<unsigned long long>(r.telemetry.p_positive));
+      }
     }
   }
+  set_bf16_dot_products(Bf16DotChoice::kMeasure);
   set_active_cpu_isa(best);
+}
+
+TEST(EngineIsa, Bf16DotProductsFollowTheLevelAndTheChoice) {
+  const CpuIsa best = best_cpu_isa();
+  const bool has_level = best == CpuIsa::kAvx512Bf16;
+  // The measurement is made once: the same answer every time, and never on a CPU without the level.
+  const bool measured = bf16_dot_products_measured_fast();
+  EXPECT_EQ(measured, bf16_dot_products_measured_fast());
+  if (!has_level) {
+    EXPECT_FALSE(measured);
+  }
+  set_bf16_dot_products(Bf16DotChoice::kOn);
+  EXPECT_EQ(bf16_dot_products_active(), has_level && active_cpu_isa() == CpuIsa::kAvx512Bf16);
+  if (has_level) {
+    ASSERT_TRUE(set_active_cpu_isa(CpuIsa::kAvx512));
+    EXPECT_FALSE(bf16_dot_products_active()) << "the avx512 level has no vdpbf16ps";
+    ASSERT_TRUE(set_active_cpu_isa(CpuIsa::kAvx512Bf16));
+    EXPECT_TRUE(bf16_dot_products_active());
+    set_bf16_dot_products(Bf16DotChoice::kOff);
+    EXPECT_FALSE(bf16_dot_products_active());
+    set_bf16_dot_products(Bf16DotChoice::kMeasure);
+    EXPECT_EQ(bf16_dot_products_active(), measured);
+  }
+  set_bf16_dot_products(Bf16DotChoice::kMeasure);
+  set_active_cpu_isa(best);
+  std::printf("best level %s; vdpbf16ps measured %s than FMAs here\n", cpu_isa_name(best),
+              measured ? "at least as fast" : "slower");
 }
 
 }  // namespace

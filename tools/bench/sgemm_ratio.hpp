@@ -10,8 +10,11 @@
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <random>
 #include <string>
@@ -19,12 +22,37 @@
 
 namespace fp8attn::bench {
 
+/// Restarts this process with OPENBLAS_CORETYPE set when OpenBLAS took this CPU for one without
+/// AVX2 (and the variable is unset): the ceiling is then OpenBLAS's kernels for this CPU's vectors.
+/// NOTE: Debian 12's OpenBLAS does not know an Emerald Rapids Xeon (model 207) and runs its
+/// Prescott (SSE3) kernels there: 38 to 64 GFLOP/s on two cores against 220 to 290 with its
+/// SkylakeX kernels, which made every ratio of these benches several times too high.
+inline void run_openblas_kernels_for_this_cpu(char** argv) {
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return;
+  const std::string core = openblas_get_corename();
+  bool before_avx2 = false;
+  for (const char* old : {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Atom", "Sandybridge", "Katmai",
+                          "Coppermine", "Northwood", "Banias", "Athlon", "Opteron", "Barcelona", "Bobcat"})
+    before_avx2 = before_avx2 || core == old;
+  __builtin_cpu_init();
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (!before_avx2 || !avx2) return;
+  const char* kernels = avx512 ? "SkylakeX" : "Haswell";
+  std::fprintf(stderr, "OpenBLAS took this CPU for a %s; restarting with OPENBLAS_CORETYPE=%s\n", core.c_str(),
+               kernels);
+  setenv("OPENBLAS_CORETYPE", kernels, 1);
+  execv("/proc/self/exe", argv);  // returns only on failure: the run goes on with the old kernels
+}
+
 /// benchmark::Initialize with the repetitions of all benchmarks interleaved at random unless the
 /// command line says otherwise (--benchmark_enable_random_interleaving=false).
 /// NOTE: on a shared machine the load moves by tens of percent within minutes; run one after the
 /// other, sgemm's repetitions and the engine's saw different loads (a ratio of 0.87 in one run,
 /// 0.53 interleaved a minute later on the same build), so the ceiling is measured among them.
 inline void initialize_interleaved(int* argc, char** argv) {
+  run_openblas_kernels_for_this_cpu(argv);
   static char interleave[] = "--benchmark_enable_random_interleaving=true";
   static std::vector<char*> args;
   args.assign(argv, argv + *argc);
@@ -73,8 +101,9 @@ class SgemmRatioReporter : public benchmark::ConsoleReporter {
     double sgemm = 0.0;
     for (auto& [name, rates] : rates_)
       if (name.find("BM_sgemm") != std::string::npos) sgemm = std::max(sgemm, median(rates));
-    std::printf("\nCeiling: OpenBLAS sgemm %.2f GFLOP/s on these cores (same run, median of repetitions).\n",
-                sgemm * 1e-9);
+    std::printf("\nCeiling: OpenBLAS sgemm %.2f GFLOP/s on these cores (its %s kernels; same run, median of "
+                "repetitions).\n",
+                sgemm * 1e-9, openblas_get_corename());
     std::printf("%-36s %5s %12s %12s %10s\n", "benchmark", "reps", "GFLOP/s", "min..max", "/ sgemm");
     for (auto& [name, rates] : rates_) {
       if (!listed(name)) continue;

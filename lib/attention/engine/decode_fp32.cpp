@@ -99,10 +99,11 @@ void run_decode_fp32_tile(const AttentionConfig& c, const AttentionProblem& p, c
   const int rows =
       static_cast<int>(std::min<int64_t>(c.tile.block_m, sm90::decode_rows(span.seqlen_q, group) - at.row_begin));
   const bool fp8 = c.fp8();
-  // NOTE: E4M3 products on vdpbf16ps where the CPU has AVX512-BF16: the same bits as the FMAs,
-  // twice the products per instruction (decode_fp32_bf16_avx512.hpp).
+  // NOTE: E4M3 products on vdpbf16ps where the CPU has AVX512-BF16 and runs it faster than FMAs
+  // (bf16_dot_products_active): the same bits as the FMAs, twice the products per instruction
+  // (decode_fp32_bf16_avx512.hpp).
 #if defined(__AVX512F__)
-  bool dot = fp8 && avx512_bf16_active();
+  bool dot = fp8 && bf16_dot_products_active();
 #else
   constexpr bool dot = false;
 #endif
