@@ -30,6 +30,17 @@ namespace {
 #if FP8ATTN_BF16_DOT_PROBE
 constexpr int kChains = 16;  // independent accumulators: throughput, not latency
 
+/// The seconds since t0, once the chains' sums are kept where the compiler must compute them.
+__attribute__((target("avx512f"), noinline)) double seconds_since(std::chrono::steady_clock::time_point t0,
+                                                      const __m512 (&acc)[kChains]) {
+  const auto t1 = std::chrono::steady_clock::now();
+  __m512 sum = acc[0];
+  for (int j = 1; j < kChains; ++j) sum = _mm512_add_ps(sum, acc[j]);
+  volatile float sink = _mm512_cvtss_f32(sum);
+  (void)sink;
+  return std::chrono::duration<double>(t1 - t0).count();
+}
+
 /// Seconds for `rounds` × kChains vdpbf16ps (2 · 16 multiply-adds each).
 __attribute__((target("avx512f,avx512bf16"), noinline)) double time_dot(int rounds) {
   __m512 acc[kChains];
@@ -40,12 +51,7 @@ __attribute__((target("avx512f,avx512bf16"), noinline)) double time_dot(int roun
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < rounds; ++i)
     for (int j = 0; j < kChains; ++j) acc[j] = _mm512_dpbf16_ps(acc[j], a, b);
-  const auto t1 = std::chrono::steady_clock::now();
-  __m512 sum = acc[0];
-  for (int j = 1; j < kChains; ++j) sum = _mm512_add_ps(sum, acc[j]);
-  volatile float sink = _mm512_cvtss_f32(sum);
-  (void)sink;
-  return std::chrono::duration<double>(t1 - t0).count();
+  return seconds_since(t0, acc);
 }
 
 /// Seconds for `rounds` × kChains 512-bit FMAs (16 multiply-adds each).
@@ -56,12 +62,7 @@ __attribute__((target("avx512f"), noinline)) double time_fma(int rounds) {
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < rounds; ++i)
     for (int j = 0; j < kChains; ++j) acc[j] = _mm512_fmadd_ps(a, acc[j], b);
-  const auto t1 = std::chrono::steady_clock::now();
-  __m512 sum = acc[0];
-  for (int j = 1; j < kChains; ++j) sum = _mm512_add_ps(sum, acc[j]);
-  volatile float sink = _mm512_cvtss_f32(sum);
-  (void)sink;
-  return std::chrono::duration<double>(t1 - t0).count();
+  return seconds_since(t0, acc);
 }
 
 /// Whether vdpbf16ps does a multiply-add at least as fast as an FMA: the best of five alternating
