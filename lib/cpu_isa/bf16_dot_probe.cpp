@@ -108,6 +108,10 @@ bool bf16_dot_products_active() {
   return mode < 0 ? bf16_dot_products_measured_fast() : mode == 1;
 }
 
+bool avx512_bf16_for_products(bool tensor_core) {
+  return tensor_core ? avx512_bf16_active() : bf16_dot_products_active();
+}
+
 void set_bf16_dot_products(Bf16DotChoice choice) {
   forced().store(choice == Bf16DotChoice::kMeasure ? -1 : choice == Bf16DotChoice::kOn ? 1 : 0,
                  std::memory_order_relaxed);

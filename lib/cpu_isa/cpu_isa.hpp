@@ -45,6 +45,11 @@ bool bf16_dot_products_active();
 /// time of vdpbf16ps against FMAs doing the same multiply-adds (lib/cpu_isa/bf16_dot_probe.cpp).
 bool bf16_dot_products_measured_fast();
 
+/// panel_gemm's avx512_bf16 argument for a call under the tensor core's addition
+/// (`tensor_core`: its FP8 sums on vpdpwssd, by the level) or FP32 accumulation (its products on
+/// vdpbf16ps, by bf16_dot_products_active).
+bool avx512_bf16_for_products(bool tensor_core);
+
 enum class Bf16DotChoice : int { kMeasure = 0, kOff = 1, kOn = 2 };
 
 /// Tests and benchmarks: the choice bf16_dot_products_active makes at the avx512bf16 level, from

@@ -110,6 +110,8 @@ TEST(EngineIsa, Bf16DotProductsFollowTheLevelAndTheChoice) {
     EXPECT_TRUE(bf16_dot_products_active());
     set_bf16_dot_products(Bf16DotChoice::kOff);
     EXPECT_FALSE(bf16_dot_products_active());
+    EXPECT_TRUE(avx512_bf16_for_products(true)) << "the tensor-core mode's sums follow the level alone";
+    EXPECT_FALSE(avx512_bf16_for_products(false));
     set_bf16_dot_products(Bf16DotChoice::kMeasure);
     EXPECT_EQ(bf16_dot_products_active(), measured);
   }

@@ -128,8 +128,7 @@ void run_decode_tile(const AttentionConfig& c, const AttentionProblem& p, const 
   const int head_kv = at.head_kv;
   const bool fp8 = c.fp8();
   const float* lut = e4m3_table();
-  const bool avx512_bf16 =  // as in the forward's tile
-      c.mma_rule.tensor_core ? avx512_bf16_active() : bf16_dot_products_active();
+  const bool avx512_bf16 = avx512_bf16_for_products(c.mma_rule.tensor_core);  // as in the forward's tile
   auto token_of = [&](int r) { return sm90::decode_row_token(at.row_begin + r, group); };
   auto head_of = [&](int r) { return head_kv * group + sm90::decode_row_head(at.row_begin + r, group); };
 

@@ -238,7 +238,7 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
   // AVX512-BF16 and VNNI where the CPU has them (same bits, panel_gemm.hpp): the FP32
   // accumulation's products on vdpbf16ps where the CPU runs it faster than FMAs
   // (bf16_dot_products_active), the tensor core's FP8 sums on vpdpwssd.
-  const bool avx512_bf16 = c.mma_rule.tensor_core ? avx512_bf16_active() : bf16_dot_products_active();
+  const bool avx512_bf16 = avx512_bf16_for_products(c.mma_rule.tensor_core);
   if (kv.batch != at.batch || kv.head_kv != head_kv) {  // another (sequence, KV head): drop the blocks
     std::fill(kv.ready, kv.ready + kv.slots, uint8_t{0});
     kv.batch = at.batch;
