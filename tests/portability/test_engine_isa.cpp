@@ -3,7 +3,7 @@
 // bit, for each build this CPU runs. Inputs: outlier inputs (N(0,1) with large-magnitude
 // channels), fresh seed; E4M3 with per-head and per-block descales, and BF16; causal and not;
 // GQA; two-level accumulation, the stabilized softmax, the reduced-precision accumulator
-// model, FP32 accumulation; odd sequence lengths so that every tile has a ragged tail. Small shapes (a few KV
+// model, FP32 accumulation; F32 outputs and a BF16 one; odd sequence lengths so that every tile has a ragged tail. Small shapes (a few KV
 // blocks each): the qemu run emulates every vector instruction.
 //
 // Under `qemu-x86_64 -cpu Haswell` (tests/portability/CMakeLists.txt), FP8ATTN_EXPECT_ISA=avx2
@@ -42,6 +42,12 @@ const EngineCase kCases[] = {
      ScaleGranularity::Unit},
     {"e4m3 FP32 accumulation, GQA 2:1, d128", FP8ATTN_DTYPE_E4M3, {1, 131, 303, 4, 2, 128},
      [](fp8attn_attention_desc& d) { d.accumulator_model = FP8ATTN_ACCUMULATOR_FP32; }, ScaleGranularity::PerHead},
+    {"e4m3 FP32 accumulation, BF16 output, d128", FP8ATTN_DTYPE_E4M3, {1, 133, 257, 2, 1, 128},
+     [](fp8attn_attention_desc& d) {
+       d.accumulator_model = FP8ATTN_ACCUMULATOR_FP32;
+       d.output_dtype = FP8ATTN_DTYPE_BF16;
+     },
+     ScaleGranularity::PerHead},
     {"bf16 FP32 accumulation, causal, d64", FP8ATTN_DTYPE_BF16, {1, 150, 150, 2, 2, 64},
      [](fp8attn_attention_desc& d) {
        d.causal = 1;

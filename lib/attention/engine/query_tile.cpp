@@ -13,6 +13,9 @@
 #include "lib/attention/engine/panel_gemm.hpp"
 #include "lib/attention/engine/decoded_block_e4m3.hpp"
 #include "lib/attention/engine/pv_order.hpp"
+#if defined(__AVX512F__)
+#include "lib/attention/engine/p_cast_avx512.hpp"
+#endif
 #include "kernels/numerics/bfloat16.hpp"
 #include "lib/numerics/element_io.hpp"
 #include "kernels/numerics/float8.hpp"
@@ -336,12 +339,24 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
       float* s = t.s + static_cast<int64_t>(r) * bn;
       if (per_token)
         for (int j = 0; j < keys; ++j) s[j] *= t.v_ratio[j];
-      if (fp8)
-        row_cast_p<true>(s, keys, telemetry.p_positive, telemetry.p_underflow);
-      else
-        row_cast_p<false>(s, keys, telemetry.p_positive, telemetry.p_underflow);
-      if (hooks.on_p_cast) hooks.on_p_cast(at.batch, at.head, row0 + r, key0, s, keys);
-      if (fp8) p_row_to_slots(s, keys);
+#if defined(__AVX512F__)
+      // NOTE: the cast and E4M3 P's key order in one pass (p_cast_avx512.hpp); a hook sees the
+      // cast row in key order, so with one the two passes below run instead.
+      if (!hooks.on_p_cast) {
+        if (fp8)
+          p_cast_avx512::cast_p_row<true, true>(s, keys, telemetry.p_positive, telemetry.p_underflow);
+        else
+          p_cast_avx512::cast_p_row<false, false>(s, keys, telemetry.p_positive, telemetry.p_underflow);
+      } else
+#endif
+      {
+        if (fp8)
+          row_cast_p<true>(s, keys, telemetry.p_positive, telemetry.p_underflow);
+        else
+          row_cast_p<false>(s, keys, telemetry.p_positive, telemetry.p_underflow);
+        if (hooks.on_p_cast) hooks.on_p_cast(at.batch, at.head, row0 + r, key0, s, keys);
+        if (fp8) p_row_to_slots(s, keys);
+      }
       const float rescale = t.rescale[r];
       float* orow = t.o + static_cast<int64_t>(r) * dv;
       for (int e = 0; e < dv; ++e) orow[e] *= rescale;
@@ -354,6 +369,19 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
     // thread in ascending column order (sm90::quad_partial_of_column). Rows go in pairs: each
     // quad partial is a chain of dependent additions, and a pair fills one vector of chains.
     int r = r_lo;
+#if defined(__AVX512F__)
+    for (; r + 4 <= r_hi; r += 4) {  // four rows' partials in one vector (row_softmax.hpp)
+      for (int i = 0; i < 4; ++i) p_tilde_of_row(r + i);
+      const float* p_rows[4];
+      float* sums[4];
+      for (int i = 0; i < 4; ++i) {
+        p_rows[i] = t.s + static_cast<int64_t>(r + i) * bn;
+        sums[i] = t.row_sum + (r + i) * 4;
+      }
+      accumulate_quad_partials_4rows(p_rows, keys, sums);
+      for (int i = 0; i < 4; ++i) cast_row(r + i);
+    }
+#endif
     for (; r + 2 <= r_hi; r += 2) {
       p_tilde_of_row(r);
       p_tilde_of_row(r + 1);
@@ -391,12 +419,23 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
   // (cuDNN's scale_o); max |O| is taken before that scale, for amax_o.
   const bool e4m3_out = p.out.dtype == FP8ATTN_DTYPE_E4M3;
   float tile_max_abs_o = 0.0f;
+  // NOTE: a BF16 output with contiguous dims is rounded 16 values at a time on AVX-512
+  // (p_cast_avx512.hpp, the same bits and counts): element by element it was a twentieth of the
+  // FP32 mode's forward.
+  [[maybe_unused]] const bool bf16_rows = p.out.dtype == FP8ATTN_DTYPE_BF16 && p.out.dim_stride == 1 && dv % 16 == 0;
   for (int r = 0; r < rows; ++r) {
     const float* partial = t.row_sum + static_cast<int64_t>(r) * 4;
     const float l = sm90::quad_sum(partial[0], partial[1], partial[2], partial[3]);
     const float factor = sm90::output_factor(l, v_descale);
     const int64_t row = span.q_offset + row0 + r;
     const float* orow = t.o + static_cast<int64_t>(r) * dv;
+#if defined(__AVX512F__)
+    if (bf16_rows) {
+      p_cast_avx512::store_o_row_bf16(orow, dv, factor,
+                                      static_cast<uint16_t*>(p.out.data) + element_offset(p.out, at.batch, row, at.head, 0),
+                                      telemetry.nonfinite, tile_max_abs_o);
+    } else
+#endif
     for (int e = 0; e < dv; ++e) {
       const float o = orow[e] * factor;
       // NOTE: descales that can overflow are refused before the call (require_scales_in_range);

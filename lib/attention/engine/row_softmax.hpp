@@ -33,9 +33,21 @@ using RowLanes = float __attribute__((vector_size(kRowLanes * sizeof(float))));
 
 /// max over s[0, n) (−inf when n = 0 or every entry is masked), a zero max as +0
 /// (sm90::block_max_of), NaN entries never winning (sm90::score_max).
+/// NOTE: four vectors of lanes side by side: one alone is a chain of dependent maxes (four
+/// cycles each), which made this loop a fifth of the softmax's time on a 128-key row.
 inline float row_max(const float* s, int n) {
-  RowLanes lanes = RowLanes{} + sm90::kNegInf;  // all −inf
+  constexpr int kChains = 4;
+  RowLanes chains[kChains];
+  for (RowLanes& c : chains) c = RowLanes{} + sm90::kNegInf;  // all −inf
   int j = 0;
+  for (; j + kChains * kRowLanes <= n; j += kChains * kRowLanes)
+    for (int c = 0; c < kChains; ++c) {
+      RowLanes v;
+      std::memcpy(&v, s + j + c * kRowLanes, sizeof v);
+      chains[c] = v > chains[c] ? v : chains[c];
+    }
+  RowLanes lanes = chains[0];
+  for (int c = 1; c < kChains; ++c) lanes = chains[c] > lanes ? chains[c] : lanes;
   for (; j + kRowLanes <= n; j += kRowLanes) {
     RowLanes v;
     std::memcpy(&v, s + j, sizeof v);
@@ -128,6 +140,33 @@ inline void accumulate_quad_partials_2rows(const float* p0, const float* p1, int
     partial1[sm90::quad_partial_of_column(j)] += p1[j];
   }
 }
+
+#if defined(__AVX512F__)
+using FourRowLanes = float __attribute__((vector_size(16 * sizeof(float))));
+
+/// accumulate_quad_partials for four rows at once (the AVX-512 build): the same additions in the
+/// same order per row, sixteen chains in one vector, row i's quad partials in lanes 4i to 4i + 3.
+/// NOTE: each partial is a chain of dependent additions (four cycles each); with two rows per
+/// vector the chains left the loop at a cycle per column of each row.
+inline void accumulate_quad_partials_4rows(const float* const p[4], int n, float* const partial[4]) {
+  FourRowLanes acc;
+  for (int i = 0; i < 4; ++i)
+    for (int q = 0; q < 4; ++q) acc[4 * i + q] = partial[i][q];
+  int j = 0;
+  for (; j + 8 <= n; j += 8) {
+    PairLanes v[4];
+    for (int i = 0; i < 4; ++i) std::memcpy(&v[i], p[i] + j, sizeof v[i]);
+    const FourRowLanes a = __builtin_shufflevector(v[0], v[1], 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const FourRowLanes b = __builtin_shufflevector(v[2], v[3], 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    acc += __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);  // j + 2q
+    acc += __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);  // j + 2q + 1
+  }
+  for (int i = 0; i < 4; ++i)
+    for (int q = 0; q < 4; ++q) partial[i][q] = acc[4 * i + q];
+  for (; j < n; ++j)
+    for (int i = 0; i < 4; ++i) partial[i][sm90::quad_partial_of_column(j)] += p[i][j];
+}
+#endif
 
 /// Casts P̃ in place before the PV product (E4M3 for FP8 inputs, BF16 otherwise) and counts the
 /// positive P̃ and those the cast flushes to zero (the telemetry's underflow count).
