@@ -110,8 +110,8 @@ __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl"))) inline void store_
     bad += static_cast<uint32_t>(
         __builtin_popcount(_mm512_fpclass_ps_mask(x, kNotFinite) | _mm512_fpclass_ps_mask(r, kNotFinite)));
     // NOTE: MAXPS returns its second operand when either is NaN, so a NaN |x| keeps `largest`.
-    largest = _mm512_max_ps(_mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7FFFFFFF))),
-                            largest);
+    const __m512i magnitude = _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7FFFFFFF));
+    largest = _mm512_max_ps(_mm512_castsi512_ps(magnitude), largest);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + e),
                         _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(r), 16)));
   }

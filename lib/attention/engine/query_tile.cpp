@@ -422,7 +422,8 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
   // NOTE: a BF16 output with contiguous dims is rounded 16 values at a time on AVX-512
   // (p_cast_avx512.hpp, the same bits and counts): element by element it was a twentieth of the
   // FP32 mode's forward.
-  [[maybe_unused]] const bool bf16_rows = p.out.dtype == FP8ATTN_DTYPE_BF16 && p.out.dim_stride == 1 && dv % 16 == 0;
+  [[maybe_unused]] const bool bf16_rows =
+      p.out.dtype == FP8ATTN_DTYPE_BF16 && p.out.dim_stride == 1 && dv % 16 == 0;
   for (int r = 0; r < rows; ++r) {
     const float* partial = t.row_sum + static_cast<int64_t>(r) * 4;
     const float l = sm90::quad_sum(partial[0], partial[1], partial[2], partial[3]);
@@ -431,9 +432,8 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
     const float* orow = t.o + static_cast<int64_t>(r) * dv;
 #if defined(__AVX512F__)
     if (bf16_rows) {
-      p_cast_avx512::store_o_row_bf16(orow, dv, factor,
-                                      static_cast<uint16_t*>(p.out.data) + element_offset(p.out, at.batch, row, at.head, 0),
-                                      telemetry.nonfinite, tile_max_abs_o);
+      uint16_t* out_row = static_cast<uint16_t*>(p.out.data) + element_offset(p.out, at.batch, row, at.head, 0);
+      p_cast_avx512::store_o_row_bf16(orow, dv, factor, out_row, telemetry.nonfinite, tile_max_abs_o);
     } else
 #endif
     for (int e = 0; e < dv; ++e) {
