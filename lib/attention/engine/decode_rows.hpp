@@ -18,6 +18,9 @@
 #include "kernels/sm90/softmax_math.hpp"
 #include "lib/attention/engine/decode_tile.hpp"
 #include "lib/attention/engine/row_softmax.hpp"
+#if defined(__AVX512F__)
+#include "lib/attention/engine/p_cast_avx512.hpp"  // the cast of P on 16 lanes, same bits
+#endif
 
 namespace fp8attn::engine {
 
@@ -98,7 +101,17 @@ inline float decode_row_softmax(const DecodeRowRules& rules, float* s, int keys,
   accumulate_quad_partials(s, keys, row_sum4);
   if (v_ratio)
     for (int j = 0; j < keys; ++j) s[j] *= v_ratio[j];
-  cast_p_for_pv(rules.fp8, false, s, keys, telemetry.p_positive, telemetry.p_underflow);
+#if defined(__AVX512F__)
+  if (rules.fp8)
+    p_cast_avx512::cast_p_row<true, false>(s, keys, telemetry.p_positive, telemetry.p_underflow);
+  else
+    p_cast_avx512::cast_p_row<false, false>(s, keys, telemetry.p_positive, telemetry.p_underflow);
+#else
+  if (rules.fp8)
+    row_cast_p<true>(s, keys, telemetry.p_positive, telemetry.p_underflow);
+  else
+    row_cast_p<false>(s, keys, telemetry.p_positive, telemetry.p_underflow);
+#endif
   return rescale;
 }
 

@@ -339,12 +339,22 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
       float* s = t.s + static_cast<int64_t>(r) * bn;
       if (per_token)
         for (int j = 0; j < keys; ++j) s[j] *= t.v_ratio[j];
-      // NOTE: a hook sees the cast row in key order, before E4M3 P's P·V order.
+#if defined(__AVX512F__)
+      // NOTE: the cast and E4M3 P's key order in one pass (p_cast_avx512.hpp); a hook sees the
+      // cast row in key order, so with one the two passes below run instead.
       if (!hooks.on_p_cast) {
-        cast_p_for_pv(fp8, fp8, s, keys, telemetry.p_positive, telemetry.p_underflow);
-      } else {
-        cast_p_for_pv(fp8, false, s, keys, telemetry.p_positive, telemetry.p_underflow);
-        hooks.on_p_cast(at.batch, at.head, row0 + r, key0, s, keys);
+        if (fp8)
+          p_cast_avx512::cast_p_row<true, true>(s, keys, telemetry.p_positive, telemetry.p_underflow);
+        else
+          p_cast_avx512::cast_p_row<false, false>(s, keys, telemetry.p_positive, telemetry.p_underflow);
+      } else
+#endif
+      {
+        if (fp8)
+          row_cast_p<true>(s, keys, telemetry.p_positive, telemetry.p_underflow);
+        else
+          row_cast_p<false>(s, keys, telemetry.p_positive, telemetry.p_underflow);
+        if (hooks.on_p_cast) hooks.on_p_cast(at.batch, at.head, row0 + r, key0, s, keys);
         if (fp8) p_row_to_slots(s, keys);
       }
       const float rescale = t.rescale[r];
@@ -356,9 +366,8 @@ void run_query_tile(const AttentionConfig& c, const AttentionProblem& p, const Q
       }
     };
     // NOTE: the row sum uses FP32 P̃, before the cast (FlashAttention-3), accumulated per quad
-    // thread in ascending column order (sm90::quad_partial_of_column). Rows go in fours on
-    // AVX-512, else pairs: each quad partial is a chain of dependent additions, and a group
-    // fills one vector of chains.
+    // thread in ascending column order (sm90::quad_partial_of_column). Rows go in pairs: each
+    // quad partial is a chain of dependent additions, and a pair fills one vector of chains.
     int r = r_lo;
 #if defined(__AVX512F__)
     for (; r + 4 <= r_hi; r += 4) {  // four rows' partials in one vector (row_softmax.hpp)

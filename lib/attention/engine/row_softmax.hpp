@@ -21,10 +21,6 @@
 #include "kernels/numerics/bfloat16.hpp"
 #include "kernels/numerics/float8.hpp"
 #include "kernels/sm90/softmax_math.hpp"
-#include "lib/attention/engine/pv_order.hpp"
-#if defined(__AVX512F__)
-#include "lib/attention/engine/p_cast_avx512.hpp"
-#endif
 
 namespace fp8attn::engine {
 
@@ -186,25 +182,6 @@ inline void row_cast_p(float* s, int n, uint64_t& positive, uint64_t& underflow)
   }
   positive += pos;
   underflow += flushed;
-}
-
-/// The cast of P̃ before the P·V product: row_cast_p<fp8>, then with `key_order` (E4M3 P only)
-/// p_row_to_slots. On AVX-512 one pass does both (p_cast_avx512.hpp, the same bits and counts).
-inline void cast_p_for_pv(bool fp8, bool key_order, float* s, int n, uint64_t& positive, uint64_t& underflow) {
-#if defined(__AVX512F__)
-  if (fp8 && key_order)
-    p_cast_avx512::cast_p_row<true, true>(s, n, positive, underflow);
-  else if (fp8)
-    p_cast_avx512::cast_p_row<true, false>(s, n, positive, underflow);
-  else
-    p_cast_avx512::cast_p_row<false, false>(s, n, positive, underflow);
-#else
-  if (fp8)
-    row_cast_p<true>(s, n, positive, underflow);
-  else
-    row_cast_p<false>(s, n, positive, underflow);
-  if (fp8 && key_order) p_row_to_slots(s, n);
-#endif
 }
 
 }  // namespace fp8attn::engine
